@@ -1,0 +1,43 @@
+import type { Backend } from './backend/types.js'
+import { UnsupportedError } from './errors.js'
+
+/** Backends this build can open from a URL; the others are named so the error can say so. */
+const PLANNED = ['redis', 'redlock', 'zookeeper', 'mysql', 'postgres', 'postgresql', 'etcd']
+
+/**
+ * Opens a backend from a URL: `memory:` or `sqlite:./file.db` (`sqlite::memory:` for a private in-memory
+ * database). The backend owns what it opens: call `backend.close()` when done.
+ *
+ * @example
+ * const backend = await backendFromUrl(process.env.LOCKS_URL ?? 'sqlite:./locks.db')
+ */
+export async function backendFromUrl(url: string): Promise<Backend> {
+  if (typeof url !== 'string') throw new TypeError(`latchkey: url must be a string, received ${typeof url}`)
+  const colon = url.indexOf(':')
+  const scheme = colon > 0 ? url.slice(0, colon).toLowerCase() : ''
+  const rest = url.slice(colon + 1)
+  switch (scheme) {
+    case 'memory': {
+      const { memoryBackend } = await import('./backends/memory/index.js')
+      return memoryBackend()
+    }
+    case 'sqlite': {
+      const path = rest.startsWith('//') ? rest.slice(2) : rest
+      if (path.length === 0)
+        throw new RangeError(
+          `latchkey: a sqlite URL needs a file path (sqlite:./locks.db), received ${JSON.stringify(url)}`,
+        )
+      const { sqliteBackend } = await import('./backends/sqlite/index.js')
+      return sqliteBackend({ path })
+    }
+    default:
+      if (PLANNED.includes(scheme)) {
+        throw new UnsupportedError(
+          `The ${scheme} backend is not part of this latchkey build yet; use memory: or sqlite:`,
+        )
+      }
+      throw new RangeError(
+        `latchkey: unknown backend URL scheme in ${JSON.stringify(url)}; expected memory: or sqlite:`,
+      )
+  }
+}

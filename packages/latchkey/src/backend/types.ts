@@ -1,0 +1,101 @@
+/**
+ * The backend contract: the few atomic primitives a lock server must offer. The core owns all policy
+ * (waiting, retries, watchdog, reentrancy, abort handling); a backend only answers these calls.
+ * A third-party backend implements {@link Backend} and proves itself with `latchkey/testing`.
+ */
+
+/** Kinds of lock handle. `mutex`, `fair` and `write` are exclusive; `read` is shared; `semaphore` counts permits. */
+export type LockKind = 'mutex' | 'fair' | 'read' | 'write' | 'semaphore'
+
+/** What a backend can do; the core and the conformance suite adapt to it. */
+export interface BackendCapabilities {
+  /** `native`: tokens strictly increase per lock name across all holders and processes. `none`: tokens are `0n`. */
+  readonly fencing: 'native' | 'none'
+  /** How waiters learn of releases: pushed to every process, only within this process, or not at all (polling). */
+  readonly notifications: 'global' | 'process' | 'none'
+  /** Lock kinds the backend implements. */
+  readonly kinds: readonly LockKind[]
+  /** Whether the lock state is shared by several OS processes (false for the in-memory backend). */
+  readonly crossProcess: boolean
+  /** Whether `lockDelayMs` is honoured (an expired, unreleased lock stays unavailable that long). */
+  readonly lockDelay: boolean
+  /** Whose clock measures leases: the server's, the host's (shared by local processes), or this process's. */
+  readonly clock: 'server' | 'host' | 'process'
+}
+
+/** Identifies one lock's state in the backend. */
+export interface LockRef {
+  /** The lock name, already namespaced by the core (`namespace:name`). */
+  readonly key: string
+  readonly kind: LockKind
+}
+
+/** A request for one lease. */
+export interface AcquireRequest extends LockRef {
+  /** Unique per lease attempt; the owner id written into the backend. */
+  readonly owner: string
+  /** Lease length. */
+  readonly ttlMs: number
+  /** Semaphore size (1 for the other kinds). */
+  readonly permits: number
+  /** After the lease expires unreleased, keep the lock unavailable this much longer (Chubby's lock-delay). */
+  readonly lockDelayMs: number
+  /**
+   * When true and not granted, keep (or refresh) this owner's place in line for `queueTtlMs`.
+   * Used by fair locks (FIFO) and by write locks (a waiting writer blocks new readers).
+   */
+  readonly queue: boolean
+  readonly queueTtlMs: number
+}
+
+/** The answer to {@link Backend.tryAcquire}. */
+export type AcquireResult =
+  | { readonly acquired: true; readonly token: bigint }
+  | {
+      readonly acquired: false
+      /** When the blocking holder's lease (plus lock-delay) ends, if known: a bound for the fallback poll. */
+      readonly retryAfterMs?: number | undefined
+    }
+
+/** Names one holder of one lock. */
+export interface HolderRef extends LockRef {
+  readonly owner: string
+}
+
+/** A request to extend a held lease. */
+export interface RenewRequest extends HolderRef {
+  readonly ttlMs: number
+}
+
+/**
+ * A subscription to release notifications for one lock, opened *before* the first try so that a release
+ * between a failed try and the wait is not missed: `wait` returns at once if one arrived since the last wait.
+ */
+export interface ReleaseSubscription {
+  /** Resolves on a release notification or after `timeoutMs`; rejects with `signal.reason` on abort. */
+  wait(timeoutMs: number, signal?: AbortSignal): Promise<void>
+  close(): void
+}
+
+/** The primitives every backend implements. All methods may reject with `BackendUnavailableError`. */
+export interface Backend {
+  /** Short name used in messages and events, e.g. `sqlite`. */
+  readonly name: string
+  readonly capabilities: BackendCapabilities
+  /** Grants a lease if the lock kind's rules allow it now; never waits. */
+  tryAcquire(request: AcquireRequest): Promise<AcquireResult>
+  /** Extends a lease still held by `owner` (and not expired); false when it is not. Never creates state. */
+  renew(request: RenewRequest): Promise<boolean>
+  /** Releases `owner`'s lease; false (and no effect) when `owner` does not hold it. */
+  release(request: HolderRef): Promise<boolean>
+  /** Gives up `owner`'s place in line (see `AcquireRequest.queue`); no-op when it has none. */
+  leaveQueue(request: HolderRef): Promise<void>
+  /** Whether the lock is held by anyone (for a semaphore: whether all `permits` are taken). */
+  isLocked(ref: LockRef & { readonly permits: number }): Promise<boolean>
+  /** Administrative: drops every holder and waiter of the lock (Redisson's forceUnlock). True if anything was held. */
+  forceRelease(ref: LockRef): Promise<boolean>
+  /** Present when `capabilities.notifications` is not `none`. */
+  subscribe?(ref: LockRef): ReleaseSubscription
+  /** Frees what the backend opened itself (never a client handed to it). */
+  close(): Promise<void>
+}

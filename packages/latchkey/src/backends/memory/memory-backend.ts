@@ -1,0 +1,153 @@
+import {
+  decideGrant,
+  type HolderState,
+  isValid,
+  occupies,
+  stateKey,
+  type WaiterState,
+} from '../../backend/grant-rules.js'
+import { LocalNotifier } from '../../backend/local-notifier.js'
+import type {
+  AcquireRequest,
+  AcquireResult,
+  Backend,
+  BackendCapabilities,
+  HolderRef,
+  LockRef,
+  ReleaseSubscription,
+  RenewRequest,
+} from '../../backend/types.js'
+
+interface LockState {
+  holders: Map<string, HolderState>
+  waiters: Map<string, WaiterState>
+}
+
+const CAPABILITIES: BackendCapabilities = Object.freeze({
+  fencing: 'native',
+  notifications: 'global',
+  kinds: Object.freeze(['mutex', 'fair', 'read', 'write', 'semaphore'] as const),
+  crossProcess: false,
+  lockDelay: true,
+  clock: 'process',
+})
+
+/**
+ * Locks held in this process's memory: every capability, no server. For tests, single-process apps, and
+ * as the reference implementation of the grant rules. Each call runs synchronously, so it is atomic.
+ */
+export class MemoryBackend implements Backend {
+  readonly name = 'memory'
+  readonly capabilities = CAPABILITIES
+  private readonly locks = new Map<string, LockState>()
+  /** One counter for all names: strictly increasing per name too, and it never grows with the name count. */
+  private fence = 0n
+  private readonly notifier = new LocalNotifier()
+  private seq = 0
+
+  async tryAcquire(request: AcquireRequest): Promise<AcquireResult> {
+    const key = stateKey(request)
+    const now = Date.now()
+    const state = this.prune(key, now)
+    const decision = decideGrant(request, [...state.holders.values()], [...state.waiters.values()], now)
+    if (!decision.grant) {
+      if (request.queue) this.enqueue(state, request, now)
+      return { acquired: false, retryAfterMs: decision.retryAfterMs }
+    }
+    const token = ++this.fence
+    state.waiters.delete(request.owner)
+    const expiresAt = now + request.ttlMs
+    state.holders.set(request.owner, {
+      owner: request.owner,
+      kind: request.kind,
+      expiresAt,
+      delayUntil: expiresAt + request.lockDelayMs,
+      token,
+    })
+    return { acquired: true, token }
+  }
+
+  async renew(request: RenewRequest): Promise<boolean> {
+    const now = Date.now()
+    const state = this.locks.get(stateKey(request))
+    const holder = state?.holders.get(request.owner)
+    if (state === undefined || holder === undefined || !isValid(holder, now)) return false
+    const expiresAt = now + request.ttlMs
+    const delay = holder.delayUntil - holder.expiresAt
+    state.holders.set(request.owner, { ...holder, expiresAt, delayUntil: expiresAt + delay })
+    return true
+  }
+
+  async release(request: HolderRef): Promise<boolean> {
+    const key = stateKey(request)
+    const now = Date.now()
+    const state = this.locks.get(key)
+    const holder = state?.holders.get(request.owner)
+    if (state === undefined || holder === undefined || !isValid(holder, now)) return false
+    state.holders.delete(request.owner)
+    this.dropIfEmpty(key, state)
+    this.notifier.notify(key)
+    return true
+  }
+
+  async leaveQueue(request: HolderRef): Promise<void> {
+    const key = stateKey(request)
+    const state = this.locks.get(key)
+    if (state?.waiters.delete(request.owner) === true) {
+      this.dropIfEmpty(key, state)
+      this.notifier.notify(key)
+    }
+  }
+
+  async isLocked(ref: LockRef & { permits: number }): Promise<boolean> {
+    const key = stateKey(ref)
+    const state = this.prune(key, Date.now())
+    const locked = ref.kind === 'semaphore' ? state.holders.size >= ref.permits : state.holders.size > 0
+    this.dropIfEmpty(key, state)
+    return locked
+  }
+
+  async forceRelease(ref: LockRef): Promise<boolean> {
+    const key = stateKey(ref)
+    const state = this.locks.get(key)
+    if (state === undefined) return false
+    this.locks.delete(key)
+    this.notifier.notify(key)
+    return state.holders.size > 0
+  }
+
+  subscribe(ref: LockRef): ReleaseSubscription {
+    return this.notifier.subscribe(stateKey(ref))
+  }
+
+  async close(): Promise<void> {
+    // Nothing was opened; the state stays for other Locks sharing this backend.
+  }
+
+  /** Drops expired holders and waiters, returning the (possibly new) state of `key`. */
+  private prune(key: string, now: number): LockState {
+    let state = this.locks.get(key)
+    if (state === undefined) {
+      state = { holders: new Map(), waiters: new Map() }
+      this.locks.set(key, state)
+      return state
+    }
+    for (const [owner, holder] of state.holders) if (!occupies(holder, now)) state.holders.delete(owner)
+    for (const [owner, waiter] of state.waiters) if (waiter.expiresAt <= now) state.waiters.delete(owner)
+    return state
+  }
+
+  private enqueue(state: LockState, request: AcquireRequest, now: number): void {
+    const existing = state.waiters.get(request.owner)
+    state.waiters.set(request.owner, {
+      owner: request.owner,
+      kind: request.kind,
+      seq: existing?.seq ?? ++this.seq,
+      expiresAt: now + request.queueTtlMs,
+    })
+  }
+
+  private dropIfEmpty(key: string, state: LockState): void {
+    if (state.holders.size === 0 && state.waiters.size === 0) this.locks.delete(key)
+  }
+}

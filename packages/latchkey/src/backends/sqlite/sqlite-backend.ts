@@ -1,0 +1,195 @@
+import { createRequire } from 'node:module'
+import { decideGrant, type HolderState, stateKey, type WaiterState } from '../../backend/grant-rules.js'
+import { LocalNotifier } from '../../backend/local-notifier.js'
+import type {
+  AcquireRequest,
+  AcquireResult,
+  Backend,
+  BackendCapabilities,
+  HolderRef,
+  LockKind,
+  LockRef,
+  ReleaseSubscription,
+  RenewRequest,
+} from '../../backend/types.js'
+import { BackendUnavailableError } from '../../errors.js'
+import { SCHEMA, SQL } from './schema.js'
+
+/** The slice of a better-sqlite3 `Database` this backend uses. */
+export interface SqliteDatabase {
+  pragma(source: string): unknown
+  exec(source: string): unknown
+  prepare(source: string): SqliteStatement
+  transaction<A extends unknown[], R>(fn: (...args: A) => R): { immediate(...args: A): R }
+  close(): unknown
+  readonly open: boolean
+}
+
+interface SqliteStatement {
+  run(...params: unknown[]): { changes: number }
+  get(...params: unknown[]): unknown
+  all(...params: unknown[]): unknown[]
+  safeIntegers(on?: boolean): SqliteStatement
+}
+
+/** Options of {@link sqliteBackend}: a file path (opened and closed by the backend) or an open database. */
+export type SqliteBackendOptions = (
+  | { path: string; database?: undefined }
+  | { database: SqliteDatabase; path?: undefined }
+) & {
+  /** `full` (default) survives power loss; `normal` is faster and survives process crashes only. */
+  synchronous?: 'full' | 'normal'
+  /** How long a statement waits for another process's write transaction. Default 5 000. */
+  busyTimeoutMs?: number
+}
+
+const CAPABILITIES: BackendCapabilities = Object.freeze({
+  fencing: 'native',
+  notifications: 'process',
+  kinds: Object.freeze(['mutex', 'fair', 'read', 'write', 'semaphore'] as const),
+  crossProcess: true,
+  lockDelay: true,
+  clock: 'host',
+})
+
+type Statements = { [K in keyof typeof SQL]: SqliteStatement }
+
+/**
+ * Locks in a SQLite file (WAL mode) shared by every process on this host. Each primitive is one
+ * `BEGIN IMMEDIATE` transaction; leases are timed by the host clock, which all local processes share.
+ */
+export class SqliteBackend implements Backend {
+  readonly name = 'sqlite'
+  readonly capabilities = CAPABILITIES
+  private readonly db: SqliteDatabase
+  private readonly ownsDatabase: boolean
+  private readonly st: Statements
+  private readonly notifier = new LocalNotifier()
+  private readonly acquireTx: (request: AcquireRequest, now: number) => AcquireResult
+
+  constructor(options: SqliteBackendOptions) {
+    this.ownsDatabase = options.database === undefined
+    this.db = options.database ?? openDatabase(options.path as string)
+    this.db.pragma(`busy_timeout = ${Math.trunc(options.busyTimeoutMs ?? 5_000)}`)
+    this.db.pragma('journal_mode = WAL')
+    this.db.pragma(`synchronous = ${options.synchronous === 'normal' ? 'NORMAL' : 'FULL'}`)
+    this.db.transaction(() => this.db.exec(SCHEMA)).immediate()
+    this.st = Object.fromEntries(Object.entries(SQL).map(([k, sql]) => [k, this.db.prepare(sql)])) as Statements
+    this.st.holders.safeIntegers(true)
+    this.st.nextFence.safeIntegers(true)
+    const tx = this.db.transaction((request: AcquireRequest, now: number) => this.acquireIn(request, now))
+    this.acquireTx = (request, now) => tx.immediate(request, now)
+  }
+
+  async tryAcquire(request: AcquireRequest): Promise<AcquireResult> {
+    return this.run(() => this.acquireTx(request, Date.now()))
+  }
+
+  async renew(request: RenewRequest): Promise<boolean> {
+    return this.run(() => this.st.renew.run(Date.now(), request.ttlMs, stateKey(request), request.owner).changes === 1)
+  }
+
+  async release(request: HolderRef): Promise<boolean> {
+    const key = stateKey(request)
+    const released = this.run(() => this.st.release.run(key, request.owner, Date.now()).changes === 1)
+    if (released) this.notifier.notify(key)
+    return released
+  }
+
+  async leaveQueue(request: HolderRef): Promise<void> {
+    const key = stateKey(request)
+    if (this.run(() => this.st.deleteWaiter.run(key, request.owner).changes) > 0) this.notifier.notify(key)
+  }
+
+  async isLocked(ref: LockRef & { permits: number }): Promise<boolean> {
+    const row = this.run(() => this.st.countLive.get(stateKey(ref), Date.now()) as { n: number })
+    return ref.kind === 'semaphore' ? row.n >= ref.permits : row.n > 0
+  }
+
+  async forceRelease(ref: LockRef): Promise<boolean> {
+    const key = stateKey(ref)
+    const dropped = this.run(() => {
+      const tx = this.db.transaction(() => {
+        this.st.dropWaiters.run(key)
+        return this.st.dropHolders.run(key).changes
+      })
+      return tx.immediate()
+    })
+    this.notifier.notify(key)
+    return dropped > 0
+  }
+
+  subscribe(ref: LockRef): ReleaseSubscription {
+    return this.notifier.subscribe(stateKey(ref))
+  }
+
+  async close(): Promise<void> {
+    if (this.ownsDatabase && this.db.open) this.db.close()
+  }
+
+  /** The body of the acquire transaction: prune, decide with the shared grant rules, write. */
+  private acquireIn(request: AcquireRequest, now: number): AcquireResult {
+    const key = stateKey(request)
+    const { st } = this
+    st.pruneHolders.run(key, now)
+    st.pruneWaiters.run(key, now)
+    const holders = (st.holders.all(key) as RawHolder[]).map(toHolder)
+    const waiters = st.waiters.all(key) as WaiterState[]
+    const decision = decideGrant(request, holders, waiters, now)
+    if (!decision.grant) {
+      if (request.queue) {
+        const existing = st.findWaiter.get(key, request.owner) as { seq: number } | undefined
+        const seq = existing?.seq ?? (st.nextSeq.get() as { value: number }).value
+        st.upsertWaiter.run(key, request.owner, request.kind, seq, now + request.queueTtlMs)
+      }
+      return { acquired: false, retryAfterMs: decision.retryAfterMs }
+    }
+    const token = (st.nextFence.get() as { value: bigint }).value
+    const expiresAt = now + request.ttlMs
+    st.insertHolder.run(key, request.owner, request.kind, expiresAt, expiresAt + request.lockDelayMs, token)
+    st.deleteWaiter.run(key, request.owner)
+    return { acquired: true, token }
+  }
+
+  /** Runs a statement, mapping "database busy / locked / I/O" to a retryable `BackendUnavailableError`. */
+  private run<T>(fn: () => T): T {
+    try {
+      return fn()
+    } catch (error) {
+      const code = (error as { code?: unknown }).code
+      if (typeof code === 'string' && /^SQLITE_(BUSY|LOCKED|IOERR|CANTOPEN|FULL)/.test(code)) {
+        throw new BackendUnavailableError(`sqlite backend: ${(error as Error).message}; try again`, { cause: error })
+      }
+      if (!this.db.open) throw new BackendUnavailableError('sqlite backend: the database is closed', { cause: error })
+      throw error
+    }
+  }
+}
+
+interface RawHolder {
+  owner: string
+  kind: LockKind
+  expiresAt: bigint
+  delayUntil: bigint
+  token: bigint
+}
+
+function toHolder(row: RawHolder): HolderState {
+  return { ...row, expiresAt: Number(row.expiresAt), delayUntil: Number(row.delayUntil) }
+}
+
+function openDatabase(path: string): SqliteDatabase {
+  const require = createRequire(import.meta.url)
+  let Database: new (path: string) => SqliteDatabase
+  try {
+    Database = require('better-sqlite3') as typeof Database
+  } catch (error) {
+    throw new BackendUnavailableError(
+      'sqlite backend needs the better-sqlite3 package (12.x): npm install better-sqlite3@12',
+      {
+        cause: error,
+      },
+    )
+  }
+  return new Database(path)
+}

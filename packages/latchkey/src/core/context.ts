@@ -1,0 +1,26 @@
+import type { Backend, LockKind, LockRef } from '../backend/types.js'
+import type { LockEventHandler } from './events.js'
+
+/** What a lock handle needs from its `Locks` instance. */
+export interface LocksContext {
+  readonly backend: Backend
+  readonly id: number
+  readonly namespace: string
+  readonly ttlMs: number
+  readonly waitMs: number
+  readonly lockDelayMs: number
+  readonly queueTtlMs: number
+  readonly maxPollMs: number
+  readonly onEvent: LockEventHandler | undefined
+  /** Aborts when `close()` is called. */
+  readonly closing: AbortSignal
+  readonly active: Set<{ forget(): Promise<void> }>
+}
+
+/** A lock as the core sees it: its context, public name, backend ref and semaphore size. */
+export interface LockTarget extends LockRef {
+  readonly ctx: LocksContext
+  readonly name: string
+  readonly kind: LockKind
+  readonly permits: number
+}

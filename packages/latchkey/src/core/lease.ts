@@ -1,0 +1,248 @@
+import { LockLostError, NotLockHolderError } from '../errors.js'
+import { driftMs, monotonicNow, wallTimeAt } from './clock.js'
+import type { LockTarget } from './context.js'
+import { emitSafely } from './events.js'
+import { checkDuration } from './validate.js'
+
+/**
+ * A held lock. Release it with `release()` or `await using`; watch `signal` to stop work when it is lost.
+ *
+ * @example
+ * await using lease = await lock.acquire({ ttlMs: 10_000 })
+ * await db.write(row, { fence: lease.token, signal: lease.signal })
+ */
+export interface Lease extends AsyncDisposable {
+  /** The lock name, as given to `mutex(name)`. */
+  readonly name: string
+  /** The fencing token: strictly increasing per lock name across holders and processes (`0n` if the backend has none). */
+  readonly token: bigint
+  /** Aborts with a `LockLostError` when the lease is lost (expired, taken away, or not renewable in time). */
+  readonly signal: AbortSignal
+  /** Epoch ms after which the lease must be presumed expired (a little before the server's expiry). */
+  readonly expiresAt: number
+  /** Extends the lease to `ttlMs` from now (default: its current TTL). Rejects with `NotLockHolderError` when lost. */
+  extend(ttlMs?: number): Promise<void>
+  /** Releases the lock; idempotent. Rejects with `NotLockHolderError` when the lease was no longer held. */
+  release(): Promise<void>
+}
+
+type LeaseState = 'held' | 'released' | 'lost'
+
+/** A lease granted by the backend, with its watchdog. */
+export class HeldLease implements Lease {
+  readonly name: string
+  readonly token: bigint
+  private readonly controller = new AbortController()
+  private readonly acquiredAt = monotonicNow()
+  private state: LeaseState = 'held'
+  private deadline: number
+  private renewTimer: NodeJS.Timeout | undefined
+  private expiryTimer: NodeJS.Timeout | undefined
+  private releasing: Promise<void> | undefined
+
+  constructor(
+    private readonly target: LockTarget,
+    private readonly owner: string,
+    token: bigint,
+    sentAt: number,
+    private ttlMs: number,
+    private readonly autoRenew: boolean,
+  ) {
+    this.name = target.name
+    this.token = token
+    this.deadline = sentAt + ttlMs - driftMs(ttlMs)
+    target.ctx.active.add(this)
+    this.schedule()
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal
+  }
+
+  get expiresAt(): number {
+    return wallTimeAt(this.deadline)
+  }
+
+  /** True until the lease is released or lost. */
+  get isHeld(): boolean {
+    return this.state === 'held'
+  }
+
+  async extend(ttlMs?: number): Promise<void> {
+    const ttl = ttlMs === undefined ? this.ttlMs : checkDuration('ttlMs', ttlMs, { min: 1 })
+    if (this.state === 'released') throw this.notHolder('it was already released')
+    if (this.state === 'lost') throw this.notHolder('it was lost', this.signal.reason)
+    const sentAt = monotonicNow()
+    const ok = await this.target.ctx.backend.renew({ ...this.ref(), ttlMs: ttl })
+    if (this.state !== 'held') throw this.notHolder('it was released or lost while extending')
+    if (!ok) {
+      this.lose(this.lostError())
+      throw this.notHolder('it expired or was taken away', this.signal.reason)
+    }
+    this.ttlMs = ttl
+    this.renewed(sentAt)
+  }
+
+  release(): Promise<void> {
+    this.releasing ??= this.doRelease()
+    return this.releasing
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.release()
+  }
+
+  /** Used by `Locks.close()`: releases, reporting failures as events instead of throwing. */
+  async forget(): Promise<void> {
+    try {
+      await this.release()
+    } catch (error) {
+      this.emit({ type: 'release-failed', token: this.token, error })
+    }
+  }
+
+  private async doRelease(): Promise<void> {
+    const wasLost = this.state === 'lost'
+    this.state = 'released'
+    this.stopTimers()
+    let ok: boolean
+    try {
+      ok = await this.target.ctx.backend.release(this.ref())
+    } catch (error) {
+      this.emit({ type: 'release-failed', token: this.token, error })
+      throw error
+    }
+    if (!ok) {
+      const error = this.notHolder(
+        'it expired or was taken away; nothing was released',
+        wasLost ? this.signal.reason : undefined,
+      )
+      this.emit({ type: 'release-failed', token: this.token, error })
+      throw error
+    }
+    this.emit({ type: 'released', token: this.token, heldMs: monotonicNow() - this.acquiredAt })
+  }
+
+  private schedule(): void {
+    this.stopTimers()
+    const now = monotonicNow()
+    this.expiryTimer = setTimeout(() => this.lose(this.expiredError()), Math.max(0, this.deadline - now))
+    this.expiryTimer.unref()
+    if (this.autoRenew) this.scheduleRenew(this.ttlMs / 3)
+  }
+
+  private scheduleRenew(delayMs: number): void {
+    clearTimeout(this.renewTimer)
+    this.renewTimer = setTimeout(() => void this.renewTick(), delayMs)
+    this.renewTimer.unref()
+  }
+
+  private async renewTick(): Promise<void> {
+    if (this.state !== 'held') return
+    const sentAt = monotonicNow()
+    let ok: boolean
+    try {
+      ok = await this.target.ctx.backend.renew({ ...this.ref(), ttlMs: this.ttlMs })
+    } catch (error) {
+      if (this.state !== 'held') return
+      this.emit({ type: 'renew-failed', token: this.token, error })
+      // Retry well before the deadline; the expiry timer aborts the signal if no retry gets through.
+      this.scheduleRenew(Math.max(10, Math.min(this.ttlMs / 3, (this.deadline - monotonicNow()) / 3)))
+      return
+    }
+    if (this.state !== 'held') return
+    if (ok) this.renewed(sentAt)
+    else this.lose(this.lostError())
+  }
+
+  private renewed(sentAt: number): void {
+    this.deadline = sentAt + this.ttlMs - driftMs(this.ttlMs)
+    this.schedule()
+    this.emit({ type: 'renewed', token: this.token, expiresAt: this.expiresAt })
+  }
+
+  /** Marks the lease lost: aborts `signal` and reports `lost`. Never throws. */
+  lose(error: LockLostError): void {
+    if (this.state !== 'held') return
+    this.state = 'lost'
+    this.stopTimers()
+    this.target.ctx.active.delete(this)
+    this.controller.abort(error)
+    this.emit({ type: 'lost', token: this.token, error })
+  }
+
+  private stopTimers(): void {
+    clearTimeout(this.renewTimer)
+    clearTimeout(this.expiryTimer)
+    this.renewTimer = undefined
+    this.expiryTimer = undefined
+    if (this.state !== 'held') this.target.ctx.active.delete(this)
+  }
+
+  private ref() {
+    return { key: this.target.key, kind: this.target.kind, owner: this.owner }
+  }
+
+  private where(): string {
+    return `lock "${this.name}" (${this.target.kind}, ${this.target.ctx.backend.name} backend, token ${this.token})`
+  }
+
+  private lostError(): LockLostError {
+    return new LockLostError(`Lost ${this.where()}: it was released or expired behind its holder's back`, {
+      lockName: this.name,
+    })
+  }
+
+  private expiredError(): LockLostError {
+    const why = this.autoRenew ? 'could not be renewed before it expired' : 'expired (autoRenew is off)'
+    return new LockLostError(`Lost ${this.where()}: the lease ${why}`, { lockName: this.name })
+  }
+
+  private notHolder(why: string, cause?: unknown): NotLockHolderError {
+    return new NotLockHolderError(`Not the holder of ${this.where()}: ${why}`, { lockName: this.name, cause })
+  }
+
+  private emit(event: Record<string, unknown> & { type: string }): void {
+    const { ctx, name, kind } = this.target
+    emitSafely(ctx.onEvent, { ...event, name, kind, backend: ctx.backend.name } as never)
+  }
+}
+
+/** A nested acquisition inside `withLock` of the same lock: shares the outer lease, counts, never does I/O. */
+export class ReentrantLease implements Lease {
+  private released = false
+
+  constructor(
+    private readonly outer: Lease,
+    private readonly entry: { count: number },
+  ) {
+    entry.count++
+  }
+
+  get name(): string {
+    return this.outer.name
+  }
+  get token(): bigint {
+    return this.outer.token
+  }
+  get signal(): AbortSignal {
+    return this.outer.signal
+  }
+  get expiresAt(): number {
+    return this.outer.expiresAt
+  }
+
+  extend(ttlMs?: number): Promise<void> {
+    return this.outer.extend(ttlMs)
+  }
+
+  async release(): Promise<void> {
+    if (this.released) return
+    this.released = true
+    this.entry.count--
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.release()
+  }
+}

@@ -1,0 +1,150 @@
+import type { LockKind } from '../backend/types.js'
+import { type AcquireSettings, acquireLease } from './acquire.js'
+import type { LocksContext, LockTarget } from './context.js'
+import { emitSafely } from './events.js'
+import { type Lease, ReentrantLease } from './lease.js'
+import { findHeld, type HeldEntry, runHolding } from './reentrancy.js'
+import { checkBoolean, checkDuration, checkFunction, checkOptions, checkSignal } from './validate.js'
+
+/** Options of `acquire`, `tryAcquire` and `withLock`. Unset fields take the `createLocks` defaults. */
+export interface AcquireOptions {
+  /** How long to wait for the lock (default from `createLocks`, itself `Infinity`). Ignored by `tryAcquire`. */
+  waitMs?: number
+  /** Lease length (default from `createLocks`, itself 30 000). */
+  ttlMs?: number
+  /** Renew the lease every `ttlMs / 3` while held (default true). */
+  autoRenew?: boolean
+  /** Abort the wait: the call rejects with `signal.reason` and leaves nothing held or queued. */
+  signal?: AbortSignal
+}
+
+/**
+ * A handle on one named lock. Creating it does no I/O.
+ *
+ * @example
+ * const lock = locks.mutex('order:42')
+ * await lock.withLock(async (lease) => pay(order, { signal: lease.signal }))
+ */
+export interface Lock {
+  readonly name: string
+  /** Waits up to `waitMs` for the lock; rejects with `LockTimeoutError` when the wait runs out. */
+  acquire(options?: AcquireOptions): Promise<Lease>
+  /** Takes the lock if it is free right now; `undefined` otherwise. Never waits. */
+  tryAcquire(options?: Omit<AcquireOptions, 'waitMs'>): Promise<Lease | undefined>
+  /** Acquires, runs `fn` (renewing the lease meanwhile), and releases when `fn` settles. */
+  withLock<T>(fn: (lease: Lease) => Promise<T> | T, options?: AcquireOptions): Promise<T>
+  /** Whether anyone holds the lock now (for a semaphore: whether every permit is taken). */
+  isLocked(): Promise<boolean>
+}
+
+/** Validates acquire options once, filling defaults from the `Locks` context. */
+export function resolveSettings(ctx: LocksContext, options: unknown, waitForIt: boolean): AcquireSettings {
+  const o = checkOptions('options', options)
+  return {
+    waitMs:
+      waitForIt && o.waitMs !== undefined
+        ? checkDuration('waitMs', o.waitMs, { infinite: true })
+        : waitForIt
+          ? ctx.waitMs
+          : 0,
+    ttlMs: o.ttlMs === undefined ? ctx.ttlMs : checkDuration('ttlMs', o.ttlMs, { min: 1 }),
+    autoRenew: o.autoRenew === undefined ? true : checkBoolean('autoRenew', o.autoRenew),
+    signal: o.signal === undefined ? undefined : checkSignal('signal', o.signal),
+  }
+}
+
+/** The lock handle behind `mutex`, `fairMutex`, `readWrite` and `semaphore`. */
+export class LockHandle implements Lock, LockTarget {
+  constructor(
+    readonly ctx: LocksContext,
+    readonly name: string,
+    readonly key: string,
+    readonly kind: LockKind,
+    readonly permits: number,
+  ) {}
+
+  async acquire(options?: AcquireOptions): Promise<Lease> {
+    const settings = resolveSettings(this.ctx, options, true)
+    const reentered = this.reenter()
+    if (reentered !== undefined) return reentered
+    const lease = await acquireLease(this, settings)
+    if (lease === undefined) throw new Error('unreachable: a waiting acquire returned no lease')
+    return lease
+  }
+
+  async tryAcquire(options?: Omit<AcquireOptions, 'waitMs'>): Promise<Lease | undefined> {
+    const settings = resolveSettings(this.ctx, options, false)
+    return this.reenter() ?? (await acquireLease(this, settings))
+  }
+
+  async withLock<T>(fn: (lease: Lease) => Promise<T> | T, options?: AcquireOptions): Promise<T> {
+    checkFunction('fn', fn)
+    const settings = resolveSettings(this.ctx, options, true)
+    const entry = findHeld(this)
+    if (entry !== undefined) {
+      const lease = new ReentrantLease(entry.lease, entry)
+      try {
+        return await fn(lease)
+      } finally {
+        await lease.release()
+      }
+    }
+    const lease = await acquireLease(this, settings)
+    if (lease === undefined) throw new Error('unreachable: a waiting acquire returned no lease')
+    return runWithLeases([[this, lease]], fn.bind(undefined, lease))
+  }
+
+  isLocked(): Promise<boolean> {
+    return this.ctx.backend.isLocked({ key: this.key, kind: this.kind, permits: this.permits })
+  }
+
+  private reenter(): Lease | undefined {
+    const entry = findHeld(this)
+    if (entry === undefined) return undefined
+    emitSafely(this.ctx.onEvent, {
+      type: 'acquired',
+      name: this.name,
+      kind: this.kind,
+      backend: this.ctx.backend.name,
+      token: entry.lease.token,
+      waitedMs: 0,
+      reentrant: true,
+    })
+    return new ReentrantLease(entry.lease, entry)
+  }
+}
+
+/**
+ * Runs `fn` holding `leases` (visible to nested calls for reentrancy), then releases them all, whether or not
+ * `fn` watched `lease.signal`. The callback's error always wins: a release failure after it is reported only as
+ * a `release-failed` event; after a successful callback, a release failure is thrown.
+ */
+export async function runWithLeases<T>(
+  pairs: ReadonlyArray<readonly [LockTarget, Lease]>,
+  fn: () => Promise<T> | T,
+): Promise<T> {
+  const entries = pairs.map(([target, lease]) => [target, { lease, count: 1 } satisfies HeldEntry] as const)
+  let result: T
+  try {
+    result = await runHolding(entries, fn)
+  } catch (error) {
+    // The lease reported its release failure as an event; the callback's error is the one to see.
+    await releaseAll(pairs).catch(() => undefined)
+    throw error
+  }
+  await releaseAll(pairs)
+  return result
+}
+
+/** Releases every lease (in reverse order), then throws the first failure, if any. */
+async function releaseAll(pairs: ReadonlyArray<readonly [LockTarget, Lease]>): Promise<void> {
+  let failure: { error: unknown } | undefined
+  for (const [, lease] of [...pairs].reverse()) {
+    try {
+      await lease.release()
+    } catch (error) {
+      failure ??= { error }
+    }
+  }
+  if (failure !== undefined) throw failure.error
+}

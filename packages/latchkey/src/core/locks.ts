@@ -1,0 +1,142 @@
+import { setMaxListeners } from 'node:events'
+import type { Backend, LockKind } from '../backend/types.js'
+import { UnsupportedError } from '../errors.js'
+import type { LocksContext } from './context.js'
+import type { LockEventHandler } from './events.js'
+import { type Lock, LockHandle } from './lock.js'
+import { canonicalHandles, MultiLock } from './multi.js'
+import {
+  checkBoolean,
+  checkDuration,
+  checkFunction,
+  checkInteger,
+  checkName,
+  checkOptions,
+  MAX_NAME_BYTES,
+} from './validate.js'
+
+/** Options of {@link createLocks}. */
+export interface LocksOptions {
+  /** Where locks live, e.g. `memoryBackend()`, `sqliteBackend({ path })`, `redisBackend({ client })`. */
+  backend: Backend
+  /** Prefix of every lock name in the backend (`namespace:name`). Default: none. */
+  namespace?: string
+  /** Default lease length. Default 30 000. */
+  ttlMs?: number
+  /** Default wait for `acquire`/`withLock`. Default `Infinity`. */
+  waitMs?: number
+  /** Chubby's lock-delay: an expired, unreleased lock stays unavailable this long. Default 0. */
+  lockDelayMs?: number
+  /** Fail now, with `UnsupportedError`, unless the backend issues fencing tokens. Default false. */
+  requireFencing?: boolean
+  /** Longest poll interval when the backend cannot push releases across processes. Default 100. */
+  maxPollMs?: number
+  /** How long a waiter's place in line (fair locks, waiting writers) outlives a crashed waiter. Default 5 000. */
+  queueTtlMs?: number
+  /** Receives acquired / released / renewed / lost / timeout ... events (e.g. for metrics). */
+  onEvent?: LockEventHandler
+}
+
+/** The lock factory returned by {@link createLocks}. */
+export interface Locks {
+  readonly backend: Backend
+  /** An exclusive, reentrant lock. */
+  mutex(name: string): Lock
+  /** An exclusive lock granted in request order (FIFO). */
+  fairMutex(name: string): Lock
+  /** A read-write lock: readers share, a writer excludes everyone, a waiting writer blocks new readers. */
+  readWrite(name: string): { readonly read: Lock; readonly write: Lock }
+  /** A counting semaphore: at most `permits` holders at once, each with its own lease. */
+  semaphore(name: string, options: { permits: number }): Lock
+  /** All of `locks` or none, taken in a canonical order (no deadlock whatever the order given). */
+  multi(locks: readonly Lock[]): Lock
+  /** Releases every lease this instance holds, rejects its pending acquires, stops its timers. Leaves the backend open. */
+  close(): Promise<void>
+}
+
+let nextId = 1
+
+const BACKEND_METHODS = ['tryAcquire', 'renew', 'release', 'leaveQueue', 'isLocked', 'forceRelease', 'close'] as const
+
+function checkBackend(value: unknown): Backend {
+  const b = value as Partial<Backend> | undefined
+  const missing = BACKEND_METHODS.filter((m) => typeof b?.[m] !== 'function')
+  if (typeof b !== 'object' || b === null || missing.length > 0 || typeof b.capabilities !== 'object') {
+    throw new TypeError(
+      `latchkey: backend must be a latchkey backend such as memoryBackend()${missing.length > 0 ? ` (missing ${missing.join(', ')})` : ''}`,
+    )
+  }
+  return b as Backend
+}
+
+/**
+ * Creates the lock factory over one backend. No I/O happens until a lock is acquired.
+ *
+ * @example
+ * const locks = createLocks({ backend: sqliteBackend({ path: './locks.db' }), namespace: 'shop' })
+ * await locks.mutex('order:42').withLock(async (lease) => pay(order, { signal: lease.signal }))
+ */
+export function createLocks(options: LocksOptions): Locks {
+  const o = checkOptions('options', options)
+  const backend = checkBackend(o.backend)
+  const namespace = o.namespace === undefined ? '' : checkName('namespace', o.namespace, true)
+  const closer = new AbortController()
+  // Every pending acquire listens for close(); there may be thousands.
+  setMaxListeners(0, closer.signal)
+  const ctx: LocksContext = Object.freeze({
+    backend,
+    id: nextId++,
+    namespace,
+    ttlMs: o.ttlMs === undefined ? 30_000 : checkDuration('ttlMs', o.ttlMs, { min: 1 }),
+    waitMs: o.waitMs === undefined ? Number.POSITIVE_INFINITY : checkDuration('waitMs', o.waitMs, { infinite: true }),
+    lockDelayMs: o.lockDelayMs === undefined ? 0 : checkDuration('lockDelayMs', o.lockDelayMs),
+    maxPollMs: o.maxPollMs === undefined ? 100 : checkDuration('maxPollMs', o.maxPollMs, { min: 1 }),
+    queueTtlMs: o.queueTtlMs === undefined ? 5_000 : checkDuration('queueTtlMs', o.queueTtlMs, { min: 30 }),
+    onEvent: o.onEvent === undefined ? undefined : checkFunction<LockEventHandler>('onEvent', o.onEvent),
+    closing: closer.signal,
+    active: new Set<{ forget(): Promise<void> }>(),
+  })
+  const requireFencing = o.requireFencing === undefined ? false : checkBoolean('requireFencing', o.requireFencing)
+  if (requireFencing && backend.capabilities.fencing !== 'native') {
+    throw new UnsupportedError(
+      `The ${backend.name} backend issues no fencing tokens (capabilities.fencing is "${backend.capabilities.fencing}"); use a backend with native fencing (memory, SQLite, Redis, ZooKeeper, etcd, SQL tables) for resources that must reject stale writers`,
+    )
+  }
+  if (ctx.lockDelayMs > 0 && !backend.capabilities.lockDelay) {
+    throw new UnsupportedError(`The ${backend.name} backend does not support lockDelayMs; leave it at 0`)
+  }
+
+  const handle = (name: unknown, kind: LockKind, permits = 1): LockHandle => {
+    const checked = checkName('name', name)
+    const key = namespace === '' ? checked : `${namespace}:${checked}`
+    if (Buffer.byteLength(key) > MAX_NAME_BYTES) {
+      throw new RangeError(
+        `latchkey: namespace + name must be at most ${MAX_NAME_BYTES} bytes, received ${Buffer.byteLength(key)} bytes`,
+      )
+    }
+    if (!backend.capabilities.kinds.includes(kind)) {
+      throw new UnsupportedError(`The ${backend.name} backend does not support ${kind} locks`, { lockName: checked })
+    }
+    return new LockHandle(ctx, checked, key, kind, permits)
+  }
+
+  let closing: Promise<void> | undefined
+  return Object.freeze({
+    backend,
+    mutex: (name: string) => handle(name, 'mutex'),
+    fairMutex: (name: string) => handle(name, 'fair'),
+    readWrite: (name: string) => Object.freeze({ read: handle(name, 'read'), write: handle(name, 'write') }),
+    semaphore: (name: string, opts: { permits: number }) => {
+      const permits = checkInteger('permits', checkOptions('options', opts).permits, 1)
+      return handle(name, 'semaphore', permits)
+    },
+    multi: (locks: readonly Lock[]) => new MultiLock(canonicalHandles(locks)),
+    close: () => {
+      closing ??= (async () => {
+        closer.abort()
+        await Promise.all([...ctx.active].map((lease) => lease.forget()))
+      })()
+      return closing
+    },
+  })
+}

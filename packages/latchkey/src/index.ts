@@ -1,0 +1,40 @@
+export {
+  decideGrant,
+  type GrantDecision,
+  type HolderState,
+  isExclusive,
+  stateKey,
+  type WaiterState,
+} from './backend/grant-rules.js'
+export { LocalNotifier } from './backend/local-notifier.js'
+export type {
+  AcquireRequest,
+  AcquireResult,
+  Backend,
+  BackendCapabilities,
+  HolderRef,
+  LockKind,
+  LockRef,
+  ReleaseSubscription,
+  RenewRequest,
+} from './backend/types.js'
+export { backendFromUrl } from './backend-url.js'
+export type { LockEvent, LockEventHandler } from './core/events.js'
+export type { Lease } from './core/lease.js'
+export type { AcquireOptions, Lock } from './core/lock.js'
+export { createLocks, type Locks, type LocksOptions } from './core/locks.js'
+export { MultiLease } from './core/multi.js'
+export {
+  BackendUnavailableError,
+  isLockError,
+  LockError,
+  type LockErrorOptions,
+  LockLostError,
+  LocksClosedError,
+  LockTimeoutError,
+  type NodeOutcome,
+  NotLockHolderError,
+  QuorumNotReachedError,
+  StaleTokenError,
+  UnsupportedError,
+} from './errors.js'
