@@ -36,7 +36,6 @@ class LocalSubscription implements ReleaseSubscription {
         done()
         resolve()
       }, timeoutMs)
-      timer.unref()
       this.wake = () => {
         done()
         resolve()

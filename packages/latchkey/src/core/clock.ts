@@ -8,7 +8,10 @@ export function wallTimeAt(monotonic: number): number {
   return Date.now() + (monotonic - performance.now())
 }
 
-/** Resolves after `ms` (an unref'ed timer); rejects with `signal.reason` when the signal aborts. */
+/**
+ * Resolves after `ms`; rejects with `signal.reason` when the signal aborts. The timer is not unref'ed: a caller
+ * waiting for a lock is pending work that must keep the process alive.
+ */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   if (signal?.aborted) return Promise.reject(signal.reason)
   return new Promise<void>((resolve, reject) => {
@@ -20,7 +23,6 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
       signal?.removeEventListener('abort', onAbort)
       resolve()
     }, ms)
-    timer.unref()
     signal?.addEventListener('abort', onAbort, { once: true })
   })
 }

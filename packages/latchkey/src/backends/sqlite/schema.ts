@@ -42,8 +42,9 @@ export const SQL = {
   findWaiter: 'SELECT seq FROM latchkey_waiters WHERE lock_key = ? AND owner = ?',
   upsertWaiter: `INSERT INTO latchkey_waiters (lock_key, owner, kind, seq, expires_at) VALUES (?, ?, ?, ?, ?)
     ON CONFLICT (lock_key, owner) DO UPDATE SET expires_at = excluded.expires_at`,
-  renew: `UPDATE latchkey_holders SET delay_until = ?1 + ?2 + (delay_until - expires_at), expires_at = ?1 + ?2
-    WHERE lock_key = ?3 AND owner = ?4 AND expires_at > ?1`,
+  // SET expressions read the old row, so the lock-delay span (delay_until - expires_at) carries over.
+  renew: `UPDATE latchkey_holders SET delay_until = ? + (delay_until - expires_at), expires_at = ?
+    WHERE lock_key = ? AND owner = ? AND expires_at > ?`,
   release: 'DELETE FROM latchkey_holders WHERE lock_key = ? AND owner = ? AND expires_at > ?',
   countLive: 'SELECT count(*) AS n FROM latchkey_holders WHERE lock_key = ? AND delay_until > ?',
   dropHolders: 'DELETE FROM latchkey_holders WHERE lock_key = ?',

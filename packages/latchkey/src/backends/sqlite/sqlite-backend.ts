@@ -86,7 +86,9 @@ export class SqliteBackend implements Backend {
   }
 
   async renew(request: RenewRequest): Promise<boolean> {
-    return this.run(() => this.st.renew.run(Date.now(), request.ttlMs, stateKey(request), request.owner).changes === 1)
+    const now = Date.now()
+    const expiresAt = now + request.ttlMs
+    return this.run(() => this.st.renew.run(expiresAt, expiresAt, stateKey(request), request.owner, now).changes === 1)
   }
 
   async release(request: HolderRef): Promise<boolean> {

@@ -1,0 +1,109 @@
+import { expect, it } from 'vitest'
+import { createLocks } from '../core/locks.js'
+import { LocksClosedError, NotLockHolderError } from '../errors.js'
+import { countingBackend } from './counting-backend.js'
+import { delay, type SuiteEnv } from './env.js'
+
+type Case = readonly [what: string, run: () => unknown, error: typeof TypeError | typeof RangeError, mentions: string[]]
+
+/** Bad input, extend, close. */
+export function inputCases(env: SuiteEnv): void {
+  it('bad input throws TypeError / RangeError naming the option and value, before any I/O', async () => {
+    const { backend, calls } = countingBackend(env.backend())
+    const locks = createLocks({ backend, namespace: env.namespace })
+    const lock = locks.mutex('valid')
+    const cases: Case[] = [
+      ['empty name', () => locks.mutex(''), RangeError, ['name', '""']],
+      ['number name', () => locks.mutex(42 as never), TypeError, ['name', '42']],
+      ['oversized name', () => locks.mutex('x'.repeat(5_000)), RangeError, ['name', '5000']],
+      ['NaN ttl', () => createLocks({ backend, ttlMs: Number.NaN }), RangeError, ['ttlMs', 'NaN']],
+      ['negative wait', () => createLocks({ backend, waitMs: -1 }), RangeError, ['waitMs', '-1']],
+      [
+        'string lock-delay',
+        () => createLocks({ backend, lockDelayMs: '5' as never }),
+        TypeError,
+        ['lockDelayMs', '"5"'],
+      ],
+      ['zero permits', () => locks.semaphore('s', { permits: 0 }), RangeError, ['permits', '0']],
+      ['fractional permits', () => locks.semaphore('s', { permits: 1.5 }), RangeError, ['permits', '1.5']],
+      ['missing backend', () => createLocks({} as never), TypeError, ['backend']],
+      ['multi of nothing', () => locks.multi([]), RangeError, ['locks']],
+    ]
+    for (const [what, run, type, mentions] of cases) {
+      let thrown: unknown
+      try {
+        run()
+      } catch (error) {
+        thrown = error
+      }
+      expect(thrown, what).toBeInstanceOf(type)
+      for (const m of mentions) expect((thrown as Error).message, what).toContain(m)
+    }
+    const asyncCases: Case[] = [
+      ['NaN waitMs', () => lock.acquire({ waitMs: Number.NaN }), RangeError, ['waitMs', 'NaN']],
+      ['negative ttlMs', () => lock.acquire({ ttlMs: -5 }), RangeError, ['ttlMs', '-5']],
+      ['zero ttlMs', () => lock.tryAcquire({ ttlMs: 0 }), RangeError, ['ttlMs', '0']],
+      ['bad signal', () => lock.acquire({ signal: 'stop' as never }), TypeError, ['signal', '"stop"']],
+      ['bad autoRenew', () => lock.acquire({ autoRenew: 1 as never }), TypeError, ['autoRenew', '1']],
+      ['withLock without fn', () => lock.withLock(undefined as never), TypeError, ['fn']],
+    ]
+    for (const [what, run, type, mentions] of asyncCases) {
+      const thrown = await Promise.resolve()
+        .then(run)
+        .catch((e: unknown) => e)
+      expect(thrown, what).toBeInstanceOf(type)
+      for (const m of mentions) expect((thrown as Error).message, what).toContain(m)
+    }
+    expect(calls()).toBe(0)
+    const held = await lock.acquire()
+    const afterAcquire = calls()
+    await expect(held.extend(Number.NaN)).rejects.toBeInstanceOf(RangeError)
+    expect(calls()).toBe(afterAcquire)
+    await held.release()
+    await locks.close()
+  })
+
+  it('extend moves the expiry; a released lease cannot be extended', async () => {
+    const lease = await env
+      .locks()
+      .mutex(env.uniq('extend'))
+      .acquire({ ttlMs: env.ms(200), autoRenew: false })
+    const first = lease.expiresAt
+    await delay(env.ms(20))
+    await lease.extend(env.ms(2_000))
+    expect(lease.expiresAt).toBeGreaterThan(first + env.ms(1_000))
+    await delay(env.ms(300))
+    expect(lease.signal.aborted).toBe(false)
+    await lease.release()
+    await expect(lease.extend()).rejects.toBeInstanceOf(NotLockHolderError)
+  })
+
+  it('close() releases every lease, rejects pending acquires, and refuses new ones', async () => {
+    const locks = env.locks()
+    const name = env.uniq('close')
+    const other = env.locks()
+    const rwName = env.uniq('close-rw')
+    const semName = env.uniq('close-sem')
+    const probes = [other.mutex(name)]
+    await locks.mutex(name).acquire()
+    if (env.supports('read')) {
+      await locks.readWrite(rwName).read.acquire()
+      probes.push(other.readWrite(rwName).write)
+    }
+    if (env.supports('semaphore')) {
+      await locks.semaphore(semName, { permits: 1 }).acquire()
+      probes.push(other.semaphore(semName, { permits: 1 }))
+    }
+    for (const probe of probes) expect(await probe.tryAcquire()).toBeUndefined()
+    const pending = locks.mutex(name).acquire()
+    await delay(env.ms(30))
+    await locks.close()
+    await expect(pending).rejects.toBeInstanceOf(LocksClosedError)
+    await expect(locks.mutex(name).acquire()).rejects.toBeInstanceOf(LocksClosedError)
+    for (const probe of probes) {
+      const lease = await probe.tryAcquire()
+      expect(lease, probe.name).toBeDefined()
+      await lease?.release()
+    }
+  })
+}
