@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The whole test suite on a fresh Debian machine with Node 20: installs the npm dependencies, builds, type-checks
+# and lints, starts every server the tests need (scripts/servers/*.sh, once per run), then runs all tests.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+. scripts/lib/deps.sh
+check_node
+ensure_deps
+echo "== build"
+npm run build --silent
+echo "== typecheck and lint"
+npx tsc -p packages/latchkey/tsconfig.json
+for app in apps/*/; do
+  [ -f "$app/tsconfig.json" ] && npx tsc -p "$app/tsconfig.json"
+done
+npx biome check .
+echo "== servers"
+bash scripts/servers.sh start
+echo "== tests"
+mkdir -p .data
+status=0
+npx vitest run --coverage --reporter=default --reporter=json --outputFile.json=.data/vitest.json "$@" || status=$?
+node scripts/lib/summary.mjs .data/vitest.json || true
+exit "$status"
