@@ -28,7 +28,9 @@ const task = {
 writeFileSync(task.counterFile, '0')
 const processes = Number(values.processes)
 const expected = processes * task.tasks * task.rounds
-console.log(`${processes} processes x ${task.tasks} tasks x ${task.rounds} rounds contend for one lock in ${task.dbPath}`)
+console.log(
+  `${processes} processes x ${task.tasks} tasks x ${task.rounds} rounds contend for one lock in ${task.dbPath}`,
+)
 
 const started = performance.now()
 const results = await Promise.all(
@@ -39,7 +41,9 @@ const results = await Promise.all(
       child.on('message', (m) => {
         sections = m
       })
-      child.on('exit', (code) => (code === 0 && sections ? resolve(sections) : reject(new Error(`worker exited ${code}`))))
+      child.on('exit', (code) =>
+        code === 0 && sections ? resolve(sections) : reject(new Error(`worker exited ${code}`)),
+      )
     })
   }),
 )
@@ -59,11 +63,16 @@ for (let i = 1; i < sections.length; i++) {
   if (BigInt(sections[i].token) <= BigInt(sections[i - 1].token)) tokenInversions++
 }
 const checks = [
-  [`counter file = ${counter}, acquisitions = ${sections.length}, expected ${expected}`, counter === expected && sections.length === expected],
+  [
+    `counter file = ${counter}, acquisitions = ${sections.length}, expected ${expected}`,
+    counter === expected && sections.length === expected,
+  ],
   [`overlapping critical sections: ${overlaps}`, overlaps === 0],
   [`tokens not increasing in acquisition order: ${tokenInversions}`, tokenInversions === 0],
 ]
-console.log(`\n${sections.length} acquisitions in ${elapsedS.toFixed(2)} s (${Math.round(sections.length / elapsedS)}/s)`)
+console.log(
+  `\n${sections.length} acquisitions in ${elapsedS.toFixed(2)} s (${Math.round(sections.length / elapsedS)}/s)`,
+)
 for (const [text, ok] of checks) console.log(`  ${ok ? 'PASS' : 'FAIL'}  ${text}`)
 rmSync(dir, { recursive: true, force: true })
 process.exitCode = checks.every(([, ok]) => ok) ? 0 : 1

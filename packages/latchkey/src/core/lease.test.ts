@@ -1,0 +1,102 @@
+import { afterEach, describe, expect, it } from 'vitest'
+import { flakyBackend } from '../../test/support/flaky-backend.js'
+import { memoryBackend } from '../backends/memory/index.js'
+import { BackendUnavailableError, LockLostError, NotLockHolderError } from '../errors.js'
+import type { LockEvent } from './events.js'
+import { createLocks, type Locks } from './locks.js'
+
+const opened: Locks[] = []
+function setup(onEvent?: (e: LockEvent) => void) {
+  const { backend, state } = flakyBackend(memoryBackend())
+  const locks = createLocks({ backend, ttlMs: 90, ...(onEvent ? { onEvent } : {}) })
+  opened.push(locks)
+  return { locks, state }
+}
+afterEach(async () => {
+  await Promise.all(opened.splice(0).map((l) => l.close()))
+})
+const delay = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+describe('lease watchdog', () => {
+  it('keeps retrying renewals through a short outage and keeps the lease', async () => {
+    const events: string[] = []
+    const { locks, state } = setup((e) => events.push(e.type))
+    const lease = await locks.mutex('a').acquire({ ttlMs: 300 })
+    state.down = true
+    await delay(130)
+    state.down = false
+    await delay(200)
+    expect(events).toContain('renew-failed')
+    expect(lease.signal.aborted).toBe(false)
+    await lease.release()
+  })
+
+  it('aborts lease.signal no later than the expiry when renewals cannot get through', async () => {
+    const lost: LockEvent[] = []
+    const { locks, state } = setup((e) => e.type === 'lost' && lost.push(e))
+    const started = performance.now()
+    const lease = await locks.mutex('b').acquire({ ttlMs: 150 })
+    state.down = true
+    await new Promise((resolve) => lease.signal.addEventListener('abort', resolve))
+    expect(performance.now() - started).toBeLessThanOrEqual(150)
+    expect(lease.signal.reason).toBeInstanceOf(LockLostError)
+    expect((lease.signal.reason as Error).message).toContain('could not be renewed')
+    expect(lost).toHaveLength(1)
+    state.down = false
+    // The server still has the (expired) entry; releasing says we were not the holder any more.
+    await delay(20)
+    await expect(lease.release()).rejects.toBeInstanceOf(NotLockHolderError)
+  })
+
+  it('release failing on the server rejects with the backend error and reports release-failed', async () => {
+    const events: string[] = []
+    const { locks, state } = setup((e) => events.push(e.type))
+    const lease = await locks.mutex('c').acquire()
+    state.down = true
+    await expect(lease.release()).rejects.toBeInstanceOf(BackendUnavailableError)
+    expect(events).toContain('release-failed')
+    state.down = false
+  })
+
+  it('extend rejects on a lost lease and when the server says no', async () => {
+    const { locks } = setup()
+    const lease = await locks.mutex('d').acquire({ ttlMs: 60, autoRenew: false })
+    await delay(90)
+    expect(lease.signal.aborted).toBe(true)
+    await expect(lease.extend()).rejects.toBeInstanceOf(NotLockHolderError)
+    const other = await locks.mutex('e').acquire({ autoRenew: false })
+    await locks.backend.forceRelease({ key: 'e', kind: 'mutex' })
+    await expect(other.extend(500)).rejects.toBeInstanceOf(NotLockHolderError)
+    expect(other.signal.reason).toBeInstanceOf(LockLostError)
+  })
+
+  it('an onEvent handler that throws becomes a process warning, never a lock failure', async () => {
+    const warnings: string[] = []
+    const onWarning = (w: Error) => warnings.push(w.message)
+    process.on('warning', onWarning)
+    try {
+      const { locks } = setup(() => {
+        throw new Error('handler bug')
+      })
+      await locks.mutex('f').withLock(() => 1)
+      await delay(10)
+      expect(warnings.some((w) => w.includes('handler bug'))).toBe(true)
+    } finally {
+      process.off('warning', onWarning)
+    }
+  })
+
+  it('withLock on a lease lost mid-callback throws NotLockHolderError after a successful callback', async () => {
+    const { locks } = setup()
+    const error = await locks
+      .mutex('g')
+      .withLock(async (lease) => {
+        await locks.backend.forceRelease({ key: 'g', kind: 'mutex' })
+        await new Promise((resolve) => lease.signal.addEventListener('abort', resolve))
+        return 'done'
+      })
+      .catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(NotLockHolderError)
+    expect((error as Error).cause).toBeInstanceOf(LockLostError)
+  })
+})
