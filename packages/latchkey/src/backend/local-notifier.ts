@@ -75,6 +75,11 @@ export class LocalNotifier {
     for (const sub of set) sub.fire()
   }
 
+  /** Wakes the subscribers of every key that `matches`. */
+  notifyWhere(matches: (key: string) => boolean): void {
+    for (const key of this.subs.keys()) if (matches(key)) this.notify(key)
+  }
+
   /** Number of open subscriptions (for leak checks). */
   get size(): number {
     let n = 0

@@ -1,6 +1,6 @@
 import { expect, it } from 'vitest'
 import type { Lease } from '../core/lease.js'
-import { UnsupportedError } from '../errors.js'
+import { LockLostError, UnsupportedError } from '../errors.js'
 import { delay, type SuiteEnv } from './env.js'
 
 /** Reentrancy, fair order, read-write, semaphore, multi, lock-delay. */
@@ -119,7 +119,7 @@ export function kindCases(env: SuiteEnv): void {
       expect(await sem.isLocked()).toBe(true)
       expect(await sem.tryAcquire()).toBeUndefined()
       const late = await sem.acquire({ waitMs: env.ms(3_000) })
-      expect(held[0]?.signal.aborted).toBe(true)
+      expect(await abortedWithin((held[0] as Lease).signal, env.ms(100))).toBeInstanceOf(LockLostError)
       await Promise.all([late.release(), held[1]?.release()])
       expect(await sem.isLocked()).toBe(false)
     },

@@ -117,8 +117,9 @@ export function mutexCases(env: SuiteEnv): void {
       .mutex(name)
       .acquire({ waitMs: env.ms(3_000) })
     expect(performance.now() - started).toBeGreaterThanOrEqual(env.ms(100))
-    expect(a.signal.aborted).toBe(true)
-    expect(a.signal.reason).toBeInstanceOf(LockLostError)
+    // The expiry timer fires at the local deadline, which is before the server's expiry; a loaded event loop may
+    // run it a few ms late, so allow it that long after the successor got the lock.
+    expect(await abortedWithin(a.signal, env.ms(100))).toBeInstanceOf(LockLostError)
     expect(b.token > a.token || env.capabilities().fencing === 'none').toBe(true)
     await b.release()
   })

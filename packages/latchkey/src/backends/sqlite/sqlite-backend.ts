@@ -13,6 +13,7 @@ import type {
   RenewRequest,
 } from '../../backend/types.js'
 import { BackendUnavailableError } from '../../errors.js'
+import { FileNotifier } from './file-notifier.js'
 import { SCHEMA, SQL } from './schema.js'
 
 /** The slice of a better-sqlite3 `Database` this backend uses. */
@@ -50,7 +51,7 @@ export type SqliteBackendOptions = (
 
 const CAPABILITIES: BackendCapabilities = Object.freeze({
   fencing: 'native',
-  notifications: 'process',
+  notifications: 'global',
   kinds: Object.freeze(['mutex', 'fair', 'read', 'write', 'semaphore'] as const),
   crossProcess: true,
   lockDelay: true,
@@ -65,11 +66,12 @@ type Statements = { [K in keyof typeof SQL]: SqliteStatement }
  */
 export class SqliteBackend implements Backend {
   readonly name = 'sqlite'
-  readonly capabilities = CAPABILITIES
+  readonly capabilities: BackendCapabilities
   private readonly db: SqliteDatabase
   private readonly ownsDatabase: boolean
   private readonly st: Statements
   private readonly notifier = new LocalNotifier()
+  private readonly files: FileNotifier | undefined
   private readonly acquireTx: (request: AcquireRequest, now: number) => AcquireResult
 
   constructor(options: SqliteBackendOptions) {
@@ -84,6 +86,9 @@ export class SqliteBackend implements Backend {
     this.st.nextFence.safeIntegers(true)
     const tx = this.db.transaction((request: AcquireRequest, now: number) => this.acquireIn(request, now))
     this.acquireTx = (request, now) => tx.immediate(request, now)
+    // Other processes learn of releases through a watched directory; without one they poll.
+    this.files = options.path === undefined ? undefined : FileNotifier.start(options.path, this.notifier)
+    this.capabilities = this.files === undefined ? { ...CAPABILITIES, notifications: 'process' } : CAPABILITIES
   }
 
   async tryAcquire(request: AcquireRequest): Promise<AcquireResult> {
@@ -99,13 +104,13 @@ export class SqliteBackend implements Backend {
   async release(request: HolderRef): Promise<boolean> {
     const key = stateKey(request)
     const released = this.run(() => this.st.release.run(key, request.owner, Date.now()).changes === 1)
-    if (released) this.notifier.notify(key)
+    if (released) this.announce(key)
     return released
   }
 
   async leaveQueue(request: HolderRef): Promise<void> {
     const key = stateKey(request)
-    if (this.run(() => this.st.deleteWaiter.run(key, request.owner).changes) > 0) this.notifier.notify(key)
+    if (this.run(() => this.st.deleteWaiter.run(key, request.owner).changes) > 0) this.announce(key)
   }
 
   async isLocked(ref: LockRef & { permits: number }): Promise<boolean> {
@@ -122,7 +127,7 @@ export class SqliteBackend implements Backend {
       })
       return tx.immediate()
     })
-    this.notifier.notify(key)
+    this.announce(key)
     return dropped > 0
   }
 
@@ -131,7 +136,13 @@ export class SqliteBackend implements Backend {
   }
 
   async close(): Promise<void> {
+    this.files?.close()
     if (this.ownsDatabase && this.db.open) this.db.close()
+  }
+
+  private announce(key: string): void {
+    this.notifier.notify(key)
+    this.files?.announce(key)
   }
 
   /** The body of the acquire transaction: prune, decide with the shared grant rules, write. */
