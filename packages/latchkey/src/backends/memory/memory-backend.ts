@@ -23,6 +23,9 @@ interface LockState {
   waiters: Map<string, WaiterState>
 }
 
+/** Grants between two sweeps of abandoned lock state. */
+const SWEEP_EVERY = 10_000
+
 const CAPABILITIES: BackendCapabilities = Object.freeze({
   fencing: 'native',
   notifications: 'global',
@@ -44,6 +47,7 @@ export class MemoryBackend implements Backend {
   private fence = 0n
   private readonly notifier = new LocalNotifier()
   private seq = 0
+  private grantsSinceSweep = 0
 
   async tryAcquire(request: AcquireRequest): Promise<AcquireResult> {
     const key = stateKey(request)
@@ -55,6 +59,7 @@ export class MemoryBackend implements Backend {
       return { acquired: false, retryAfterMs: decision.retryAfterMs }
     }
     const token = ++this.fence
+    if (++this.grantsSinceSweep >= SWEEP_EVERY) this.sweep(now)
     state.waiters.delete(request.owner)
     const expiresAt = now + request.ttlMs
     state.holders.set(request.owner, {
@@ -135,6 +140,15 @@ export class MemoryBackend implements Backend {
     for (const [owner, holder] of state.holders) if (!occupies(holder, now)) state.holders.delete(owner)
     for (const [owner, waiter] of state.waiters) if (waiter.expiresAt <= now) state.waiters.delete(owner)
     return state
+  }
+
+  /** Drops the state of locks whose holders all expired unreleased and were never looked at again. */
+  private sweep(now: number): void {
+    this.grantsSinceSweep = 0
+    for (const [key, state] of this.locks) {
+      this.prune(key, now)
+      this.dropIfEmpty(key, state)
+    }
   }
 
   private enqueue(state: LockState, request: AcquireRequest, now: number): void {

@@ -47,6 +47,8 @@ export const SQL = {
     WHERE lock_key = ? AND owner = ? AND expires_at > ?`,
   release: 'DELETE FROM latchkey_holders WHERE lock_key = ? AND owner = ? AND expires_at > ?',
   countLive: 'SELECT count(*) AS n FROM latchkey_holders WHERE lock_key = ? AND delay_until > ?',
+  sweepHolders: 'DELETE FROM latchkey_holders WHERE delay_until <= ?',
+  sweepWaiters: 'DELETE FROM latchkey_waiters WHERE expires_at <= ?',
   dropHolders: 'DELETE FROM latchkey_holders WHERE lock_key = ?',
   dropWaiters: 'DELETE FROM latchkey_waiters WHERE lock_key = ?',
 } as const

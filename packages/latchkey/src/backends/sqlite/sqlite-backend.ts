@@ -58,6 +58,9 @@ const CAPABILITIES: BackendCapabilities = Object.freeze({
   clock: 'host',
 })
 
+/** Grants between two sweeps of abandoned rows. */
+const SWEEP_EVERY = 1_000
+
 type Statements = { [K in keyof typeof SQL]: SqliteStatement }
 
 /**
@@ -72,6 +75,7 @@ export class SqliteBackend implements Backend {
   private readonly st: Statements
   private readonly notifier = new LocalNotifier()
   private readonly files: FileNotifier | undefined
+  private grantsSinceSweep = 0
   private readonly acquireTx: (request: AcquireRequest, now: number) => AcquireResult
 
   constructor(options: SqliteBackendOptions) {
@@ -166,6 +170,12 @@ export class SqliteBackend implements Backend {
     const expiresAt = now + request.ttlMs
     st.insertHolder.run(key, request.owner, request.kind, expiresAt, expiresAt + request.lockDelayMs, token)
     st.deleteWaiter.run(key, request.owner)
+    // Now and then, drop rows of locks that expired unreleased and were never looked at again.
+    if (++this.grantsSinceSweep >= SWEEP_EVERY) {
+      this.grantsSinceSweep = 0
+      st.sweepHolders.run(now)
+      st.sweepWaiters.run(now)
+    }
     return { acquired: true, token }
   }
 
