@@ -2,7 +2,7 @@ import { LockLostError, NotLockHolderError } from '../errors.js'
 import { driftMs, monotonicNow, wallTimeAt } from './clock.js'
 import type { LockTarget } from './context.js'
 import { emitSafely } from './events.js'
-import { checkDuration } from './validate.js'
+import { checkDuration, MAX_TIMER_MS } from './validate.js'
 
 /**
  * A held lock. Release it with `release()` or `await using`; watch `signal` to stop work when it is lost.
@@ -69,7 +69,7 @@ export class HeldLease implements Lease {
   }
 
   async extend(ttlMs?: number): Promise<void> {
-    const ttl = ttlMs === undefined ? this.ttlMs : checkDuration('ttlMs', ttlMs, { min: 1 })
+    const ttl = ttlMs === undefined ? this.ttlMs : checkDuration('ttlMs', ttlMs, { min: 1, max: MAX_TIMER_MS })
     if (this.state === 'released') throw this.notHolder('it was already released')
     if (this.state === 'lost') throw this.notHolder('it was lost', this.signal.reason)
     const sentAt = monotonicNow()

@@ -4,7 +4,7 @@ import type { LocksContext, LockTarget } from './context.js'
 import { emitSafely } from './events.js'
 import { type Lease, ReentrantLease } from './lease.js'
 import { findHeld, type HeldEntry, runHolding } from './reentrancy.js'
-import { checkBoolean, checkDuration, checkFunction, checkOptions, checkSignal } from './validate.js'
+import { checkBoolean, checkDuration, checkFunction, checkOptions, checkSignal, MAX_TIMER_MS } from './validate.js'
 
 /** Options of `acquire`, `tryAcquire` and `withLock`. Unset fields take the `createLocks` defaults. */
 export interface AcquireOptions {
@@ -47,7 +47,7 @@ export function resolveSettings(ctx: LocksContext, options: unknown, waitForIt: 
         : waitForIt
           ? ctx.waitMs
           : 0,
-    ttlMs: o.ttlMs === undefined ? ctx.ttlMs : checkDuration('ttlMs', o.ttlMs, { min: 1 }),
+    ttlMs: o.ttlMs === undefined ? ctx.ttlMs : checkDuration('ttlMs', o.ttlMs, { min: 1, max: MAX_TIMER_MS }),
     autoRenew: o.autoRenew === undefined ? true : checkBoolean('autoRenew', o.autoRenew),
     signal: o.signal === undefined ? undefined : checkSignal('signal', o.signal),
   }

@@ -13,6 +13,7 @@ import {
   checkName,
   checkOptions,
   MAX_NAME_BYTES,
+  MAX_TIMER_MS,
 } from './validate.js'
 
 /** Options of {@link createLocks}. */
@@ -87,11 +88,12 @@ export function createLocks(options: LocksOptions): Locks {
     backend,
     id: nextId++,
     namespace,
-    ttlMs: o.ttlMs === undefined ? 30_000 : checkDuration('ttlMs', o.ttlMs, { min: 1 }),
+    ttlMs: o.ttlMs === undefined ? 30_000 : checkDuration('ttlMs', o.ttlMs, { min: 1, max: MAX_TIMER_MS }),
     waitMs: o.waitMs === undefined ? Number.POSITIVE_INFINITY : checkDuration('waitMs', o.waitMs, { infinite: true }),
     lockDelayMs: o.lockDelayMs === undefined ? 0 : checkDuration('lockDelayMs', o.lockDelayMs),
-    maxPollMs: o.maxPollMs === undefined ? 100 : checkDuration('maxPollMs', o.maxPollMs, { min: 1 }),
-    queueTtlMs: o.queueTtlMs === undefined ? 5_000 : checkDuration('queueTtlMs', o.queueTtlMs, { min: 30 }),
+    maxPollMs: o.maxPollMs === undefined ? 100 : checkDuration('maxPollMs', o.maxPollMs, { min: 1, max: MAX_TIMER_MS }),
+    queueTtlMs:
+      o.queueTtlMs === undefined ? 5_000 : checkDuration('queueTtlMs', o.queueTtlMs, { min: 30, max: MAX_TIMER_MS }),
     onEvent: o.onEvent === undefined ? undefined : checkFunction<LockEventHandler>('onEvent', o.onEvent),
     closing: closer.signal,
     active: new Set<{ forget(): Promise<void> }>(),

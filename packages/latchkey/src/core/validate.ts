@@ -23,8 +23,15 @@ export function checkName(option: string, value: unknown, allowEmpty = false): s
   return value
 }
 
-/** A duration in ms: a finite number >= `min`, or `Infinity` when allowed. */
-export function checkDuration(option: string, value: unknown, opts: { min?: number; infinite?: boolean } = {}): number {
+/** The longest delay a Node timer can wait (about 24.8 days); longer ones would fire at once. */
+export const MAX_TIMER_MS = 2_147_483_647
+
+/** A duration in ms: a finite number >= `min` (and <= `max`), or `Infinity` when allowed. */
+export function checkDuration(
+  option: string,
+  value: unknown,
+  opts: { min?: number; max?: number; infinite?: boolean } = {},
+): number {
   const min = opts.min ?? 0
   if (typeof value !== 'number') {
     throw new TypeError(`latchkey: ${option} must be a number of milliseconds, received ${show(value)}`)
@@ -33,6 +40,9 @@ export function checkDuration(option: string, value: unknown, opts: { min?: numb
   if (!ok) {
     const range = `${min === 0 ? 'a non-negative' : `at least ${min} and a`} ${opts.infinite === true ? 'number or Infinity' : 'finite number'}`
     throw new RangeError(`latchkey: ${option} must be ${range}, received ${show(value)}`)
+  }
+  if (opts.max !== undefined && value > opts.max) {
+    throw new RangeError(`latchkey: ${option} must be at most ${opts.max} ms, received ${show(value)}`)
   }
   return value
 }

@@ -42,6 +42,7 @@ export function inputCases(env: SuiteEnv): void {
     const asyncCases: Case[] = [
       ['NaN waitMs', () => lock.acquire({ waitMs: Number.NaN }), RangeError, ['waitMs', 'NaN']],
       ['negative ttlMs', () => lock.acquire({ ttlMs: -5 }), RangeError, ['ttlMs', '-5']],
+      ['ttlMs beyond a timer', () => lock.acquire({ ttlMs: 2 ** 31 }), RangeError, ['ttlMs', '2147483648']],
       ['zero ttlMs', () => lock.tryAcquire({ ttlMs: 0 }), RangeError, ['ttlMs', '0']],
       ['bad signal', () => lock.acquire({ signal: 'stop' as never }), TypeError, ['signal', '"stop"']],
       ['bad autoRenew', () => lock.acquire({ autoRenew: 1 as never }), TypeError, ['autoRenew', '1']],

@@ -1,7 +1,7 @@
 import { expect, it } from 'vitest'
 import type { Lease } from '../core/lease.js'
 import { LockLostError, UnsupportedError } from '../errors.js'
-import { delay, type SuiteEnv } from './env.js'
+import { abortedWithin, delay, type SuiteEnv } from './env.js'
 
 /** Reentrancy, fair order, read-write, semaphore, multi, lock-delay. */
 export function kindCases(env: SuiteEnv): void {
