@@ -6,7 +6,7 @@ export {
   stateKey,
   type WaiterState,
 } from './backend/grant-rules.js'
-export { LocalNotifier } from './backend/local-notifier.js'
+export { LocalNotifier, WakeSubscription } from './backend/local-notifier.js'
 export type {
   AcquireRequest,
   AcquireResult,

@@ -4,11 +4,25 @@
  */
 import type { ReleaseSubscription } from './types.js'
 
-class LocalSubscription implements ReleaseSubscription {
+/**
+ * A {@link ReleaseSubscription} that a backend wakes with `fire()`: `wait` resolves on the next fire (at once if
+ * one came since the last wait), after `timeoutMs`, or rejects with `signal.reason`. Backends that receive
+ * notifications their own way (pub/sub, watches, NOTIFY) create one per waiter and fire it.
+ *
+ * @example
+ * const sub = new WakeSubscription(() => waiters.delete(sub)); waiters.add(sub) // later: sub.fire()
+ */
+export class WakeSubscription implements ReleaseSubscription {
   pending = false
   private wake: (() => void) | undefined
 
-  constructor(private readonly detach: (sub: LocalSubscription) => void) {}
+  /** `detach` runs once on close(): remove the subscription from wherever the backend keeps it. */
+  constructor(private detach: (sub: WakeSubscription) => void = () => undefined) {}
+
+  /** True while a `wait` is pending. */
+  get waiting(): boolean {
+    return this.wake !== undefined
+  }
 
   fire(): void {
     this.pending = true
@@ -45,17 +59,19 @@ class LocalSubscription implements ReleaseSubscription {
   }
 
   close(): void {
-    this.detach(this)
+    const detach = this.detach
+    this.detach = () => undefined
+    detach(this)
     this.wake?.()
   }
 }
 
 /** A registry of subscriptions per key. */
 export class LocalNotifier {
-  private readonly subs = new Map<string, Set<LocalSubscription>>()
+  private readonly subs = new Map<string, Set<WakeSubscription>>()
 
   subscribe(key: string): ReleaseSubscription {
-    const sub = new LocalSubscription((s) => {
+    const sub = new WakeSubscription((s) => {
       const set = this.subs.get(key)
       set?.delete(s)
       if (set?.size === 0) this.subs.delete(key)
