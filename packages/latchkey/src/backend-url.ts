@@ -2,11 +2,13 @@ import type { Backend } from './backend/types.js'
 import { UnsupportedError } from './errors.js'
 
 /** Backends this build can open from a URL; the others are named so the error can say so. */
-const PLANNED = ['redis', 'redlock', 'zookeeper', 'mysql', 'postgres', 'postgresql', 'etcd']
+const PLANNED = ['redis', 'redlock', 'zookeeper', 'etcd']
 
 /**
- * Opens a backend from a URL: `memory:` or `sqlite:./file.db` (`sqlite::memory:` for a private in-memory
- * database). The backend owns what it opens: call `backend.close()` when done.
+ * Opens a backend from a URL: `memory:`, `sqlite:./file.db` (`sqlite::memory:` for a private in-memory
+ * database), `mysql://user:pass@host:port/db?strategy=table|get_lock|for_update`,
+ * `postgres://user@host:port/db?strategy=table|advisory`. The backend owns the clients it opens: call
+ * `backend.close()` when done.
  *
  * @example
  * const backend = await backendFromUrl(process.env.LOCKS_URL ?? 'sqlite:./locks.db')
@@ -29,6 +31,15 @@ export async function backendFromUrl(url: string): Promise<Backend> {
         )
       const { sqliteBackend } = await import('./backends/sqlite/index.js')
       return sqliteBackend({ path })
+    }
+    case 'mysql': {
+      const { mysqlBackendFromUrl } = await import('./backends/mysql/index.js')
+      return mysqlBackendFromUrl(url)
+    }
+    case 'postgres':
+    case 'postgresql': {
+      const { postgresBackendFromUrl } = await import('./backends/postgres/index.js')
+      return postgresBackendFromUrl(url)
     }
     default:
       if (PLANNED.includes(scheme)) {

@@ -97,9 +97,11 @@ export function inputCases(env: SuiteEnv): void {
     }
     for (const probe of probes) expect(await probe.tryAcquire()).toBeUndefined()
     const pending = locks.mutex(name).acquire()
+    // Attach the expectation now: the acquire rejects while close() is still releasing over the network.
+    const pendingRejects = expect(pending).rejects.toBeInstanceOf(LocksClosedError)
     await delay(env.ms(30))
     await locks.close()
-    await expect(pending).rejects.toBeInstanceOf(LocksClosedError)
+    await pendingRejects
     await expect(locks.mutex(name).acquire()).rejects.toBeInstanceOf(LocksClosedError)
     for (const probe of probes) {
       const lease = await probe.tryAcquire()

@@ -1,0 +1,162 @@
+import { stateKey } from '../../backend/grant-rules.js'
+import type { AcquireRequest, BackendCapabilities, LockRef } from '../../backend/types.js'
+import { isFatal, type MysqlConnection, type MysqlResultHeader, type MysqlRunner, mapError } from './mysql-client.js'
+import { MYSQL_MIGRATION_STATEMENTS } from './mysql-schema.js'
+import { SessionBackend, type SessionHold } from './sql-session-backend.js'
+
+const CAPABILITIES: BackendCapabilities = Object.freeze({
+  fencing: 'native',
+  notifications: 'process',
+  kinds: Object.freeze(['mutex'] as const),
+  crossProcess: true,
+  lockDelay: false,
+  clock: 'process',
+})
+
+const SQL = {
+  ensure: 'INSERT IGNORE INTO latchkey_row_locks (lock_key) VALUES (?)',
+  lock: 'SELECT lock_key FROM latchkey_row_locks WHERE lock_key = ? FOR UPDATE SKIP LOCKED',
+  // Autocommit on another connection, after the row lock is held: LAST_INSERT_ID(expr) hands the new value
+  // back in the OK packet, so increment and read are one atomic statement.
+  fence: `INSERT INTO latchkey_fences (lock_key, value, holder_conn) VALUES (?, LAST_INSERT_ID(1), ?)
+    ON DUPLICATE KEY UPDATE value = LAST_INSERT_ID(value + 1), holder_conn = VALUES(holder_conn)`,
+  exists: 'SELECT COUNT(*) AS n FROM latchkey_row_locks WHERE lock_key = ?',
+  holderConn: 'SELECT holder_conn AS v FROM latchkey_fences WHERE lock_key = ?',
+} as const
+
+/**
+ * The `'for_update'` strategy, note 001's "基于数据库排他锁": the lease is an open transaction on a pinned
+ * connection holding `SELECT ... FOR UPDATE SKIP LOCKED` on the lock's row in `latchkey_row_locks`; release
+ * is `ROLLBACK`. A crashed holder's connection closes and InnoDB frees the row ("服务宕机之后数据库会自己把锁
+ * 释放掉").
+ *
+ * Costs, which is why `'table'` is the default:
+ * - one pool connection pinned per held lock, and a second one briefly at acquire for the fencing counter
+ *   (`latchkey_fences`, incremented in autocommit so that a holder's rollback cannot take a token back);
+ * - each held lock is an open InnoDB transaction: it holds back purge (the history list grows while any
+ *   lock is held) and counts against `innodb_lock_wait_timeout`-style monitoring as a long transaction;
+ * - no queue, no fairness, mutex only, no lock-delay; the lease's TTL is kept by this process;
+ * - needs `SKIP LOCKED` (MySQL 8.0+, MariaDB 10.6+), so a busy lock answers at once instead of waiting
+ *   `innodb_lock_wait_timeout` (50 s by default) as note 001's blocking `FOR UPDATE` would.
+ */
+export class MysqlForUpdateBackend extends SessionBackend<MysqlConnection> {
+  readonly name = 'mysql'
+  readonly capabilities = CAPABILITIES
+  private migrated: Promise<void> | undefined
+
+  constructor(private readonly db: MysqlRunner) {
+    super()
+  }
+
+  protected connect(): Promise<MysqlConnection> {
+    return this.migrate().then(() => this.db.connect())
+  }
+
+  protected giveBack(connection: MysqlConnection, healthy: boolean): void {
+    if (healthy) connection.release()
+    else connection.destroy()
+  }
+
+  protected async lockOn(connection: MysqlConnection, request: AcquireRequest) {
+    const key = stateKey(request)
+    const locked = await this.lockRow(connection, key)
+    if (locked === 'missing') {
+      await this.createRow(connection, key)
+      if ((await this.lockRow(connection, key)) !== 'held') return false
+    } else if (locked === 'busy') return false
+    const header = await this.db.query<MysqlResultHeader>(SQL.fence, [key, connection.threadId ?? 0])
+    // The token counts only if the row lock was still ours after it was drawn (see the class notes).
+    await this.run(connection, 'SELECT 1')
+    return { token: BigInt(header.insertId), detail: key }
+  }
+
+  /** Opens the lease transaction and tries the row lock; rolls back unless it is held. */
+  private async lockRow(connection: MysqlConnection, key: string): Promise<'held' | 'busy' | 'missing'> {
+    // REPEATABLE READ is fine here: an equality match on an existing primary key takes a record lock only.
+    await this.run(connection, 'START TRANSACTION')
+    const rows = (await this.run(connection, SQL.lock, [key])) as unknown[]
+    if (rows.length === 1) return 'held'
+    const count = (await this.run(connection, SQL.exists, [key])) as { n: unknown }[]
+    await this.run(connection, 'ROLLBACK')
+    return Number(count[0]?.n) > 0 ? 'busy' : 'missing'
+  }
+
+  /**
+   * First use of a name: insert its row. A duplicate check waits for a row lock, and a racer may already
+   * hold the new row for its whole lease, so this one statement waits at most 1 s (then the lock is busy).
+   */
+  private async createRow(connection: MysqlConnection, key: string): Promise<void> {
+    await this.run(connection, 'SET @latchkey_lwt = @@innodb_lock_wait_timeout, SESSION innodb_lock_wait_timeout = 1')
+    try {
+      await connection.query(SQL.ensure, [key])
+    } catch (error) {
+      if ((error as { errno?: unknown }).errno !== 1205) throw mapError(error, this.name)
+    } finally {
+      await this.run(connection, 'SET SESSION innodb_lock_wait_timeout = @latchkey_lwt')
+    }
+  }
+
+  protected async unlockOn(hold: SessionHold<MysqlConnection>): Promise<boolean> {
+    await this.run(hold.connection, 'ROLLBACK')
+    return true
+  }
+
+  protected async probe(hold: SessionHold<MysqlConnection>): Promise<boolean> {
+    try {
+      await this.run(hold.connection, 'SELECT 1')
+      return true
+    } catch (error) {
+      if (isFatal((error as { cause?: unknown }).cause ?? error)) return false
+      throw error
+    }
+  }
+
+  protected watch(connection: MysqlConnection, onDead: () => void): () => void {
+    connection.on('error', onDead)
+    connection.on('end', onDead)
+    return () => {
+      connection.removeListener('error', onDead)
+      connection.removeListener('end', onDead)
+    }
+  }
+
+  async isLocked(ref: LockRef & { readonly permits: number }): Promise<boolean> {
+    await this.migrate()
+    const key = stateKey(ref)
+    const exists = await this.db.query<{ n: unknown }[]>(SQL.exists, [key])
+    if (Number(exists[0]?.n) === 0) return false
+    // Autocommit: the probe's own row lock ends with the statement.
+    const free = await this.db.query<unknown[]>(SQL.lock, [key])
+    return free.length === 0
+  }
+
+  /** Kills the session holding the row (recorded at acquire; needs CONNECTION_ADMIN / SUPER for other users). */
+  protected async forceRemote(ref: LockRef): Promise<boolean> {
+    if (!(await this.isLocked({ ...ref, permits: 1 }))) return false
+    const rows = await this.db.query<{ v: unknown }[]>(SQL.holderConn, [stateKey(ref)])
+    const holder = rows[0]?.v
+    if (holder === undefined || holder === null) return false
+    await this.db.query('KILL CONNECTION ?', [Number(holder)]).catch(() => undefined)
+    return true
+  }
+
+  private migrate(): Promise<void> {
+    this.migrated ??= this.db
+      .with(async (c) => {
+        for (const statement of MYSQL_MIGRATION_STATEMENTS) await c.query(statement)
+      })
+      .catch((error: unknown) => {
+        this.migrated = undefined
+        throw error
+      })
+    return this.migrated
+  }
+
+  private async run(connection: MysqlConnection, sql: string, values: unknown[] = []): Promise<unknown> {
+    try {
+      return (await connection.query(sql, values))[0]
+    } catch (error) {
+      throw mapError(error, this.name)
+    }
+  }
+}

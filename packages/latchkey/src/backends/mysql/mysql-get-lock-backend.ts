@@ -1,0 +1,103 @@
+import { createHash } from 'node:crypto'
+import { stateKey } from '../../backend/grant-rules.js'
+import type { AcquireRequest, BackendCapabilities, LockRef } from '../../backend/types.js'
+import { isFatal, type MysqlConnection, type MysqlRunner, mapError } from './mysql-client.js'
+import { SessionBackend, type SessionHold } from './sql-session-backend.js'
+
+const CAPABILITIES: BackendCapabilities = Object.freeze({
+  fencing: 'none',
+  notifications: 'process',
+  kinds: Object.freeze(['mutex'] as const),
+  crossProcess: true,
+  lockDelay: false,
+  clock: 'process',
+})
+
+/**
+ * The server-side name of a lock: `latchkey:` and 40 hex digits of SHA-256 (49 characters). MySQL 5.7+
+ * refuses names over 64 characters and MariaDB compares them case-insensitively, so every name is hashed:
+ * distinct names can then only collide with probability ~2^-160.
+ */
+export function getLockName(key: string): string {
+  return `latchkey:${createHash('sha256').update(key, 'utf8').digest('hex').slice(0, 40)}`
+}
+
+/**
+ * The `'get_lock'` strategy: `GET_LOCK(name, 0)` on a connection pinned for the lease, `RELEASE_LOCK` on
+ * the same connection. The lock lives as long as that session: a killed connection or a crashed process
+ * frees it at once, and `renew` then reports the lease lost (it checks `IS_USED_LOCK(name) = CONNECTION_ID()`
+ * on the pinned connection). Mutex only, no fencing token (`GET_LOCK` has no counter), no lock-delay. The
+ * lease's TTL is kept by this process (see {@link SessionBackend}). Each held lock pins one pool connection.
+ * User locks are not replicated: every process must use the same server.
+ */
+export class MysqlGetLockBackend extends SessionBackend<MysqlConnection> {
+  readonly name = 'mysql'
+  readonly capabilities = CAPABILITIES
+
+  constructor(private readonly db: MysqlRunner) {
+    super()
+  }
+
+  protected connect(): Promise<MysqlConnection> {
+    return this.db.connect()
+  }
+
+  protected giveBack(connection: MysqlConnection, healthy: boolean): void {
+    if (healthy) connection.release()
+    else connection.destroy()
+  }
+
+  protected async lockOn(connection: MysqlConnection, request: AcquireRequest) {
+    const name = getLockName(stateKey(request))
+    const got = await this.value(connection, 'SELECT GET_LOCK(?, 0) AS v', [name])
+    return Number(got) === 1 ? { token: 0n, detail: name } : false
+  }
+
+  protected async unlockOn(hold: SessionHold<MysqlConnection>): Promise<boolean> {
+    return Number(await this.value(hold.connection, 'SELECT RELEASE_LOCK(?) AS v', [hold.detail])) === 1
+  }
+
+  protected async probe(hold: SessionHold<MysqlConnection>): Promise<boolean> {
+    try {
+      const mine = await this.value(hold.connection, 'SELECT IS_USED_LOCK(?) = CONNECTION_ID() AS v', [hold.detail])
+      return Number(mine) === 1
+    } catch (error) {
+      if (isFatal((error as { cause?: unknown }).cause ?? error)) return false
+      throw error
+    }
+  }
+
+  protected watch(connection: MysqlConnection, onDead: () => void): () => void {
+    connection.on('error', onDead)
+    connection.on('end', onDead)
+    return () => {
+      connection.removeListener('error', onDead)
+      connection.removeListener('end', onDead)
+    }
+  }
+
+  async isLocked(ref: LockRef & { readonly permits: number }): Promise<boolean> {
+    const rows = await this.db.query<{ v: unknown }[]>('SELECT IS_USED_LOCK(?) IS NOT NULL AS v', [
+      getLockName(stateKey(ref)),
+    ])
+    return Number(rows[0]?.v) === 1
+  }
+
+  /** Kills the session holding the lock (needs the CONNECTION_ADMIN / SUPER privilege for other users). */
+  protected async forceRemote(ref: LockRef): Promise<boolean> {
+    const rows = await this.db.query<{ v: unknown }[]>('SELECT IS_USED_LOCK(?) AS v', [getLockName(stateKey(ref))])
+    const holder = rows[0]?.v
+    if (holder === null || holder === undefined) return false
+    await this.db.query('KILL CONNECTION ?', [Number(holder)])
+    return true
+  }
+
+  private async value(connection: MysqlConnection, sql: string, values: unknown[]): Promise<unknown> {
+    try {
+      const [rows] = await connection.query(sql, values)
+      return (rows as { v: unknown }[])[0]?.v
+    } catch (error) {
+      throw mapError(error, this.name)
+    }
+  }
+}

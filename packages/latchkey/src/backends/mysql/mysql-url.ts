@@ -1,0 +1,43 @@
+import { createRequire } from 'node:module'
+import type { Backend } from '../../backend/types.js'
+import { BackendUnavailableError } from '../../errors.js'
+import type { MysqlPool } from './mysql-client.js'
+
+interface Mysql2Promise {
+  createPool(options: { uri: string; connectionLimit?: number }): MysqlPool & { end(): Promise<void> }
+}
+
+/**
+ * Opens a mysql2 pool for a `mysql://user:pass@host:port/db?strategy=get_lock&connectionLimit=10` URL
+ * and a backend on it that owns the pool (its `close()` ends the pool). For `backendFromUrl`.
+ *
+ * @example
+ * const backend = await openMysqlBackend('mysql://root@127.0.0.1:3306/test')
+ */
+export async function openMysqlBackend(
+  url: string,
+  make: (options: { pool: MysqlPool; strategy: string | undefined }) => Backend,
+): Promise<Backend> {
+  const parsed = new URL(url)
+  const strategy = parsed.searchParams.get('strategy') ?? undefined
+  const limit = Number(parsed.searchParams.get('connectionLimit') ?? 10)
+  parsed.searchParams.delete('strategy')
+  parsed.searchParams.delete('connectionLimit')
+  let mysql: Mysql2Promise
+  try {
+    mysql = createRequire(import.meta.url)('mysql2/promise') as Mysql2Promise
+  } catch (error) {
+    throw new BackendUnavailableError('mysql backend needs the mysql2 package (3.x): npm install mysql2', {
+      cause: error,
+    })
+  }
+  const pool = mysql.createPool({ uri: parsed.toString(), connectionLimit: limit })
+  const backend = make({ pool, strategy })
+  const close = backend.close.bind(backend)
+  return Object.assign(backend, {
+    close: async () => {
+      await close()
+      await pool.end()
+    },
+  })
+}

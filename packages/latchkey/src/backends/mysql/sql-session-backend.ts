@@ -1,0 +1,204 @@
+/**
+ * The common part of the session-scoped SQL strategies (MySQL `GET_LOCK`, MySQL `FOR UPDATE`, PostgreSQL
+ * advisory locks): each held lock pins one pool connection, and the server frees the lock when that
+ * connection ends. So the lease *is* the connection: a dropped or killed connection is a lost lease, which
+ * `renew` reports (and the core turns into `lease.signal` aborting).
+ *
+ * The server never times these locks out, so the lease's `ttlMs` is kept here: a timer that frees the lock
+ * when the holder stops renewing (the watchdog renews every `ttlMs / 3`). A crashed process frees its locks
+ * at once, through its connections closing.
+ */
+import { stateKey } from '../../backend/grant-rules.js'
+import type {
+  AcquireRequest,
+  AcquireResult,
+  Backend,
+  BackendCapabilities,
+  HolderRef,
+  LockRef,
+  ReleaseSubscription,
+  RenewRequest,
+} from '../../backend/types.js'
+import { UnsupportedError } from '../../errors.js'
+import { WakeOneNotifier } from './sql-notifier.js'
+
+/** One held session lock. */
+export interface SessionHold<C> {
+  /** `stateKey` and owner: the map key. */
+  readonly id: string
+  readonly key: string
+  readonly owner: string
+  readonly connection: C
+  /** What the strategy needs to free the lock (names, hashed keys, ...). */
+  readonly detail: string
+  readonly token: bigint
+  /** Whether the connection has not reported an error or end since the lock was taken. */
+  alive: boolean
+  timer: NodeJS.Timeout | undefined
+  unwatch: () => void
+}
+
+/** What a session strategy does on its pinned connection. */
+export abstract class SessionBackend<C> implements Backend {
+  abstract readonly name: string
+  abstract readonly capabilities: BackendCapabilities
+  protected readonly holds = new Map<string, SessionHold<C>>()
+  protected readonly notifier = new WakeOneNotifier()
+  private closed = false
+
+  /** Takes a connection from the pool (bounded wait). */
+  protected abstract connect(): Promise<C>
+  /** Returns a connection to the pool, or destroys it when it may still hold something. Never throws. */
+  protected abstract giveBack(connection: C, healthy: boolean): void
+  /** Tries the server lock on `connection`; `detail` is what `unlock` will need. */
+  protected abstract lockOn(connection: C, request: AcquireRequest): Promise<{ token: bigint; detail: string } | false>
+  /** Frees the server lock; true when the server confirmed it. Throws on connection errors. */
+  protected abstract unlockOn(hold: SessionHold<C>): Promise<boolean>
+  /** Whether `connection` still holds the lock (false on a dead connection). */
+  protected abstract probe(hold: SessionHold<C>): Promise<boolean>
+  /** Calls `onDead` when the connection reports an error or its end; returns the detach function. */
+  protected abstract watch(connection: C, onDead: () => void): () => void
+  /** Whether anyone (in any process) holds the lock. */
+  abstract isLocked(ref: LockRef & { readonly permits: number }): Promise<boolean>
+  /** Ends the sessions of holders in other processes; true if one was found. */
+  protected abstract forceRemote(ref: LockRef): Promise<boolean>
+
+  async tryAcquire(request: AcquireRequest): Promise<AcquireResult> {
+    if (!this.capabilities.kinds.includes(request.kind)) {
+      throw new UnsupportedError(`${this.name} backend does not implement ${request.kind} locks`)
+    }
+    const id = holdId(request)
+    const existing = this.holds.get(id)
+    if (existing?.alive === true) return { acquired: true, token: existing.token }
+    const connection = await this.connect()
+    let granted: { token: bigint; detail: string } | false
+    try {
+      granted = await this.lockOn(connection, request)
+    } catch (error) {
+      this.giveBack(connection, false)
+      throw error
+    }
+    if (granted === false) {
+      this.giveBack(connection, true)
+      return { acquired: false }
+    }
+    this.pin(request, connection, granted)
+    return { acquired: true, token: granted.token }
+  }
+
+  async renew(request: RenewRequest): Promise<boolean> {
+    const hold = this.holds.get(holdId(request))
+    if (hold === undefined || !hold.alive) return false
+    if (!(await this.probe(hold)) || !hold.alive) {
+      this.drop(hold, false)
+      return false
+    }
+    this.arm(hold, request.ttlMs)
+    return true
+  }
+
+  async release(request: HolderRef): Promise<boolean> {
+    const hold = this.holds.get(holdId(request))
+    return hold === undefined ? false : this.releaseHold(hold)
+  }
+
+  private async releaseHold(hold: SessionHold<C>): Promise<boolean> {
+    this.unpin(hold)
+    if (!hold.alive) {
+      this.giveBack(hold.connection, false)
+      return false
+    }
+    let confirmed = false
+    try {
+      confirmed = await this.unlockOn(hold)
+    } finally {
+      this.giveBack(hold.connection, confirmed)
+      this.notifier.notify(hold.key)
+    }
+    return confirmed
+  }
+
+  async leaveQueue(_request: HolderRef): Promise<void> {
+    // Session strategies keep no line by default: nothing to leave.
+  }
+
+  async forceRelease(ref: LockRef): Promise<boolean> {
+    const key = stateKey(ref)
+    const local = [...this.holds.values()].filter((hold) => hold.key === key)
+    // Unlock this process's holders first, so the server-side search below cannot find (and kill) them.
+    await Promise.all(local.map((hold) => this.releaseHold(hold).catch(() => false)))
+    const remote = await this.forceRemote(ref)
+    this.notifier.notify(key)
+    return local.length > 0 || remote
+  }
+
+  subscribe(ref: LockRef): ReleaseSubscription {
+    return this.notifier.subscribe(stateKey(ref), ref.kind)
+  }
+
+  /** Frees every lock this backend holds and gives the connections back; the pool stays open. */
+  async close(): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    await Promise.all([...this.holds.values()].map((hold) => this.releaseHold(hold).catch(() => undefined)))
+  }
+
+  /** Number of pinned connections (for tests and leak checks). */
+  get pinned(): number {
+    return this.holds.size
+  }
+
+  private pin(request: AcquireRequest, connection: C, granted: { token: bigint; detail: string }): void {
+    const hold: SessionHold<C> = {
+      id: holdId(request),
+      key: stateKey(request),
+      owner: request.owner,
+      connection,
+      detail: granted.detail,
+      token: granted.token,
+      alive: true,
+      timer: undefined,
+      unwatch: () => undefined,
+    }
+    hold.unwatch = this.watch(connection, () => {
+      hold.alive = false
+      // The server freed the lock with the session: wake this process's waiters.
+      this.notifier.notify(hold.key)
+    })
+    this.holds.set(hold.id, hold)
+    this.arm(hold, request.ttlMs)
+  }
+
+  /** (Re)starts the lease timer: a holder that stops renewing loses the lock after `ttlMs`. */
+  private arm(hold: SessionHold<C>, ttlMs: number): void {
+    clearTimeout(hold.timer)
+    hold.timer = setTimeout(() => this.drop(hold, true), ttlMs)
+    hold.timer.unref()
+  }
+
+  private unpin(hold: SessionHold<C>): void {
+    clearTimeout(hold.timer)
+    hold.unwatch()
+    this.holds.delete(hold.id)
+  }
+
+  /** Lets go of a hold without a caller waiting: unlock quietly, or destroy the connection if that fails. */
+  private drop(hold: SessionHold<C>, unlock: boolean): void {
+    if (this.holds.get(hold.id) !== hold) return
+    this.unpin(hold)
+    if (!unlock || !hold.alive) {
+      this.giveBack(hold.connection, false)
+      this.notifier.notify(hold.key)
+      return
+    }
+    const done = (ok: boolean): void => {
+      this.giveBack(hold.connection, ok)
+      this.notifier.notify(hold.key)
+    }
+    this.unlockOn(hold).then(done, () => done(false))
+  }
+}
+
+function holdId(ref: { readonly key: string; readonly kind: LockRef['kind']; readonly owner: string }): string {
+  return `${stateKey(ref)}\u0000${ref.owner}`
+}

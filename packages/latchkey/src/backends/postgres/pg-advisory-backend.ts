@@ -1,0 +1,148 @@
+import { createHash } from 'node:crypto'
+import { stateKey } from '../../backend/grant-rules.js'
+import type { AcquireRequest, BackendCapabilities, HolderRef, LockRef } from '../../backend/types.js'
+import { SessionBackend, type SessionHold } from '../mysql/sql-session-backend.js'
+import { isFatal, mapError, type PgClient, type PgRunner } from './pg-client.js'
+import { WriterIntents } from './pg-writer-intents.js'
+
+const CAPABILITIES: BackendCapabilities = Object.freeze({
+  fencing: 'none',
+  notifications: 'process',
+  kinds: Object.freeze(['mutex', 'read', 'write'] as const),
+  crossProcess: true,
+  lockDelay: false,
+  clock: 'process',
+})
+
+/**
+ * The 64-bit advisory key of a lock: the first 8 bytes of SHA-256 of the key, as a signed bigint. Computed
+ * on the client so every client and server version agrees (`hashtextextended` is internal to PostgreSQL).
+ * Two names collide with probability ~n²/2^65 for n names in use at once (about 1 in 3.7e7 for a million
+ * names held together); a collision only makes two locks exclude each other, never lets two holders in.
+ */
+export function advisoryKey(key: string): bigint {
+  return createHash('sha256').update(key, 'utf8').digest().readBigInt64BE(0)
+}
+
+/** `pg_locks` shows a bigint advisory key as classid (high 32 bits) and objid (low 32 bits), objsubid 1. */
+function lockParts(k: bigint): [string, string] {
+  const u = BigInt.asUintN(64, k)
+  return [(u >> 32n).toString(), (u & 0xffffffffn).toString()]
+}
+
+/** The advisory key readers check for waiting writers (see {@link WriterIntents}). */
+function writerIntentKey(key: string): bigint {
+  return advisoryKey(`${key}\u0000writer-intent`)
+}
+
+const HELD_BY = `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1
+  AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+  AND classid = $1::oid AND objid = $2::oid`
+
+/** A shared lock, unless a writer is waiting (one statement, so a reader never holds it while checking). */
+const READ_IF_NO_WRITER = `SELECT CASE WHEN EXISTS (${HELD_BY})
+  THEN false ELSE pg_try_advisory_lock_shared($3::bigint) END AS v`
+
+/**
+ * The `'advisory'` strategy: `pg_try_advisory_lock(key)` on a client pinned for the lease, unlocked on the
+ * same client. Session-level: a terminated backend (`pg_terminate_backend`) or a crashed process frees the
+ * lock at once, and `renew` then reports the lease lost. Mutex and read-write, no fencing token, no lock-delay; the
+ * lease's TTL is kept by this process. Each held lock pins one pool client, and so does each waiting
+ * writer (its intent, see {@link WriterIntents}). `read`/`write` use `pg_try_advisory_lock_shared` / the
+ * exclusive lock on the same key as `mutex`. Does not work behind a
+ * transaction-pooling proxy (PgBouncer in transaction mode), which moves sessions between server backends.
+ */
+export class PgAdvisoryBackend extends SessionBackend<PgClient> {
+  readonly name = 'postgres'
+  readonly capabilities = CAPABILITIES
+  private readonly intents: WriterIntents
+
+  constructor(private readonly db: PgRunner) {
+    super()
+    this.intents = new WriterIntents(db)
+  }
+
+  protected connect(): Promise<PgClient> {
+    return this.db.connect()
+  }
+
+  protected giveBack(client: PgClient, healthy: boolean): void {
+    client.release(healthy ? undefined : true)
+  }
+
+  protected async lockOn(client: PgClient, request: AcquireRequest) {
+    const key = stateKey(request)
+    const k = advisoryKey(key).toString()
+    const ok =
+      request.kind === 'read'
+        ? await this.value(client, READ_IF_NO_WRITER, [...lockParts(writerIntentKey(key)), k])
+        : await this.value(client, 'SELECT pg_try_advisory_lock($1::bigint) AS v', [k])
+    const intent = `${key}\u0000${request.owner}`
+    if (ok === true) {
+      this.intents.drop(intent)
+      return { token: 0n, detail: `${request.kind === 'read' ? 'r' : 'w'}${k}` }
+    }
+    if (request.kind === 'write' && request.queue) {
+      await this.intents.keep(intent, writerIntentKey(key).toString(), request.queueTtlMs)
+    }
+    return false
+  }
+
+  override async leaveQueue(request: HolderRef): Promise<void> {
+    this.intents.drop(`${stateKey(request)}\u0000${request.owner}`)
+  }
+
+  override async close(): Promise<void> {
+    this.intents.dropAll()
+    await super.close()
+  }
+
+  protected async unlockOn(hold: SessionHold<PgClient>): Promise<boolean> {
+    const fn = hold.detail.startsWith('r') ? 'pg_advisory_unlock_shared' : 'pg_advisory_unlock'
+    return (await this.value(hold.connection, `SELECT ${fn}($1::bigint) AS v`, [hold.detail.slice(1)])) === true
+  }
+
+  protected async probe(hold: SessionHold<PgClient>): Promise<boolean> {
+    const [classid, objid] = lockParts(BigInt(hold.detail.slice(1)))
+    try {
+      const sql = `SELECT EXISTS (${HELD_BY} AND pid = pg_backend_pid()) AS v`
+      return (await this.value(hold.connection, sql, [classid, objid])) === true
+    } catch (error) {
+      if (isFatal((error as { cause?: unknown }).cause ?? error)) return false
+      throw error
+    }
+  }
+
+  protected watch(client: PgClient, onDead: () => void): () => void {
+    client.on('error', onDead)
+    client.on('end', onDead)
+    return () => {
+      client.removeListener('error', onDead)
+      client.removeListener('end', onDead)
+    }
+  }
+
+  async isLocked(ref: LockRef & { readonly permits: number }): Promise<boolean> {
+    const [classid, objid] = lockParts(advisoryKey(stateKey(ref)))
+    const { rows } = await this.db.query<{ v: boolean }>(`SELECT EXISTS (${HELD_BY}) AS v`, [classid, objid])
+    return rows[0]?.v === true
+  }
+
+  /** Terminates the backend holding the lock (needs superuser or the pg_signal_backend role). */
+  protected async forceRemote(ref: LockRef): Promise<boolean> {
+    const [classid, objid] = lockParts(advisoryKey(stateKey(ref)))
+    const { rows } = await this.db.query<{ v: boolean }>(`SELECT pg_terminate_backend(pid) AS v FROM (${HELD_BY}) h`, [
+      classid,
+      objid,
+    ])
+    return rows.some((r) => r.v)
+  }
+
+  private async value(client: PgClient, sql: string, values: unknown[]): Promise<unknown> {
+    try {
+      return (await client.query<{ v: unknown }>(sql, values)).rows[0]?.v
+    } catch (error) {
+      throw mapError(error, this.name)
+    }
+  }
+}

@@ -1,0 +1,95 @@
+/**
+ * The slice of `pg` the PostgreSQL backend uses, and its error mapping. `pg` itself is never imported
+ * here: the application hands in its pool.
+ */
+import { BackendUnavailableError } from '../../errors.js'
+import { connectWithin } from '../mysql/sql-pin.js'
+
+/** A query result. */
+export interface PgResult<R = Record<string, unknown>> {
+  readonly rows: R[]
+  readonly rowCount: number | null
+}
+
+/** A `pg` pool client (`await pool.connect()`). */
+export interface PgClient {
+  query<R = Record<string, unknown>>(text: string, values?: unknown[]): Promise<PgResult<R>>
+  /** `release(true)` (or an error) destroys the client instead of returning it to the pool. */
+  release(destroy?: boolean | Error): void
+  on(event: 'error' | 'end' | 'notification', listener: (...args: unknown[]) => void): unknown
+  removeListener(event: 'error' | 'end' | 'notification', listener: (...args: unknown[]) => void): unknown
+  readonly processID?: number | null
+}
+
+/** A `pg` pool (`new pg.Pool(...)`). */
+export interface PgPool {
+  connect(): Promise<PgClient>
+}
+
+/** The database clock in epoch milliseconds (`clock_timestamp()`: real time, not the transaction start). */
+export const NOW_MS = '(floor(extract(epoch FROM clock_timestamp()) * 1000))::bigint'
+
+/** SQLSTATEs meaning "the connection or server is gone / busy; try again". */
+const TRANSIENT = /^(08|57P0|53300|40001|40P01|55P03)/
+
+/** Whether an error means the client it happened on is unusable (no SQLSTATE, or a connection class). */
+export function isFatal(error: unknown): boolean {
+  const code = (error as { code?: unknown })?.code
+  return typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code) || /^(08|57P0)/.test(code)
+}
+
+/** Maps connection / availability failures to `BackendUnavailableError`; SQL errors pass through. */
+export function mapError(error: unknown, backendName: string): unknown {
+  if (error instanceof BackendUnavailableError || !(error instanceof Error)) return error
+  const code = (error as { code?: unknown }).code
+  const sqlState = typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)
+  const transient = sqlState
+    ? TRANSIENT.test(code)
+    : (typeof code === 'string' && /^E[A-Z]+$/.test(code)) ||
+      /terminated|not queryable|timeout|ended|closed|ECONN|socket/i.test(error.message)
+  if (!transient) return error
+  return new BackendUnavailableError(`${backendName} backend: ${error.message}; try again`, { cause: error })
+}
+
+const ignore = (): void => undefined
+
+/** One client at a time from the pool, errors mapped, a dead client destroyed rather than returned. */
+export class PgRunner {
+  constructor(
+    readonly pool: PgPool,
+    readonly connectTimeoutMs: number,
+    readonly backendName: string,
+  ) {}
+
+  /** A client from the pool within `connectTimeoutMs`. */
+  connect(): Promise<PgClient> {
+    return connectWithin(
+      () => this.pool.connect(),
+      (c) => c.release(),
+      this.connectTimeoutMs,
+      this.backendName,
+    ).catch((error: unknown) => {
+      throw mapError(error, this.backendName)
+    })
+  }
+
+  async with<T>(fn: (c: PgClient) => Promise<T>): Promise<T> {
+    const client = await this.connect()
+    // pg emits 'error' on a checked-out client whose connection dies; unhandled, that would crash the process.
+    client.on('error', ignore)
+    try {
+      const result = await fn(client)
+      client.removeListener('error', ignore)
+      client.release()
+      return result
+    } catch (error) {
+      client.removeListener('error', ignore)
+      client.release(isFatal(error) ? true : undefined)
+      throw mapError(error, this.backendName)
+    }
+  }
+
+  async query<R = Record<string, unknown>>(text: string, values: unknown[] = []): Promise<PgResult<R>> {
+    return this.with((c) => c.query<R>(text, values))
+  }
+}

@@ -1,0 +1,62 @@
+import type { PgClient, PgRunner } from './pg-client.js'
+
+interface Intent {
+  readonly client: PgClient
+  timer: NodeJS.Timeout
+}
+
+const ignore = (): void => undefined
+
+/**
+ * Waiting writers of the advisory strategy: while a writer waits (`AcquireRequest.queue`), it holds a
+ * *shared* advisory lock on the lock's "writer intent" key on a client of its own, for `queueTtlMs` after
+ * its last try. Readers do not start while any intent is held, so a stream of readers cannot starve a
+ * writer. Several writers may wait at once (shared); their order among themselves is not kept. A crashed
+ * waiter's intent goes with its connection.
+ */
+export class WriterIntents {
+  private readonly held = new Map<string, Intent>()
+
+  constructor(private readonly db: PgRunner) {}
+
+  /** Takes or refreshes the intent `id` on advisory key `intentKey`. */
+  async keep(id: string, intentKey: string, ttlMs: number): Promise<void> {
+    const existing = this.held.get(id)
+    if (existing !== undefined) {
+      this.arm(id, existing, ttlMs)
+      return
+    }
+    const client = await this.db.connect()
+    client.on('error', ignore)
+    try {
+      await client.query('SELECT pg_try_advisory_lock_shared($1::bigint)', [intentKey])
+    } catch (error) {
+      client.removeListener('error', ignore)
+      client.release(true)
+      throw error
+    }
+    const intent: Intent = { client, timer: setTimeout(ignore, 0) }
+    this.held.set(id, intent)
+    this.arm(id, intent, ttlMs)
+  }
+
+  /** Gives the intent up: the client is destroyed (which drops its advisory lock) rather than unlocked. */
+  drop(id: string): void {
+    const intent = this.held.get(id)
+    if (intent === undefined) return
+    this.held.delete(id)
+    clearTimeout(intent.timer)
+    intent.client.removeListener('error', ignore)
+    intent.client.release(true)
+  }
+
+  dropAll(): void {
+    for (const id of [...this.held.keys()]) this.drop(id)
+  }
+
+  private arm(id: string, intent: Intent, ttlMs: number): void {
+    clearTimeout(intent.timer)
+    intent.timer = setTimeout(() => this.drop(id), ttlMs)
+    intent.timer.unref()
+  }
+}
