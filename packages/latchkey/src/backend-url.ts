@@ -2,12 +2,13 @@ import type { Backend } from './backend/types.js'
 import { UnsupportedError } from './errors.js'
 
 /** Backends this build can open from a URL; the others are named so the error can say so. */
-const PLANNED = ['redis', 'redlock', 'zookeeper', 'etcd']
+const PLANNED = ['redis', 'redlock']
 
 /**
  * Opens a backend from a URL: `memory:`, `sqlite:./file.db` (`sqlite::memory:` for a private in-memory
  * database), `mysql://user:pass@host:port/db?strategy=table|get_lock|for_update`,
- * `postgres://user@host:port/db?strategy=table|advisory`. The backend owns the clients it opens: call
+ * `postgres://user@host:port/db?strategy=table|advisory`, `zookeeper://h1:p1,h2:p2/chroot?sessionTimeoutMs=…`,
+ * `etcd://h1:p1,h2:p2`. The backend owns the clients it opens: call
  * `backend.close()` when done.
  *
  * @example
@@ -40,6 +41,29 @@ export async function backendFromUrl(url: string): Promise<Backend> {
     case 'postgresql': {
       const { postgresBackendFromUrl } = await import('./backends/postgres/index.js')
       return postgresBackendFromUrl(url)
+    }
+    case 'zookeeper': {
+      // zookeeper://h1:p1,h2:p2/chroot?sessionTimeoutMs=10000 (URL() cannot parse a host list)
+      const [where = '', query = ''] = rest.replace(/^\/\//, '').split('?')
+      if (where.length === 0) {
+        throw new RangeError(
+          `latchkey: a zookeeper URL needs hosts (zookeeper://h1:2181,h2:2181), received ${JSON.stringify(url)}`,
+        )
+      }
+      const timeout = new URLSearchParams(query).get('sessionTimeoutMs')
+      const { zookeeperBackend } = await import('./backends/zookeeper/index.js')
+      return zookeeperBackend({
+        connectString: where,
+        ...(timeout === null ? {} : { sessionTimeoutMs: Number(timeout) }),
+      })
+    }
+    case 'etcd': {
+      // etcd://h1:p1,h2:p2 -> one http endpoint per host
+      const hosts = rest.replace(/^\/\//, '').split(/[/?]/)[0] ?? ''
+      if (hosts.length === 0)
+        throw new RangeError(`latchkey: an etcd URL needs hosts (etcd://h1:2379), received ${JSON.stringify(url)}`)
+      const { etcdBackend } = await import('./backends/etcd/index.js')
+      return etcdBackend({ hosts: hosts.split(',').map((h) => `http://${h}`) })
     }
     default:
       if (PLANNED.includes(scheme)) {

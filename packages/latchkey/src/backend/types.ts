@@ -88,14 +88,27 @@ export interface Backend {
   renew(request: RenewRequest): Promise<boolean>
   /** Releases `owner`'s lease; false (and no effect) when `owner` does not hold it. */
   release(request: HolderRef): Promise<boolean>
-  /** Gives up `owner`'s place in line (see `AcquireRequest.queue`); no-op when it has none. */
+  /**
+   * Called when a waiting acquire of any kind gives up (timeout, abort, `close()`): drops whatever `owner` keeps
+   * while waiting (its place in line, a waiting node or key). A no-op when it keeps nothing.
+   */
   leaveQueue(request: HolderRef): Promise<void>
   /** Whether the lock is held by anyone (for a semaphore: whether all `permits` are taken). */
   isLocked(ref: LockRef & { readonly permits: number }): Promise<boolean>
   /** Administrative: drops every holder and waiter of the lock (Redisson's forceUnlock). True if anything was held. */
   forceRelease(ref: LockRef): Promise<boolean>
-  /** Present when `capabilities.notifications` is not `none`. */
-  subscribe?(ref: LockRef): ReleaseSubscription
+  /**
+   * Present when `capabilities.notifications` is not `none`. Called once per waiting acquire, before its first
+   * try, with the acquire request itself as `ref` and its `owner`, so a backend that keeps waiters in line
+   * (ZooKeeper, etcd) can feed the subscription from that waiter's own predecessor watch.
+   */
+  subscribe?(ref: LockRef, owner?: string): ReleaseSubscription
+  /**
+   * Optional: calls `onLost` (once) when `holder`'s lease is lost before it is released (its session ended, its
+   * connection dropped, its state was deleted). The core then aborts `lease.signal` at once instead of at the
+   * next renewal. Returns a function that stops watching.
+   */
+  watchLease?(holder: HolderRef, onLost: (reason: string) => void): () => void
   /** Frees what the backend opened itself (never a client handed to it). */
   close(): Promise<void>
 }

@@ -45,8 +45,8 @@ export async function acquireLease(target: LockTarget, settings: AcquireSettings
     queue,
     queueTtlMs: ctx.queueTtlMs,
   }
-  const subscription = waiting && !abort.signal.aborted ? backend.subscribe?.(target) : undefined
-  let queued = false
+  const subscription = waiting && !abort.signal.aborted ? backend.subscribe?.(request, request.owner) : undefined
+  let tried = false
   let granted = false
   let lastError: unknown
   try {
@@ -54,6 +54,7 @@ export async function acquireLease(target: LockTarget, settings: AcquireSettings
       abort.signal.throwIfAborted()
       const sentAt = monotonicNow()
       let result: AcquireResult | undefined
+      tried = true
       try {
         result = await backend.tryAcquire(request)
       } catch (error) {
@@ -78,7 +79,6 @@ export async function acquireLease(target: LockTarget, settings: AcquireSettings
         })
         return lease
       }
-      queued ||= queue && result !== undefined
       const waitedMs = monotonicNow() - started
       const remaining = settings.waitMs - waitedMs
       if (remaining <= 0) {
@@ -93,7 +93,8 @@ export async function acquireLease(target: LockTarget, settings: AcquireSettings
   } finally {
     subscription?.close()
     abort.dispose()
-    if (queued && !granted) {
+    // Any waiter that gave up tells the backend, which may keep state per waiter (a place in line, a node).
+    if (waiting && tried && !granted) {
       await backend.leaveQueue(request).catch((error: unknown) => {
         emitSafely(ctx.onEvent, { type: 'backend-error', ...describe(target), error })
       })

@@ -39,6 +39,7 @@ export class HeldLease implements Lease {
   private renewTimer: NodeJS.Timeout | undefined
   private expiryTimer: NodeJS.Timeout | undefined
   private releasing: Promise<void> | undefined
+  private unwatch: (() => void) | undefined
 
   constructor(
     private readonly target: LockTarget,
@@ -53,6 +54,9 @@ export class HeldLease implements Lease {
     this.deadline = sentAt + ttlMs - driftMs(ttlMs)
     target.ctx.active.add(this)
     this.schedule()
+    this.unwatch = target.ctx.backend.watchLease?.(this.ref(), (reason) =>
+      this.lose(new LockLostError(`Lost ${this.where()}: ${reason}`, { lockName: this.name })),
+    )
   }
 
   get signal(): AbortSignal {
@@ -176,7 +180,11 @@ export class HeldLease implements Lease {
     clearTimeout(this.expiryTimer)
     this.renewTimer = undefined
     this.expiryTimer = undefined
-    if (this.state !== 'held') this.target.ctx.active.delete(this)
+    if (this.state !== 'held') {
+      this.target.ctx.active.delete(this)
+      this.unwatch?.()
+      this.unwatch = undefined
+    }
   }
 
   private ref() {

@@ -115,7 +115,9 @@ export function kindCases(env: SuiteEnv): void {
       )
       expect(maxInside).toBe(3)
       const sem = env.locks().semaphore(name, { permits: 2 })
-      const held = [await sem.acquire({ ttlMs: env.ms(150), autoRenew: false }), await sem.acquire()]
+      // The renewed permit first, then the one left to expire: the checks below run inside the short lease.
+      const renewed = await sem.acquire()
+      const held = [await sem.acquire({ ttlMs: env.ms(400), autoRenew: false }), renewed]
       expect(await sem.isLocked()).toBe(true)
       expect(await sem.tryAcquire()).toBeUndefined()
       const late = await sem.acquire({ waitMs: env.ms(3_000) })

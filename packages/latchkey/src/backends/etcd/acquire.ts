@@ -1,0 +1,210 @@
+/**
+ * tryAcquire on etcd, Go `concurrency.Mutex` style, fitted to a try-based contract:
+ *
+ * - A plain try (mutex, read, semaphore, and fair/write when not waiting) writes a key only if it wins: one txn
+ *   `If <no blocking key> Then Put(myKey, lease)`, where "no blocking key" is a range compare (`version == 0`
+ *   over each blocking kind's folder; semaphores are in `semaphore.ts`).
+ *   A miss leaves nothing behind, so a crowd of retrying waiters never churns the keyspace.
+ * - A waiting fair/write request (`request.queue`) keeps its key between tries as its place in line: the
+ *   lowest create revision goes first, each waiter blocks on the key just before it, and once nothing is
+ *   before it, it swaps its short queue lease for a lease of its own TTL (create revision, hence token, unchanged).
+ *
+ * The token is always the holder key's create revision.
+ */
+import type { AcquireRequest, AcquireResult } from '../../backend/types.js'
+import { monotonicNow } from '../../core/clock.js'
+import { type EtcdClient, type EtcdCompare, type EtcdKeyValue, type EtcdRequestOp, isLeaseGone } from './etcd-client.js'
+import { type KeyLayout, prefixRange } from './keys.js'
+import { type Leases, type OwnerLease, ttlSeconds } from './leases.js'
+import { createdAt, type KeyedOwner, type Owners } from './owners.js'
+import type { WatchHub } from './watch-hub.js'
+
+const MISS: AcquireResult = { acquired: false }
+
+/** Everything the acquire paths share with the backend. */
+export interface AcquireDeps {
+  readonly client: EtcdClient
+  readonly layout: KeyLayout
+  readonly leases: Leases
+  readonly owners: Owners
+  readonly hub: WatchHub
+}
+
+/**
+ * A plain try: grants only if nothing blocks `req` right now; writes nothing otherwise. A retrying owner looks
+ * first (a read), then puts with the lease its earlier try got and refreshes that only after winning.
+ */
+export async function acquireNow(d: AcquireDeps, req: AcquireRequest, until: number): Promise<AcquireResult> {
+  const compare = admission(d, req)
+  if (d.owners.get(req.owner, req.key, req.kind)?.role === 'probe') {
+    // A retry (its earlier try missed): look first. A txn without writes is a read, while a txn that may put
+    // is a raft proposal with an fsync even when its compare fails - a crowd of waking waiters would pay that.
+    if (!(await d.client.kv.txn({ compare })).succeeded) return MISS
+  }
+  for (let round = 0; round < 2; round++) {
+    const lease = await leaseFor(d, req, until)
+    const key = d.layout.ownerKey(req, lease.id, req.owner)
+    let res: { succeeded: boolean; header: { revision: string } }
+    try {
+      res = await d.client.kv.txn({ compare, success: [putOp(key, req.owner, lease.id)] })
+    } catch (error) {
+      if (!isLeaseGone(error)) throw error
+      d.owners.delete(req.owner) // the lease expired under us: a new one next round
+      continue
+    }
+    return res.succeeded ? won(d, req, { lease, key, revision: BigInt(res.header.revision), until }) : MISS
+  }
+  return MISS
+}
+
+/**
+ * Our key is in. Before granting, make sure its lease outlives the caller's deadline (`sentAt + ttlMs`, and
+ * sentAt preceded this keepalive); if the lease ran out meanwhile, etcd deleted the key with it: a miss.
+ */
+export async function won(
+  d: AcquireDeps,
+  req: AcquireRequest,
+  { lease, key, revision, until }: { lease: OwnerLease; key: string; revision: bigint; until: number },
+): Promise<AcquireResult> {
+  if (!d.leases.outlives(lease, until)) {
+    let alive: boolean
+    try {
+      alive = await d.leases.refresh(lease)
+    } catch (error) {
+      // Unconfirmed: take the key back (best effort; otherwise it ends with its lease) and report the failure.
+      await d.client.kv.txn({ compare: [createdAt(key, revision)], success: [deleteOp(key)] }).catch(() => {})
+      d.owners.delete(req.owner)
+      throw error
+    }
+    if (!alive) {
+      d.owners.delete(req.owner)
+      return MISS
+    }
+  }
+  d.owners.set(req.owner, { role: 'holder', lockKey: req.key, kind: req.kind, lease, key, revision })
+  return { acquired: true, token: revision }
+}
+
+/** A waiting fair/write try: keeps (or takes) a place in line and is granted when nothing is before it. */
+export async function acquireQueued(d: AcquireDeps, req: AcquireRequest, until: number): Promise<AcquireResult> {
+  const state = d.owners.get(req.owner, req.key, req.kind)
+  if (state?.role === 'waiter' && (await keepPlace(d, req, state))) {
+    const line = await d.client.kv.range(lineRange(d, req))
+    const result = await decide(d, req, state, line.kvs, until)
+    if (result !== undefined) return result
+  } else {
+    const now = await acquireNow(d, req, until)
+    if (now.acquired) return now
+  }
+  // No place yet, or it was lost (expired queue lease, forceRelease): join at the back of the line.
+  const joined = await joinLine(d, req)
+  return (await decide(d, req, joined.state, joined.line, until)) ?? MISS
+}
+
+/** The compare that admits a mutex/fair/read/write try: no key in any folder of a blocking kind. */
+function admission(d: AcquireDeps, req: AcquireRequest): EtcdCompare[] {
+  return d.layout
+    .blockingRanges(req)
+    .map((r): EtcdCompare => ({ key: r.start, range_end: r.end, target: 'Version', result: 'Equal', version: '0' }))
+}
+
+function deleteOp(key: string): EtcdRequestOp {
+  return { request_delete_range: { key: Buffer.from(key) } }
+}
+
+/** Puts `key` (value: the owner id) on `leaseId`. */
+export function putOp(key: string, owner: string, leaseId: string): EtcdRequestOp {
+  return { request_put: { key: Buffer.from(key), value: Buffer.from(owner), lease: leaseId } }
+}
+
+/** The lease of an owner's earlier try when its TTL fits (it may need a refresh), else a spare or new one. */
+export async function leaseFor(d: AcquireDeps, req: AcquireRequest, until: number): Promise<OwnerLease> {
+  const probe = d.owners.get(req.owner, req.key, req.kind)
+  if (probe?.role === 'probe' && probe.lease.ttlS * 1_000 >= req.ttlMs) return probe.lease
+  const lease = await d.leases.take(ttlSeconds(req.ttlMs), until)
+  d.owners.set(req.owner, { role: 'probe', lockKey: req.key, kind: req.kind, lease })
+  return lease
+}
+
+/** Refreshes a waiter's queue lease when a third of it has passed; false when the place is gone. */
+async function keepPlace(d: AcquireDeps, req: AcquireRequest, state: KeyedOwner): Promise<boolean> {
+  if (d.leases.remainingMs(state.lease) > (state.lease.ttlS * 1_000 * 2) / 3) return true
+  if (await d.leases.refresh(state.lease)) return true
+  d.owners.delete(req.owner)
+  return false
+}
+
+/** Puts this owner's key on a queue lease and reads the line in the same txn. */
+async function joinLine(d: AcquireDeps, req: AcquireRequest): Promise<{ state: KeyedOwner; line: EtcdKeyValue[] }> {
+  const previous = d.owners.get(req.owner, req.key, req.kind)
+  if (previous?.role === 'probe') d.leases.putBack(previous.lease) // it carries no key
+  const lease = await d.leases.take(ttlSeconds(req.queueTtlMs), monotonicNow() + req.queueTtlMs)
+  const key = d.layout.ownerKey(req, lease.id, req.owner)
+  const res = await d.client.kv.txn({
+    success: [putOp(key, req.owner, lease.id), { request_range: lineRange(d, req) }],
+  })
+  const state: KeyedOwner = {
+    role: 'waiter',
+    lockKey: req.key,
+    kind: req.kind,
+    lease,
+    key,
+    revision: BigInt(res.header.revision),
+  }
+  d.owners.set(req.owner, state)
+  return { state, line: res.responses[1]?.response_range?.kvs ?? [] }
+}
+
+/**
+ * Grants when no family key is older than ours, else records the key just before ours for the watch.
+ * Undefined when our own key is gone from the line (the caller joins again).
+ */
+async function decide(
+  d: AcquireDeps,
+  req: AcquireRequest,
+  state: KeyedOwner,
+  line: readonly EtcdKeyValue[],
+  until: number,
+): Promise<AcquireResult | undefined> {
+  let mine = false
+  let before: EtcdKeyValue | undefined
+  for (const kv of line) {
+    const parsed = d.layout.parse(kv.key)
+    if (parsed === undefined || parsed.kind === 'semaphore') continue
+    const revision = BigInt(kv.create_revision)
+    if (revision === state.revision) mine = kv.key.toString() === state.key
+    else if (revision < state.revision && (before === undefined || revision > BigInt(before.create_revision)))
+      before = kv
+  }
+  if (!mine) {
+    d.owners.delete(req.owner)
+    return undefined
+  }
+  if (before !== undefined) {
+    d.hub.setPredecessor(req, req.owner, before.key.toString())
+    return MISS
+  }
+  d.hub.setPredecessor(req, req.owner, undefined)
+  return promote(d, req, state, until)
+}
+
+/** First in line: move the key onto a lease of the holder's TTL. The create revision (token) stays. */
+async function promote(d: AcquireDeps, req: AcquireRequest, state: KeyedOwner, until: number): Promise<AcquireResult> {
+  const lease = await d.leases.take(ttlSeconds(req.ttlMs), until)
+  const put = putOp(state.key, req.owner, lease.id)
+  const res = await d.client.kv.txn({ compare: [createdAt(state.key, state.revision)], success: [put] })
+  if (!res.succeeded) {
+    d.leases.putBack(lease)
+    d.owners.delete(req.owner)
+    return MISS
+  }
+  d.leases.putBack(state.lease) // the key moved off it
+  d.owners.set(req.owner, { ...state, role: 'holder', lease })
+  return { acquired: true, token: state.revision }
+}
+
+/** The range of every key of `req`'s lock name (all kinds; semaphore keys are skipped when read). */
+function lineRange(d: AcquireDeps, req: AcquireRequest): { key: Buffer; range_end: Buffer; keys_only: true } {
+  const range = prefixRange(d.layout.lockPrefix(req.key))
+  return { key: range.start, range_end: range.end, keys_only: true }
+}

@@ -1,0 +1,250 @@
+import type {
+  AcquireRequest,
+  AcquireResult,
+  Backend,
+  BackendCapabilities,
+  HolderRef,
+  LockKind,
+  LockRef,
+  ReleaseSubscription,
+  RenewRequest,
+} from '../../backend/types.js'
+import { monotonicNow } from '../../core/clock.js'
+import { NotLockHolderError } from '../../errors.js'
+import { type AcquireDeps, acquireNow, acquireQueued } from './acquire.js'
+import { type EtcdClient, type EtcdCompare, openEtcdClient, unavailable } from './etcd-client.js'
+import { KeyLayout, prefixRange } from './keys.js'
+import { Leases, ttlSeconds } from './leases.js'
+import { createdAt, type KeyedOwner, Owners } from './owners.js'
+import { acquireSlot } from './semaphore.js'
+import { WatchHub } from './watch-hub.js'
+
+/** Options of {@link etcdBackend}: an etcd3 client (never closed by the backend) or hosts to open one for. */
+export type EtcdBackendOptions = (
+  | { client: EtcdClient; hosts?: undefined }
+  | { hosts: string | readonly string[]; client?: undefined }
+) & {
+  /** Key prefix of every lock. Default `latchkey`. */
+  prefix?: string
+  /** Deadline of each etcd call when the backend opens the client. Default 2 000. */
+  callTimeoutMs?: number
+}
+
+/** A txn guard proving a lease still holds its lock: `Compare(CreateRevision(holderKey) == token)`. */
+export interface EtcdHolderGuard {
+  /** The holder's etcd key. */
+  readonly key: string
+  /** Its create revision (= the lease's fencing token), as etcd3 builders take it. */
+  readonly createRevision: string
+  /** The raw `Compare` for `client.kv.txn({ compare: [guard.compare, ...], ... })`. */
+  readonly compare: EtcdCompare
+}
+
+const CAPABILITIES: BackendCapabilities = Object.freeze({
+  fencing: 'native',
+  notifications: 'global',
+  kinds: Object.freeze(['mutex', 'fair', 'read', 'write', 'semaphore'] as const),
+  crossProcess: true,
+  lockDelay: false,
+  clock: 'server',
+})
+
+/**
+ * Locks in etcd v3: one key per holder (and per queued fair/write waiter) under `<prefix>/<name>/<kind>/`,
+ * each on its owner's own lease; the holder key's create revision is the fencing token. See `acquire.ts` for
+ * the algorithm and `index.ts` for the choices made.
+ */
+export class EtcdBackend implements Backend {
+  readonly name = 'etcd'
+  readonly capabilities = CAPABILITIES
+  readonly layout: KeyLayout
+  private readonly client: EtcdClient
+  private readonly ownsClient: boolean
+  private readonly deps: AcquireDeps
+  private readonly owners = new Owners()
+  private readonly leases: Leases
+  private readonly hub: WatchHub
+
+  constructor(options: EtcdBackendOptions) {
+    const callTimeoutMs = options.callTimeoutMs ?? 2_000
+    this.ownsClient = options.client === undefined
+    this.client =
+      options.client ??
+      openEtcdClient({
+        hosts: typeof options.hosts === 'string' ? [options.hosts] : [...(options.hosts ?? [])],
+        callTimeoutMs,
+      })
+    this.layout = new KeyLayout(options.prefix ?? 'latchkey')
+    this.leases = new Leases(this.client, callTimeoutMs)
+    this.hub = new WatchHub(this.client, this.layout)
+    this.deps = { client: this.client, layout: this.layout, leases: this.leases, owners: this.owners, hub: this.hub }
+  }
+
+  async tryAcquire(request: AcquireRequest): Promise<AcquireResult> {
+    const started = monotonicNow()
+    this.owners.prune(started, (lease) => this.leases.remainingMs(lease))
+    // The core's deadline is `sentAt + ttlMs` with sentAt before this call: a lease living until `until` covers it.
+    const until = started + request.ttlMs
+    const done = this.hub.tryStarted(request)
+    try {
+      if (request.kind === 'semaphore') return await acquireSlot(this.deps, request, until)
+      return request.queue
+        ? await acquireQueued(this.deps, request, until)
+        : await acquireNow(this.deps, request, until)
+    } catch (error) {
+      throw unavailable(error, `acquiring "${request.key}" (${request.kind})`)
+    } finally {
+      done()
+    }
+  }
+
+  async renew(request: RenewRequest): Promise<boolean> {
+    try {
+      const holder = await this.holder(request)
+      if (holder === undefined) return false
+      if (ttlSeconds(request.ttlMs) > holder.lease.ttlS)
+        return await this.moveToLongerLease(holder, request.owner, request.ttlMs, monotonicNow() + request.ttlMs)
+      const [alive, check] = await Promise.all([
+        this.leases.refresh(holder.lease),
+        this.client.kv.range({ key: Buffer.from(holder.key) }),
+      ])
+      const kv = check.kvs[0]
+      return alive && kv !== undefined && BigInt(kv.create_revision) === holder.revision && kv.lease === holder.lease.id
+    } catch (error) {
+      throw unavailable(error, `renewing "${request.key}"`)
+    }
+  }
+
+  async release(request: HolderRef): Promise<boolean> {
+    try {
+      const holder = await this.holder(request)
+      if (holder === undefined) return false
+      this.owners.delete(request.owner)
+      const res = await this.client.kv.txn({
+        compare: [createdAt(holder.key, holder.revision)],
+        success: [{ request_delete_range: { key: Buffer.from(holder.key) } }],
+      })
+      // Our key is gone either way, so the lease carries nothing: keep it for the next acquisition.
+      if (holder.lease.ttlS > 0) this.leases.putBack(holder.lease)
+      return res.succeeded
+    } catch (error) {
+      throw unavailable(error, `releasing "${request.key}"`)
+    }
+  }
+
+  async leaveQueue(request: HolderRef): Promise<void> {
+    const state = this.owners.get(request.owner, request.key, request.kind)
+    this.hub.setPredecessor(request, request.owner, undefined)
+    if (state === undefined || state.role === 'holder') return
+    this.owners.delete(request.owner)
+    // Revoking the queue lease deletes the waiter's key; if etcd is unreachable the lease runs out by itself.
+    try {
+      await this.client.leaseClient.leaseRevoke({ ID: state.lease.id })
+    } catch (error) {
+      throw unavailable(error, `leaving the line of "${request.key}"`)
+    }
+  }
+
+  async isLocked(ref: LockRef & { readonly permits: number }): Promise<boolean> {
+    try {
+      const counts = await Promise.all(
+        this.layout
+          .stateRanges(ref)
+          .map((r) => this.client.kv.range({ key: r.start, range_end: r.end, keys_only: true })),
+      )
+      const n = counts.reduce((sum, res) => sum + res.kvs.length, 0)
+      return ref.kind === 'semaphore' ? n >= ref.permits : n > 0
+    } catch (error) {
+      throw unavailable(error, `reading "${ref.key}"`)
+    }
+  }
+
+  async forceRelease(ref: LockRef): Promise<boolean> {
+    try {
+      const res = await this.client.kv.txn({
+        success: this.layout
+          .stateRanges(ref)
+          .map((r) => ({ request_delete_range: { key: r.start, range_end: r.end } })),
+      })
+      return res.responses.some((r) => Number(r.response_delete_range?.deleted ?? 0) > 0)
+    } catch (error) {
+      throw unavailable(error, `force-releasing "${ref.key}"`)
+    }
+  }
+
+  subscribe(ref: LockRef): ReleaseSubscription {
+    return this.hub.subscribe(ref)
+  }
+
+  /**
+   * A txn guard that holds only while the lease with `token` still holds lock `key` (the namespaced name,
+   * `namespace:name`). Rejects with `NotLockHolderError` when that holder key is already gone.
+   *
+   * @example
+   * const guard = await backend.holderGuard({ key: 'shop:order-7', kind: 'mutex', token: lease.token })
+   * const res = await client.kv.txn({ compare: [guard.compare], success: [{ request_put: { key, value } }] })
+   * if (!res.succeeded) throw new Error('lost the lock before writing')
+   */
+  async holderGuard(ref: LockRef & { readonly token: bigint }): Promise<EtcdHolderGuard> {
+    let key = this.owners.holderByToken(ref.key, ref.kind, ref.token)?.key
+    if (key === undefined) {
+      const r = prefixRange(this.layout.kindPrefix(ref.key, ref.kind))
+      const res = await this.client.kv
+        .range({ key: r.start, range_end: r.end, keys_only: true })
+        .catch((error: unknown) => Promise.reject(unavailable(error, `reading "${ref.key}"`)))
+      key = res.kvs.find((kv) => BigInt(kv.create_revision) === ref.token)?.key.toString()
+    }
+    if (key === undefined) {
+      throw new NotLockHolderError(`etcd backend: no holder of "${ref.key}" has token ${ref.token} any more`, {
+        lockName: ref.key,
+      })
+    }
+    return { key, createRevision: ref.token.toString(), compare: createdAt(key, ref.token) }
+  }
+
+  async close(): Promise<void> {
+    await this.hub.close()
+    await this.leases.close()
+    this.owners.clear()
+    if (this.ownsClient) this.client.close()
+  }
+
+  /** The holder state of `ref.owner`: local, or read back from etcd (a holder of another backend instance). */
+  private async holder(ref: HolderRef): Promise<KeyedOwner | undefined> {
+    const local = this.owners.get(ref.owner, ref.key, ref.kind)
+    if (local !== undefined) return local.role === 'holder' ? local : undefined
+    const r = prefixRange(this.layout.kindPrefix(ref.key, ref.kind))
+    const res = await this.client.kv.range({ key: r.start, range_end: r.end })
+    const kv = res.kvs.find((k) => k.value.toString() === ref.owner)
+    if (kv === undefined) return undefined
+    const lease = { id: kv.lease, asked: 0, ttlS: 0, refreshedAt: monotonicNow() }
+    return holderOf(ref.key, ref.kind, kv.key.toString(), BigInt(kv.create_revision), lease)
+  }
+
+  /** A renew asking for more seconds than the lease has: move the key to a new, longer lease. */
+  private async moveToLongerLease(holder: KeyedOwner, owner: string, ttlMs: number, until: number): Promise<boolean> {
+    const lease = await this.leases.take(ttlSeconds(ttlMs), until)
+    const put = { request_put: { key: Buffer.from(holder.key), value: Buffer.from(owner), lease: lease.id } }
+    const res = await this.client.kv.txn({
+      compare: [createdAt(holder.key, holder.revision), leaseIs(holder.key, holder.lease.id)],
+      success: [put],
+    })
+    this.leases.revokeLater(res.succeeded ? holder.lease : lease)
+    if (res.succeeded) holder.lease = lease
+    return res.succeeded
+  }
+}
+
+function holderOf(
+  lockKey: string,
+  kind: LockKind,
+  key: string,
+  revision: bigint,
+  lease: KeyedOwner['lease'],
+): KeyedOwner {
+  return { role: 'holder', lockKey, kind, key, revision, lease }
+}
+
+function leaseIs(key: string, leaseId: string): EtcdCompare {
+  return { key: Buffer.from(key), target: 'Lease', result: 'Equal', lease: leaseId }
+}

@@ -1,0 +1,148 @@
+/**
+ * The slice of an `etcd3` client (1.x) this backend uses, as structural types, so the package is imported only
+ * when the backend opens a client itself. Raw RPCs (not the builders) give us range compares and one-trip txns.
+ */
+import { createRequire } from 'node:module'
+import { BackendUnavailableError, isLockError } from '../../errors.js'
+
+/** A key as etcd returns it (etcd3 uses decimal strings for int64). */
+export interface EtcdKeyValue {
+  key: Buffer
+  create_revision: string
+  mod_revision: string
+  version: string
+  value: Buffer
+  lease: string
+}
+
+/** A range response. */
+export interface EtcdRangeResponse {
+  header: { revision: string }
+  kvs: EtcdKeyValue[]
+  count: string
+}
+
+/** One comparison of a txn (etcd `Compare`; `range_end` compares every key of a range). */
+export interface EtcdCompare {
+  key: Buffer
+  range_end?: Buffer
+  target: 'Version' | 'Create' | 'Mod' | 'Lease'
+  result: 'Equal' | 'Greater' | 'Less' | 'NotEqual'
+  version?: string
+  create_revision?: string
+  mod_revision?: string
+  lease?: string
+}
+
+/** A txn request (etcd 3.3+ also nests them: `request_txn`). */
+export interface EtcdTxnRequest {
+  compare?: EtcdCompare[]
+  success?: EtcdRequestOp[]
+  failure?: EtcdRequestOp[]
+}
+
+/** One operation of a txn branch. */
+export interface EtcdRequestOp {
+  request_range?: { key: Buffer; range_end?: Buffer; keys_only?: boolean; count_only?: boolean }
+  request_put?: { key: Buffer; value: Buffer; lease?: string }
+  request_delete_range?: { key: Buffer; range_end?: Buffer }
+  request_txn?: EtcdTxnRequest
+}
+
+/** A txn response. */
+export interface EtcdTxnResponse {
+  header: { revision: string }
+  succeeded: boolean
+  responses: Array<{
+    response_range?: EtcdRangeResponse
+    response_delete_range?: { deleted: string }
+    response_txn?: EtcdTxnResponse
+  }>
+}
+
+/** A bidirectional gRPC stream (lease keepalive). */
+export interface EtcdDuplex<Req, Res> {
+  on(event: 'data', listener: (response: Res) => void): unknown
+  on(event: 'end', listener: () => void): unknown
+  on(event: 'error', listener: (error: Error) => void): unknown
+  write(request: Req): unknown
+  end(): unknown
+}
+
+/** A watcher of etcd3's watch manager. */
+export interface EtcdWatcher {
+  on(event: 'connected', listener: () => void): unknown
+  on(event: 'delete', listener: (kv: EtcdKeyValue) => void): unknown
+  on(event: 'error', listener: (error: Error) => void): unknown
+  cancel(): Promise<void>
+}
+
+/** The etcd3 `Etcd3` members used here. */
+export interface EtcdClient {
+  readonly kv: {
+    txn(request: EtcdTxnRequest): Promise<EtcdTxnResponse>
+    range(request: { key: Buffer; range_end?: Buffer; keys_only?: boolean }): Promise<EtcdRangeResponse>
+  }
+  readonly leaseClient: {
+    leaseGrant(request: { TTL: number }): Promise<{ ID: string; TTL: string }>
+    leaseRevoke(request: { ID: string }): Promise<unknown>
+    leaseKeepAlive(): Promise<EtcdDuplex<{ ID: string }, { ID: string; TTL: string }>>
+  }
+  watch(): {
+    inRange(range: { start: Buffer; end: Buffer }): {
+      only(...ops: Array<'put' | 'delete'>): { watcher(): EtcdWatcher }
+    }
+  }
+  close(): void
+}
+
+/** What opening a client needs. */
+export interface OpenOptions {
+  hosts: string[]
+  callTimeoutMs: number
+}
+
+/**
+ * Opens an etcd3 client that fails fast: a deadline on every unary call, no retries and no circuit breaker in
+ * the client (the core retries with its own backoff), and quick reconnects of the watch stream and channel.
+ */
+export function openEtcdClient(options: OpenOptions): EtcdClient {
+  const require = createRequire(import.meta.url)
+  let etcd3: { Etcd3: new (options: unknown) => EtcdClient }
+  try {
+    etcd3 = require('etcd3') as typeof etcd3
+  } catch (error) {
+    throw new BackendUnavailableError('etcd backend needs the etcd3 package (1.x): npm install etcd3', {
+      cause: error,
+    })
+  }
+  // A pass-through cockatiel policy. `async`: etcd3's markFailed relies on execute() returning a promise.
+  const noop = { execute: async (fn: (context: unknown) => unknown) => fn({ signal: new AbortController().signal }) }
+  return new etcd3.Etcd3({
+    hosts: options.hosts,
+    dialTimeout: options.callTimeoutMs,
+    defaultCallOptions: (context: { isStream: boolean }) =>
+      context.isStream ? {} : { deadline: Date.now() + options.callTimeoutMs },
+    faultHandling: { host: () => noop, global: noop, watchBackoff: backoff(100, 1_000) },
+    grpcOptions: { 'grpc.initial_reconnect_backoff_ms': 100, 'grpc.max_reconnect_backoff_ms': 1_000 },
+  })
+}
+
+/** A cockatiel-compatible exponential backoff (structural: `duration` + `next()`), capped at `maxMs`. */
+function backoff(ms: number, maxMs: number): { duration: number; next(): unknown } {
+  return { duration: ms, next: () => backoff(Math.min(ms * 2, maxMs), maxMs) }
+}
+
+/** True for etcd3's "requested lease not found" (the lease expired or was revoked). */
+export function isLeaseGone(error: unknown): boolean {
+  return error instanceof Error && error.message.includes('requested lease not found')
+}
+
+/** Maps a client failure to a retryable `BackendUnavailableError` (latchkey errors pass through). */
+export function unavailable(error: unknown, what: string): Error {
+  if (isLockError(error)) return error
+  const message = error instanceof Error ? error.message : String(error)
+  return new BackendUnavailableError(`etcd backend: ${what} failed (${message}); is etcd reachable?`, {
+    cause: error,
+  })
+}

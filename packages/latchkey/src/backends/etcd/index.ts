@@ -1,0 +1,69 @@
+/**
+ * The etcd v3 backend (`latchkey/etcd`), built on etcd3's raw lease, txn and watch RPCs; not on etcd3's `Lock`,
+ * which is a try-lock with no queue whose lease reports loss only after 2 x TTL.
+ *
+ * Choices, and why:
+ * - **A lease per owner, not one session lease per process.** Go's `concurrency.Session` keeps one lease alive
+ *   for every lock of a process, so a lock would never expire while its process lives: the contract's per-lock
+ *   `ttlMs`, `autoRenew: false` and "a holder that stops renewing loses the lock" need a lease per acquisition.
+ *   TTL = ceil(ttlMs / 1000) s (etcd leases are whole seconds, and etcd may raise small TTLs to its minimum,
+ *   1.5 x election timeout). The core's own deadline (`sentAt + ttlMs - drift`) always ends first, so
+ *   `lease.signal` aborts before etcd frees the key. `renew()` sends one keepalive and answers false when etcd
+ *   answers TTL 0 or the key is gone (deleted or re-created) - never relying on etcd3's `lost` event.
+ *   Cost: a lease per acquisition, softened by keeping released leases as spares (a keepalive, which etcd's
+ *   leader answers from memory, instead of a grant and a revoke, two raft writes); a miss keeps its lease for
+ *   the owner's next try and refreshes it only after winning.
+ * - **Who keeps a key while waiting.** Only a waiting fair/write request (`request.queue`, which the core ends
+ *   with `leaveQueue`) keeps its key between tries: that key is its place in line, on a lease of
+ *   ceil(queueTtlMs / 1000) s refreshed by its tries, so the place of a crashed waiter runs out by itself.
+ *   Mutex, read and semaphore waiters get no `leaveQueue` from the core, so their tries write nothing unless
+ *   they win (a range compare in the txn) and they are not FIFO - the same as the memory backend.
+ * - **Grant rules.** mutex/fair/write: no key at all under the name (holders and queued waiters); read: no
+ *   mutex/fair/write key (so a waiting writer blocks new readers); semaphore: a free permit slot
+ *   (`.../semaphore/<0..permits-1>`, one compare per slot, so acquirers of different permits never conflict); a queued
+ *   waiter: no family key older than its own. Difference from the embedded backends: a queued fair/write waiter
+ *   also blocks plain mutex/read tries (it is the next holder, Go-style), which only makes them stricter.
+ * - **Notifications.** One delete-only watch per lock name and process; readers wake on exclusive deletes, queued
+ *   waiters on their predecessor's delete. Lock-delay is not implemented (`lockDelay: false`).
+ */
+import { EtcdBackend, type EtcdBackendOptions, type EtcdHolderGuard } from './etcd-backend.js'
+import type { EtcdClient, EtcdCompare } from './etcd-client.js'
+
+export { EtcdBackend, type EtcdBackendOptions, type EtcdClient, type EtcdCompare, type EtcdHolderGuard }
+
+/**
+ * Locks in etcd v3 (3.4+), shared by every process that reaches the cluster. Pass an `etcd3` client
+ * (`new Etcd3({ hosts })`, never closed by the backend) or `hosts` (default prefix `latchkey`, each call's
+ * deadline `callTimeoutMs` = 2 000); a client opened from `hosts` fails fast (no client-side retries or circuit
+ * breaker: the core retries) and is closed by `backend.close()`. An unreachable etcd rejects with
+ * `BackendUnavailableError`. Fencing tokens are the holder key's create revision; `backend.holderGuard()` gives
+ * a txn compare for writes to etcd itself.
+ *
+ * @example
+ * const backend = etcdBackend({ hosts: 'http://127.0.0.1:2379' })
+ * const locks = createLocks({ backend })
+ * await locks.mutex('order:42').withLock(async (lease) => ship(order, { fence: lease.token }))
+ * await locks.close(); await backend.close()
+ */
+export function etcdBackend(options: EtcdBackendOptions): EtcdBackend {
+  if (typeof options !== 'object' || options === null) {
+    throw new TypeError(`latchkey: etcdBackend needs an options object, received ${String(options)}`)
+  }
+  const hosts = options.hosts
+  if (options.client === undefined) {
+    const list = typeof hosts === 'string' ? [hosts] : hosts
+    if (!Array.isArray(list) || list.length === 0 || list.some((h) => typeof h !== 'string' || h.length === 0)) {
+      throw new TypeError(
+        `latchkey: etcdBackend needs options.client (an etcd3 client) or options.hosts (e.g. "http://127.0.0.1:2379"), received hosts ${JSON.stringify(hosts)}`,
+      )
+    }
+  }
+  if (options.prefix !== undefined && (typeof options.prefix !== 'string' || options.prefix.length === 0)) {
+    throw new RangeError(`latchkey: prefix must be a non-empty string, received ${JSON.stringify(options.prefix)}`)
+  }
+  const timeout = options.callTimeoutMs
+  if (timeout !== undefined && !(Number.isFinite(timeout) && timeout > 0)) {
+    throw new RangeError(`latchkey: callTimeoutMs must be a positive number, received ${String(timeout)}`)
+  }
+  return new EtcdBackend(options)
+}

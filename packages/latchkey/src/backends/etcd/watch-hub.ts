@@ -1,0 +1,189 @@
+/**
+ * Release notifications from etcd watches: one watch (deletes only) per lock name and process, shared by every
+ * subscription to that name, multiplexed by etcd3 on one gRPC stream. A delete wakes only the subscriptions it
+ * can unblock: readers wake on exclusive deletes; a queued fair/write waiter wakes only when the key just before
+ * it goes (Go's `waitDeletes` on the predecessor), unless one of this process's tries is in flight for the name
+ * and might not have recorded its predecessor yet.
+ */
+import { LocalNotifier } from '../../backend/local-notifier.js'
+import type { LockKind, LockRef, ReleaseSubscription } from '../../backend/types.js'
+import type { EtcdClient, EtcdKeyValue, EtcdWatcher } from './etcd-client.js'
+import { isExclusiveKind, type KeyLayout, prefixRange } from './keys.js'
+
+const KINDS: readonly LockKind[] = ['mutex', 'fair', 'read', 'write', 'semaphore']
+/** How long `close()` waits for etcd to confirm a watch cancellation (a dead server never does). */
+const CANCEL_WAIT_MS = 1_000
+/**
+ * How long an unused watch stays open for the next subscription. etcd3 tears its shared watch stream down with
+ * its last watcher (and resets the host's channels on that cancel), so a watch per acquire would be costly.
+ */
+const LINGER_MS = 5_000
+
+interface SharedWatch {
+  readonly watcher: EtcdWatcher
+  subscriptions: number
+  linger: NodeJS.Timeout | undefined
+  /** Tries of this process in flight for the name (their predecessor is not known yet). */
+  inFlight: number
+  /** Owner -> key of the waiter's predecessor, for queued (fair/write) waiters of this process. */
+  readonly predecessors: Map<string, string>
+  /** Owners whose subscription is their own (fair/write subscriptions opened with the request's owner). */
+  readonly subscribedOwners: Set<string>
+  /** Notifier keys of this process's mutex subscriptions, in wake-up rotation. */
+  readonly mutexRing: string[]
+}
+
+/** The shared watches of one backend. */
+export class WatchHub {
+  private readonly notifier = new LocalNotifier()
+  private readonly watches = new Map<string, SharedWatch>()
+  private readonly cancelling = new Set<Promise<unknown>>()
+  private nextId = 0
+
+  constructor(
+    private readonly client: EtcdClient,
+    private readonly layout: KeyLayout,
+  ) {}
+
+  /**
+   * A subscription to releases of `ref`; the name's watch starts with the first one and stops with the last.
+   * When `ref` carries the waiter's `owner` (the core's `AcquireRequest` does), a fair/write subscription wakes
+   * only for that owner's predecessor; without it, for the predecessor of any local waiter of the name.
+   */
+  subscribe(ref: LockRef & { readonly owner?: string }): ReleaseSubscription {
+    const prefix = this.layout.lockPrefix(ref.key)
+    const watch = this.watchOf(prefix)
+    watch.subscriptions++
+    clearTimeout(watch.linger)
+    watch.linger = undefined
+    const owner = (ref.kind === 'fair' || ref.kind === 'write') && typeof ref.owner === 'string' ? ref.owner : undefined
+    if (owner !== undefined) watch.subscribedOwners.add(owner)
+    const ringKey = ref.kind === 'mutex' ? `${prefix}\u0000mutex\u0000${++this.nextId}` : undefined
+    if (ringKey !== undefined) watch.mutexRing.push(ringKey)
+    const inner = this.notifier.subscribe(
+      ringKey ?? (owner === undefined ? `${prefix}\u0000${ref.kind}` : ownerKey(prefix, owner)),
+    )
+    let closed = false
+    return {
+      wait: (timeoutMs, signal) => inner.wait(timeoutMs, signal),
+      close: () => {
+        if (closed) return
+        closed = true
+        inner.close()
+        if (owner !== undefined) watch.subscribedOwners.delete(owner)
+        if (ringKey !== undefined) watch.mutexRing.splice(watch.mutexRing.indexOf(ringKey), 1)
+        if (--watch.subscriptions === 0) {
+          watch.linger = setTimeout(() => this.stop(prefix, watch), LINGER_MS)
+          watch.linger.unref()
+        }
+      },
+    }
+  }
+
+  /** Marks a try of `ref` in flight until the returned function is called. */
+  tryStarted(ref: LockRef): () => void {
+    const watch = this.watches.get(this.layout.lockPrefix(ref.key))
+    if (watch === undefined) return () => {}
+    watch.inFlight++
+    return () => {
+      watch.inFlight--
+    }
+  }
+
+  /** Records (or with `undefined`, forgets) the key a queued waiter of this process waits behind. */
+  setPredecessor(ref: LockRef, owner: string, key: string | undefined): void {
+    const watch = this.watches.get(this.layout.lockPrefix(ref.key))
+    if (watch === undefined) return
+    if (key === undefined) watch.predecessors.delete(owner)
+    else watch.predecessors.set(owner, key)
+  }
+
+  /** Stops every watch; waits (boundedly) for etcd to confirm. */
+  async close(): Promise<void> {
+    for (const [prefix, watch] of this.watches) this.stop(prefix, watch)
+    await Promise.all(this.cancelling)
+  }
+
+  private watchOf(prefix: string): SharedWatch {
+    const existing = this.watches.get(prefix)
+    if (existing !== undefined) return existing
+    const watcher = this.client.watch().inRange(prefixRange(prefix)).only('delete').watcher()
+    const watch: SharedWatch = {
+      watcher,
+      subscriptions: 0,
+      linger: undefined,
+      inFlight: 0,
+      predecessors: new Map(),
+      subscribedOwners: new Set(),
+      mutexRing: [],
+    }
+    // (Re)connected: a release may have happened before the watch was in place. Wake everyone once.
+    watcher.on('connected', () => this.wakeAll(prefix, watch))
+    watcher.on('delete', (kv: EtcdKeyValue) => this.onDelete(prefix, watch, kv))
+    watcher.on('error', () => {
+      // etcd cancelled the watch (e.g. compaction): waiters fall back to timed retries; a new one starts later.
+      if (this.watches.get(prefix) === watch) this.watches.delete(prefix)
+      this.wakeAll(prefix, watch)
+    })
+    this.watches.set(prefix, watch)
+    return watch
+  }
+
+  private onDelete(prefix: string, watch: SharedWatch, kv: EtcdKeyValue): void {
+    const parsed = this.layout.parse(kv.key)
+    if (parsed === undefined) return
+    const wake = (kind: LockKind): void => this.notifier.notify(`${prefix}\u0000${kind}`)
+    if (parsed.kind === 'semaphore') {
+      wake('semaphore')
+      return
+    }
+    // Local mutex waiters are interchangeable (a mutex is not fair): one try per process and release is enough;
+    // if it misses, the next release wakes the next waiter. Saves a herd of round trips per handoff.
+    const next = watch.mutexRing.shift()
+    if (next !== undefined) {
+      watch.mutexRing.push(next)
+      this.notifier.notify(next)
+    }
+    if (isExclusiveKind(parsed.kind)) wake('read')
+    const key = kv.key.toString()
+    // A try in flight may not have recorded its predecessor yet: then every queued waiter checks again.
+    const unsure = watch.inFlight > 0
+    const waited = [...watch.predecessors.values()].includes(key)
+    if (waited || unsure || watch.predecessors.size === 0) {
+      wake('fair')
+      wake('write')
+    }
+    for (const owner of watch.subscribedOwners) {
+      const before = watch.predecessors.get(owner)
+      if (unsure || before === undefined || before === key) this.notifier.notify(ownerKey(prefix, owner))
+    }
+  }
+
+  private wakeAll(prefix: string, watch: SharedWatch): void {
+    for (const kind of KINDS) this.notifier.notify(`${prefix}\u0000${kind}`)
+    for (const owner of watch.subscribedOwners) this.notifier.notify(ownerKey(prefix, owner))
+    for (const key of watch.mutexRing) this.notifier.notify(key)
+  }
+
+  private stop(prefix: string, watch: SharedWatch): void {
+    clearTimeout(watch.linger)
+    if (this.watches.get(prefix) !== watch) return
+    this.watches.delete(prefix)
+    let timer: NodeJS.Timeout | undefined
+    const done = Promise.race([
+      watch.watcher.cancel().catch(() => undefined),
+      new Promise((resolve) => {
+        timer = setTimeout(resolve, CANCEL_WAIT_MS)
+        timer.unref()
+      }),
+    ]).finally(() => {
+      clearTimeout(timer)
+      this.cancelling.delete(done)
+    })
+    this.cancelling.add(done)
+  }
+}
+
+function ownerKey(prefix: string, owner: string): string {
+  return `${prefix}\u0000queued\u0000${owner}`
+}

@@ -1,0 +1,96 @@
+/**
+ * One `tryAcquire` on an owner's node: create it (or list its lock), decide by the grant rules, grant, or check
+ * the holders' leases, keep the place in line and watch the node ahead. Never waits for a release.
+ */
+import type { AcquireRequest, AcquireResult } from '../../backend/types.js'
+import { readLong, type ZkStat } from './zk-client.js'
+import type { ZkConnection } from './zk-connection.js'
+import { lineOf, standingOf } from './zk-nodes.js'
+import {
+  checkHolders,
+  createNode,
+  listChildren,
+  type OwnerEntry,
+  statOf,
+  type WatchHub,
+  watchNodes,
+  writeLease,
+} from './zk-owner.js'
+
+/** What an attempt needs from the backend. */
+export interface AttemptDeps {
+  ensureParent(conn: ZkConnection, path: string): Promise<void>
+  readonly hub: WatchHub
+  /** Forgets the entry and deletes its node. */
+  drop(entry: OwnerEntry): Promise<void>
+}
+
+/** Tries once (a few rounds when the line changes under us); see the module comment. */
+export async function attempt(entry: OwnerEntry, request: AcquireRequest, deps: AttemptDeps): Promise<AcquireResult> {
+  let retryAfterMs: number | undefined
+  for (let round = 0; round < 8; round++) {
+    let fresh = false
+    let leased: Promise<ZkStat | undefined> | undefined
+    let children: string[]
+    if (entry.name === undefined) {
+      const created = await createNode(entry, request.ttlMs, (p) => deps.ensureParent(entry.conn, p))
+      ;({ children, fresh } = created)
+    } else {
+      // Woken by our watch, it is most likely our turn: start the lease in the same round trip as the
+      // listing (one session's requests are answered in order); if it was not our turn, it is emptied
+      // below. Not for a semaphore waiter woken by its predecessor's write: it only moved up in line.
+      if (entry.woken && !entry.wakeOnChange) leased = writeLease(entry, request.ttlMs)
+      leased?.catch(() => undefined)
+      entry.woken = false
+      children = await listChildren(entry.conn, entry.parent)
+    }
+    const line = lineOf(children)
+    const index = line.findIndex((n) => n.name === entry.name)
+    if (index < 0) {
+      entry.name = undefined // our node was deleted (forceRelease): take a new place in line
+      continue
+    }
+    const standing = standingOf(line, index, request.permits)
+    if (standing.eligible) {
+      const stat = fresh ? statOf(entry) : (leased ?? writeLease(entry, request.ttlMs))
+      return grant(entry, request, await stat)
+    }
+    await leased
+    const holders = await checkHolders(entry, standing.blockers)
+    if (holders === 'changed') continue
+    retryAfterMs = holders.retryAfterMs
+    if (!keeps(entry, request)) {
+      await deps.drop(entry)
+      return { acquired: false, retryAfterMs }
+    }
+    // A waiting node holds no lease: nobody may judge it expired while it waits its turn.
+    if (entry.dataLeased && (await writeLease(entry, undefined)) === undefined) continue
+    entry.wakeOnChange = standing.wakeOnChange
+    if (await watchNodes(entry, standing.watch, deps.hub)) continue
+    return { acquired: false, retryAfterMs }
+  }
+  return { acquired: false, retryAfterMs: retryAfterMs ?? 1 }
+}
+
+/**
+ * Grants with the stat of the owner's node holding its lease: read for a node created in this call (its
+ * lease started at the create, after the caller's send time), written (restarted now) otherwise.
+ */
+function grant(entry: OwnerEntry, request: AcquireRequest, stat: ZkStat | undefined): AcquireResult {
+  if (stat === undefined) {
+    entry.name = undefined
+    return { acquired: false, retryAfterMs: 1 }
+  }
+  entry.granted = true
+  entry.lease = { mtime: Number(readLong(stat.mtime)), ttlMs: request.ttlMs }
+  return { acquired: true, token: readLong(stat.czxid) }
+}
+
+/**
+ * Whether a waiter keeps its node (its place in line) between tries: fair and write locks always (the core
+ * queues them); every other kind while a subscription is bound, because the core then keeps calling and
+ * closes that subscription when it gives up (`onSubClose` deletes the node). Plain tries never keep it.
+ */
+export function keeps(entry: OwnerEntry, request: AcquireRequest): boolean {
+  return request.queue || entry.sub !== undefined
+}

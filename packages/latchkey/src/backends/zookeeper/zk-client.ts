@@ -1,0 +1,145 @@
+/**
+ * The slice of a `node-zookeeper-client` client this backend uses, promise wrappers, and error mapping.
+ * The package is loaded only to open a client from a connect string, never at module load.
+ */
+import { createRequire } from 'node:module'
+import { BackendUnavailableError } from '../../errors.js'
+
+/** A znode's metadata; the zxids and times are 8-byte big-endian buffers, as the client returns them. */
+export interface ZkStat {
+  readonly czxid: Buffer
+  readonly mzxid: Buffer
+  readonly ctime: Buffer
+  readonly mtime: Buffer
+  readonly version: number
+  readonly ephemeralOwner: Buffer
+  readonly numChildren: number
+}
+
+/** A watch notification. */
+export interface ZkEvent {
+  readonly type: number
+  readonly path: string
+}
+
+type Callback<T> = (error: Error | ZkErrorLike | null, result: T) => void
+type StatCallback = (error: Error | ZkErrorLike | null, stat: ZkStat) => void
+
+/** The client methods latchkey calls (`node-zookeeper-client` 1.x `Client` satisfies it). */
+export interface ZkClient {
+  connect(): void
+  close(): void
+  create(path: string, data: Buffer, mode: number, callback: Callback<string>): void
+  remove(path: string, version: number, callback: (error: Error | ZkErrorLike | null) => void): void
+  exists(path: string, callback: StatCallback): void
+  getChildren(path: string, callback: Callback<string[]>): void
+  getData(path: string, callback: (error: Error | ZkErrorLike | null, data: Buffer, stat: ZkStat) => void): void
+  getData(
+    path: string,
+    watcher: (event: ZkEvent) => void,
+    callback: (error: Error | ZkErrorLike | null, data: Buffer, stat: ZkStat) => void,
+  ): void
+  setData(path: string, data: Buffer | null, version: number, callback: StatCallback): void
+  getSessionTimeout(): number
+  on(event: string, listener: () => void): unknown
+  removeListener(event: string, listener: () => void): unknown
+}
+
+/** What node-zookeeper-client's `Exception` looks like. */
+export interface ZkErrorLike {
+  readonly code: number
+  readonly name: string
+  readonly message?: string
+}
+
+/** ZooKeeper error codes (KeeperException.Code) latchkey reacts to. */
+export const ZK = Object.freeze({
+  CONNECTION_LOSS: -4,
+  OPERATION_TIMEOUT: -7,
+  NO_NODE: -101,
+  BAD_VERSION: -103,
+  NODE_EXISTS: -110,
+  NOT_EMPTY: -111,
+  SESSION_EXPIRED: -112,
+  EPHEMERAL_SEQUENTIAL: 3,
+  PERSISTENT: 0,
+  NODE_DELETED: 2,
+  NODE_DATA_CHANGED: 3,
+})
+
+/** The ZooKeeper error code of `error`, or undefined for other errors. */
+export function zkCode(error: unknown): number | undefined {
+  const code = (error as { code?: unknown } | null)?.code
+  return typeof code === 'number' ? code : undefined
+}
+
+/** Errors that mean "the connection or session is in trouble": retryable for the caller. */
+export function isConnectionError(error: unknown): boolean {
+  const code = zkCode(error)
+  return code === ZK.CONNECTION_LOSS || code === ZK.OPERATION_TIMEOUT || code === ZK.SESSION_EXPIRED
+}
+
+/** Maps a client error to `BackendUnavailableError` when retrying may help; other errors pass through. */
+export function mapError(error: unknown, what: string): unknown {
+  if (error instanceof BackendUnavailableError || !isConnectionError(error)) return error
+  return new BackendUnavailableError(`zookeeper backend: ${what} failed (${String(error)}); try again`, {
+    cause: error,
+  })
+}
+
+/** Runs one callback-style client call as a promise. */
+export function call<T>(start: (callback: Callback<T>) => void): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    start((error, result) => (error ? reject(error) : resolve(result)))
+  })
+}
+
+/** Opens (connects) a `node-zookeeper-client` client; the caller owns it. */
+export function openClient(connectString: string, sessionTimeoutMs: number): ZkClient {
+  const require = createRequire(import.meta.url)
+  let zookeeper: { createClient(cs: string, o: object): ZkClient }
+  try {
+    zookeeper = require('node-zookeeper-client') as typeof zookeeper
+  } catch (error) {
+    throw new BackendUnavailableError(
+      'zookeeper backend needs the node-zookeeper-client package: npm install node-zookeeper-client',
+      { cause: error },
+    )
+  }
+  // retries: 0 because a blind retry of a sequential create would leave a second node; we recover by name.
+  const client = zookeeper.createClient(connectString, { sessionTimeout: sessionTimeoutMs, spinDelay: 200, retries: 0 })
+  client.connect()
+  return client
+}
+
+/**
+ * Closes a client and makes sure its socket goes away. node-zookeeper-client waits forever for the reply to
+ * its close request on a silently partitioned socket (upstream issue #20), which would keep the process alive.
+ */
+export function closeClient(client: ZkClient, graceMs: number): Promise<void> {
+  const manager = (client as { connectionManager?: { socket?: { destroy(): void; destroyed?: boolean } } })
+    .connectionManager
+  return new Promise((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer)
+      client.removeListener('disconnected', done)
+      const socket = manager?.socket
+      if (socket !== undefined && socket.destroyed !== true) socket.destroy()
+      resolve()
+    }
+    const timer = setTimeout(done, graceMs)
+    timer.unref()
+    client.on('disconnected', done)
+    try {
+      client.close()
+    } catch {
+      done()
+    }
+    if (graceMs === 0) done()
+  })
+}
+
+/** An 8-byte big-endian buffer (zxid, time) as a bigint. */
+export function readLong(buffer: Buffer): bigint {
+  return buffer.readBigInt64BE(0)
+}

@@ -1,0 +1,59 @@
+import { describe, expect, it } from 'vitest'
+import type { LockKind } from '../../backend/types.js'
+import { encodeSegment, lineOf, nodePrefix, parseNode, standingOf } from './zk-nodes.js'
+
+const line = (...kinds: LockKind[]) =>
+  lineOf(kinds.map((kind, i) => `${nodePrefix(`owner-${i}`, kind)}${String(i * 10 + 1).padStart(10, '0')}`).reverse())
+const names = (nodes: readonly { owner: string }[]) => nodes.map((n) => n.owner)
+
+describe('zk-nodes', () => {
+  it('parses protected names and orders by the sequence suffix only', () => {
+    const name = `${nodePrefix('a-b-c', 'write')}0000000042`
+    expect(parseNode(name)).toEqual({ name, owner: 'a-b-c', kind: 'write', seq: 42 })
+    expect(parseNode('lock-0000000001')).toBeUndefined()
+    expect(names(lineOf([`${nodePrefix('z', 'mutex')}0000000002`, `${nodePrefix('a', 'mutex')}0000000003`]))).toEqual([
+      'z',
+      'a',
+    ])
+  })
+
+  it('encodes any key into one safe path segment', () => {
+    expect(encodeSegment('ns:a/b..c*')).toBe('ns%3Aa%2Fb%2E%2Ec%2A')
+    expect(encodeSegment('.')).not.toBe('.')
+  })
+
+  it('exclusive kinds: only the first holds; a waiter watches its predecessor; only the first waiter checks holders', () => {
+    const l = line('mutex', 'fair', 'write')
+    expect(standingOf(l, 0, 1).eligible).toBe(true)
+    const second = standingOf(l, 1, 1)
+    expect(second.eligible).toBe(false)
+    expect(names(second.watch)).toEqual(['owner-0'])
+    expect(names(second.blockers)).toEqual(['owner-0'])
+    const third = standingOf(l, 2, 1)
+    expect(names(third.watch)).toEqual(['owner-1'])
+    expect(third.blockers).toEqual([])
+  })
+
+  it('readers share, wait only for earlier writers (held or waiting), and watch the nearest one', () => {
+    const l = line('read', 'read', 'write', 'read', 'read')
+    expect(standingOf(l, 1, 1).eligible).toBe(true)
+    const writer = standingOf(l, 2, 1)
+    expect(writer.eligible).toBe(false)
+    expect(names(writer.blockers)).toEqual(['owner-0', 'owner-1'])
+    const late = standingOf(l, 4, 1)
+    expect(late.eligible).toBe(false)
+    expect(names(late.watch)).toEqual(['owner-2'])
+    expect(late.blockers).toEqual([]) // the waiting writer is not a holder whose lease could expire
+  })
+
+  it('semaphore: the first `permits` hold; the first waiter watches every holder, later ones their predecessor', () => {
+    const l = line('semaphore', 'semaphore', 'semaphore', 'semaphore')
+    expect(standingOf(l, 1, 2).eligible).toBe(true)
+    const first = standingOf(l, 2, 2)
+    expect(names(first.watch)).toEqual(['owner-0', 'owner-1'])
+    expect(first.wakeOnChange).toBe(false)
+    const next = standingOf(l, 3, 2)
+    expect(names(next.watch)).toEqual(['owner-2'])
+    expect(next.wakeOnChange).toBe(true)
+  })
+})

@@ -1,0 +1,120 @@
+/**
+ * Znode layout and the grant rules over a lock's children, as pure functions.
+ *
+ *   <root>/<encoded lock key>/_c_<owner>-<kind>-<10-digit sequence>     (EPHEMERAL_SEQUENTIAL)
+ *
+ * The `_c_<owner>-` prefix is Curator's "protected" name: after a connection loss during create we find our
+ * own node by it instead of leaving an orphan. Order is by the sequence suffix only.
+ */
+import type { LockKind } from '../../backend/types.js'
+
+/** One child of a lock node. */
+export interface LockNode {
+  readonly name: string
+  /** The owner, URI-encoded as in the name. */
+  readonly owner: string
+  readonly kind: LockKind
+  readonly seq: number
+}
+
+const NODE = /^_c_(.+)-(mutex|fair|read|write|semaphore)-(\d{10,})$/
+const EXCLUSIVE = new Set<LockKind>(['mutex', 'fair', 'write'])
+
+/** A path segment for any lock key: URI-encoded, with `.` encoded too so `.` and `..` cannot occur. */
+export function encodeSegment(value: string): string {
+  return encodeURIComponent(value).replace(/\./g, '%2E').replace(/\*/g, '%2A')
+}
+
+/** The name prefix of `owner`'s node (ZooKeeper appends the sequence). */
+export function nodePrefix(owner: string, kind: LockKind): string {
+  return `_c_${encodeSegment(owner)}-${kind}-`
+}
+
+/** Parses a child name; undefined for names that are not lock nodes. */
+export function parseNode(name: string): LockNode | undefined {
+  const m = NODE.exec(name)
+  if (m === null) return undefined
+  return { name, owner: m[1] as string, kind: m[2] as LockKind, seq: Number(m[3]) }
+}
+
+/** The lock nodes among `children`, in line order. */
+export function lineOf(children: readonly string[]): LockNode[] {
+  const nodes: LockNode[] = []
+  for (const child of children) {
+    const node = parseNode(child)
+    if (node !== undefined) nodes.push(node)
+  }
+  return nodes.sort((a, b) => a.seq - b.seq)
+}
+
+/** Whether the node at `index` may hold the lock now (Curator's rules; `permits` for semaphores). */
+export function isEligible(line: readonly LockNode[], index: number, permits: number): boolean {
+  const node = line[index]
+  if (node === undefined) return false
+  if (node.kind === 'semaphore') return index < permits
+  if (EXCLUSIVE.has(node.kind)) return index === 0
+  // A reader waits only for earlier exclusive nodes (held or waiting), so writers are not starved.
+  for (let i = 0; i < index; i++) if (EXCLUSIVE.has((line[i] as LockNode).kind)) return false
+  return true
+}
+
+/** The nodes that may hold the lock now: the ones whose lease can block others. */
+export function holdersOf(line: readonly LockNode[], permits: number): LockNode[] {
+  return line.filter((_, i) => isEligible(line, i, permits))
+}
+
+/** Where a node stands in line. */
+export interface Standing {
+  readonly eligible: boolean
+  /** Holders ahead that block this node (candidates for expiry). */
+  readonly blockers: readonly LockNode[]
+  /**
+   * Nodes to watch so that the one release that matters wakes us, and only us (no herd):
+   * the predecessor, the nearest earlier exclusive node for a reader, or for a semaphore's first waiter every holder.
+   */
+  readonly watch: readonly LockNode[]
+  /** Whether a data change of a watched node must wake us too (a semaphore waiter's predecessor got its permit). */
+  readonly wakeOnChange: boolean
+}
+
+/** Evaluates the node at `index` (which must exist). */
+export function standingOf(line: readonly LockNode[], index: number, permits: number): Standing {
+  const me = line[index] as LockNode
+  if (isEligible(line, index, permits)) return { eligible: true, blockers: [], watch: [], wakeOnChange: false }
+  const ahead = line.slice(0, index)
+  // Only the first waiter checks the holders' leases for expiry; the others wait their turn in line.
+  if (me.kind === 'semaphore') {
+    const first = index === permits
+    const holders = ahead.slice(0, permits)
+    return {
+      eligible: false,
+      blockers: first ? holders : [],
+      watch: first ? holders : ahead.slice(-1),
+      wakeOnChange: !first,
+    }
+  }
+  if (me.kind === 'read') {
+    const writers = ahead.filter((n) => EXCLUSIVE.has(n.kind))
+    const onlyHolder = writers.length === 1 && writers[0] === ahead[0]
+    return { eligible: false, blockers: onlyHolder ? writers : [], watch: writers.slice(-1), wakeOnChange: false }
+  }
+  const holders = holdersOf(ahead, permits)
+  const first = holders.length === ahead.length
+  return { eligible: false, blockers: first ? holders : [], watch: ahead.slice(-1), wakeOnChange: false }
+}
+
+/** The lease a holder wrote into its node: TTL in ms. An empty node is a waiter that holds nothing yet. */
+export function encodeLease(ttlMs: number): Buffer {
+  return Buffer.from(JSON.stringify({ ttlMs }))
+}
+
+/** Reads a node's lease; undefined for a waiter's (empty) node. */
+export function decodeLease(data: Buffer | null | undefined): { ttlMs: number } | undefined {
+  if (data === null || data === undefined || data.length === 0) return undefined
+  try {
+    const parsed = JSON.parse(data.toString('utf8')) as { ttlMs?: unknown }
+    return typeof parsed.ttlMs === 'number' ? { ttlMs: parsed.ttlMs } : undefined
+  } catch {
+    return undefined
+  }
+}

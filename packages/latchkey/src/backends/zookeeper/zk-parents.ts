@@ -1,0 +1,55 @@
+/**
+ * Lock nodes (the persistent parents of the owners' ephemeral nodes): created on demand, deleted when idle.
+ * ZooKeeper's CONTAINER nodes (3.5.3+) would be reaped by the server itself, but node-zookeeper-client cannot
+ * send the createContainer request (a CONTAINER flag on a plain create makes a persistent node; tested), so
+ * the process that empties a lock node deletes it after `idleMs`. A delete of a non-empty node fails
+ * atomically, so this never races a new waiter; one whose create meets a vanished parent recreates it.
+ */
+
+import { isConnectionError, ZK, zkCode } from './zk-client.js'
+import type { ZkConnection } from './zk-connection.js'
+import { removeQuietly } from './zk-owner.js'
+
+export class ZkParents {
+  private readonly idle = new Map<string, NodeJS.Timeout>()
+
+  constructor(
+    private readonly live: () => ZkConnection | undefined,
+    private readonly idleMs: number,
+  ) {}
+
+  /** Creates `path` (and, when missing, its ancestors): the lock node first, as it usually is the only one missing. */
+  async ensure(conn: ZkConnection, path: string): Promise<void> {
+    try {
+      await conn.run('create', (cb) => conn.client.create(path, Buffer.alloc(0), ZK.PERSISTENT, cb))
+    } catch (error) {
+      const code = zkCode(error)
+      if (code === ZK.NO_NODE && path.lastIndexOf('/') > 0) {
+        await this.ensure(conn, path.slice(0, path.lastIndexOf('/')))
+        return this.ensure(conn, path)
+      }
+      // "Exists" is success; a lost reply is settled by the caller's next create.
+      if (code !== ZK.NODE_EXISTS && !isConnectionError((error as { cause?: unknown }).cause)) throw error
+    }
+  }
+
+  /** Deletes `parent` once nobody in this process has used it for `idleMs` (and if it is empty then). */
+  emptied(parent: string): void {
+    clearTimeout(this.idle.get(parent))
+    const timer = setTimeout(() => {
+      this.idle.delete(parent)
+      const conn = this.live()
+      if (conn?.alive === true) void removeQuietly(conn, parent).catch(() => undefined)
+    }, this.idleMs)
+    timer.unref()
+    this.idle.set(parent, timer)
+  }
+
+  /** Stops the timers and returns the lock nodes still waiting for deletion (the caller deletes them on close). */
+  drain(): string[] {
+    for (const timer of this.idle.values()) clearTimeout(timer)
+    const parents = [...this.idle.keys()]
+    this.idle.clear()
+    return parents
+  }
+}

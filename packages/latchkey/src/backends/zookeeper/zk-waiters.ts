@@ -1,0 +1,125 @@
+/**
+ * Waiters' side of the backend: binding the core's subscriptions to owners, and routing watch events.
+ * One client watcher function serves every path (node-zookeeper-client keeps one listener per function
+ * and path), and each event wakes only the entries that watched that path.
+ */
+import { ZK, type ZkEvent } from './zk-client.js'
+import { leaseLost, type OwnerEntry, type WatchHub, watchNodes } from './zk-owner.js'
+import { ZkSubscription } from './zk-subscription.js'
+
+export class ZkWaiters {
+  private readonly unbound: ZkSubscription[] = []
+  private readonly bound = new Map<string, ZkSubscription>()
+  private readonly watched = new Map<string, Set<OwnerEntry>>()
+  readonly hub: WatchHub = {
+    watcher: (event) => this.onWatch(event),
+    arm: (path, entry) => {
+      const set = this.watched.get(path) ?? new Set<OwnerEntry>()
+      this.watched.set(path, set)
+      set.add(entry)
+    },
+    disarm: (path, entry) => this.watched.get(path)?.delete(entry),
+  }
+
+  /**
+   * @param isCurrent whether an entry still waits (events for forgotten entries are dropped)
+   * @param closed called when the core closes a bound subscription, i.e. stops waiting
+   */
+  constructor(
+    private readonly isCurrent: (entry: OwnerEntry) => boolean,
+    private readonly closed: (sub: ZkSubscription) => void,
+  ) {}
+
+  /**
+   * A new subscription. With `owner` (the waiter whose tries follow) it is bound at once. Without, it stays
+   * unbound until the next `claim` for its key in the same tick: the core subscribes and makes its first try
+   * synchronously one after the other. Unclaimed, it drops out at the next microtask and only times out (the
+   * core then polls).
+   */
+  subscribe(key: string, owner?: string): ZkSubscription {
+    const sub = new ZkSubscription(key, (s) => {
+      this.unclaim(s)
+      this.closed(s)
+      this.unbind(s)
+    })
+    if (owner !== undefined) {
+      sub.owner = owner
+      this.bound.set(owner, sub)
+      return sub
+    }
+    this.unbound.push(sub)
+    queueMicrotask(() => this.unclaim(sub))
+    return sub
+  }
+
+  /**
+   * The subscription of `owner`: the one already bound to it (kept across a failed first try), else the
+   * newest unbound subscription of `key`, which becomes bound to `owner` until it is closed.
+   */
+  claim(key: string, owner: string): ZkSubscription | undefined {
+    const bound = this.bound.get(owner)
+    if (bound !== undefined) return bound
+    for (let i = this.unbound.length - 1; i >= 0; i--) {
+      const sub = this.unbound[i] as ZkSubscription
+      if (sub.key === key) {
+        this.unbound.splice(i, 1)
+        sub.owner = owner
+        this.bound.set(owner, sub)
+        return sub
+      }
+    }
+    return undefined
+  }
+
+  private unclaim(sub: ZkSubscription): void {
+    const i = this.unbound.indexOf(sub)
+    if (i >= 0) this.unbound.splice(i, 1)
+  }
+
+  private unbind(sub: ZkSubscription): void {
+    if (sub.owner !== undefined && this.bound.get(sub.owner) === sub) this.bound.delete(sub.owner)
+  }
+
+  private onWatch(event: ZkEvent): void {
+    const entries = this.watched.get(event.path)
+    if (entries === undefined) return
+    this.watched.delete(event.path)
+    const name = event.path.slice(event.path.lastIndexOf('/') + 1)
+    for (const entry of entries) {
+      entry.watching.delete(name)
+      if (!this.isCurrent(entry)) continue
+      if (entry.granted) {
+        // A holder watches only its own node (see `watchLease`); older waiting-time watches are stale.
+        if (event.path === `${entry.parent}/${entry.name}`) this.ownNodeEvent(entry, event, name)
+        continue
+      }
+      if (event.type === ZK.NODE_DATA_CHANGED && !entry.wakeOnChange) {
+        // The node ahead only started or renewed its lease: watch it again and stay asleep (no spurious wake).
+        const node = { name, owner: '', kind: entry.kind, seq: 0 }
+        void watchNodes(entry, [node], this.hub).then(
+          (gone) => gone && this.wake(entry),
+          () => this.wake(entry),
+        )
+      } else this.wake(entry)
+    }
+  }
+
+  private wake(entry: OwnerEntry): void {
+    entry.woken = true
+    entry.sub?.fire()
+  }
+
+  /** The holder's own node changed: our renewal (watch again) or its deletion behind our back (lease lost). */
+  private ownNodeEvent(entry: OwnerEntry, event: ZkEvent, name: string): void {
+    const why = 'its lock node was deleted (forceRelease, or its TTL ran out and a contender took over)'
+    if (event.type === ZK.NODE_DELETED) {
+      leaseLost(entry, why)
+      return
+    }
+    const node = { name, owner: '', kind: entry.kind, seq: 0 }
+    void watchNodes(entry, [node], this.hub).then(
+      (gone) => gone && leaseLost(entry, why),
+      () => undefined,
+    )
+  }
+}

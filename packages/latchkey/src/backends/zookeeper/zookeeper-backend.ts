@@ -1,0 +1,262 @@
+import { stateKey } from '../../backend/grant-rules.js'
+import type {
+  AcquireRequest,
+  AcquireResult,
+  Backend,
+  BackendCapabilities,
+  HolderRef,
+  LockRef,
+  ReleaseSubscription,
+  RenewRequest,
+} from '../../backend/types.js'
+import { type AttemptDeps, attempt, keeps } from './zk-attempt.js'
+import { readLong, type ZkClient } from './zk-client.js'
+import type { ConnectionState, ZkConnection } from './zk-connection.js'
+import { lockState } from './zk-inspect.js'
+import { encodeSegment } from './zk-nodes.js'
+import { leaseLost, type OwnerEntry, removeOwnNode, removeQuietly, watchNodes, writeLease } from './zk-owner.js'
+import { ZkParents } from './zk-parents.js'
+import { ZkSessions } from './zk-sessions.js'
+import type { ZkSubscription } from './zk-subscription.js'
+import { ZkWaiters } from './zk-waiters.js'
+
+/** Resolved options of {@link ZookeeperBackend}. */
+export interface ZookeeperSettings {
+  readonly connectString: string | undefined
+  readonly client: ZkClient | undefined
+  readonly sessionTimeoutMs: number
+  readonly connectTimeoutMs: number
+  readonly root: string
+  readonly lockNodeIdleMs: number
+}
+
+const CAPABILITIES: BackendCapabilities = Object.freeze({
+  fencing: 'native',
+  notifications: 'global',
+  kinds: Object.freeze(['mutex', 'fair', 'read', 'write', 'semaphore'] as const),
+  crossProcess: true,
+  // A crashed holder's session expiry deletes its ephemeral node on the server at once: nothing can delay it.
+  lockDelay: false,
+  clock: 'server',
+})
+
+/**
+ * Curator-style locks on ZooKeeper: one protected EPHEMERAL_SEQUENTIAL node per lease attempt, the lowest
+ * eligible node holds, waiters watch only their predecessor. See `index.ts` for the semantics.
+ */
+export class ZookeeperBackend implements Backend {
+  readonly name = 'zookeeper'
+  readonly capabilities = CAPABILITIES
+  private readonly owners = new Map<string, OwnerEntry>()
+  private readonly parents: ZkParents
+  private readonly sessions: ZkSessions
+  private readonly waiters = new ZkWaiters(
+    (entry) => this.owners.get(entry.owner) === entry,
+    (sub) => this.onSubClose(sub),
+  )
+
+  private readonly deps: AttemptDeps = {
+    ensureParent: (conn, path) => this.parents.ensure(conn, path),
+    hub: this.waiters.hub,
+    drop: (entry) => this.drop(entry),
+  }
+
+  constructor(private readonly settings: ZookeeperSettings) {
+    this.sessions = new ZkSessions(settings, (conn) => this.onLost(conn))
+    this.parents = new ZkParents(() => this.sessions.live, settings.lockNodeIdleMs)
+  }
+
+  async tryAcquire(request: AcquireRequest): Promise<AcquireResult> {
+    const key = stateKey(request)
+    let entry = this.owners.get(request.owner)
+    // Bound synchronously: the core opens its subscription right before its first try (see subscribe).
+    const sub = entry === undefined ? this.waiters.claim(key, request.owner) : entry.sub
+    const conn = await this.sessions.current()
+    if (entry !== undefined && !entry.conn.alive) entry = undefined
+    if (entry === undefined) {
+      entry = this.newEntry(request, key, conn, sub)
+      this.owners.set(request.owner, entry)
+    }
+    try {
+      return await attempt(entry, request, this.deps)
+    } catch (error) {
+      if (!entry.granted && !keeps(entry, request)) void this.drop(entry)
+      throw error
+    }
+  }
+
+  async renew(request: RenewRequest): Promise<boolean> {
+    const entry = this.held(request)
+    if (entry === undefined) return false
+    const previous = entry.lease
+    let stat: Awaited<ReturnType<typeof writeLease>>
+    try {
+      stat = await writeLease(entry, request.ttlMs)
+    } catch (error) {
+      if (!entry.conn.alive) return this.forget(entry)
+      throw error
+    }
+    if (stat === undefined) return this.forget(entry)
+    const mtime = Number(readLong(stat.mtime))
+    // Renewed too late by the server's clock: the lease had run out and someone may have taken over.
+    if (previous !== undefined && previous.mtime + previous.ttlMs < mtime) {
+      this.drop(entry)
+      return false
+    }
+    entry.lease = { mtime, ttlMs: request.ttlMs }
+    return true
+  }
+
+  async release(request: HolderRef): Promise<boolean> {
+    const entry = this.held(request)
+    if (entry === undefined) return false
+    this.owners.delete(entry.owner)
+    if (!entry.conn.alive) return false
+    const removed = await removeQuietly(entry.conn, `${entry.parent}/${entry.name}`)
+    this.parents.emptied(entry.parent)
+    return removed
+  }
+
+  async leaveQueue(request: HolderRef): Promise<void> {
+    const entry = this.owners.get(request.owner)
+    if (entry !== undefined && !entry.granted) await this.drop(entry)
+  }
+
+  async isLocked(ref: LockRef & { readonly permits: number }): Promise<boolean> {
+    const state = await lockState(await this.sessions.current(), this.lockPath(ref), ref.permits)
+    return ref.kind === 'semaphore' ? state.live >= ref.permits : state.live > 0
+  }
+
+  async forceRelease(ref: LockRef): Promise<boolean> {
+    const conn = await this.sessions.current()
+    const parent = this.lockPath(ref)
+    const state = await lockState(conn, parent, Number.MAX_SAFE_INTEGER)
+    await Promise.all(state.children.map((child) => removeQuietly(conn, `${parent}/${child}`)))
+    await removeQuietly(conn, parent)
+    return state.live > 0
+  }
+
+  /**
+   * Calls `onLost` once if the lease of `holder` is lost before it is released: its session is lost (our
+   * liveness check, or expiry) or its node is deleted behind its back. Returns a function that stops watching.
+   * Not (yet) part of the backend contract: it lets a holder learn of a lost session within the session
+   * timeout even when its renewals are further apart.
+   */
+  watchLease(holder: HolderRef, onLost: (reason: string) => void): () => void {
+    const entry = this.held(holder)
+    if (entry === undefined || !entry.conn.alive) {
+      queueMicrotask(() => onLost('it is not held'))
+      return () => undefined
+    }
+    entry.onLeaseLost = onLost
+    const own = { name: entry.name as string, owner: entry.owner, kind: entry.kind, seq: 0 }
+    void watchNodes(entry, [own], this.waiters.hub).then(
+      (gone) => gone && leaseLost(entry, 'its lock node is gone'),
+      () => undefined,
+    )
+    return () => {
+      if (entry.onLeaseLost === onLost) entry.onLeaseLost = undefined
+    }
+  }
+
+  /**
+   * Opens a subscription fed by one waiter's own watch, so one release wakes exactly one waiter. The waiter is
+   * `owner` when given (an extension of the contract), else the one whose first `tryAcquire` follows in the
+   * same tick, which is the core's order.
+   */
+  subscribe(ref: LockRef, owner?: string): ReleaseSubscription {
+    return this.waiters.subscribe(stateKey(ref), owner)
+  }
+
+  async close(): Promise<void> {
+    const conn = await this.sessions.close()
+    const entries = [...this.owners.values()]
+    this.owners.clear()
+    for (const entry of entries) entry.sub?.fire()
+    const parents = new Set([...this.parents.drain(), ...entries.map((e) => e.parent)])
+    if (conn === undefined) return
+    if (conn.alive) {
+      // Our nodes first (a client handed to us outlives the backend), then the lock nodes they leave empty.
+      const ours = entries.filter((e) => e.conn === conn && e.name !== undefined)
+      await Promise.all(ours.map((e) => removeQuietly(conn, `${e.parent}/${e.name}`).catch(() => false)))
+      await Promise.all([...parents].map((p) => removeQuietly(conn, p).catch(() => false)))
+    }
+    await conn.close()
+  }
+
+  /**
+   * Health of the current session as our liveness check sees it: `suspended` after 2/3 of the session timeout
+   * without a server reply, `none` when there is no session (never opened, lost, or closed).
+   */
+  get sessionState(): ConnectionState | 'none' {
+    return this.sessions.live?.state ?? 'none'
+  }
+
+  /** The znode path of a lock's state. */
+  lockPath(ref: LockRef): string {
+    return `${this.settings.root}/${encodeSegment(stateKey(ref))}`
+  }
+
+  private newEntry(request: AcquireRequest, key: string, conn: ZkConnection, sub: ZkSubscription | undefined) {
+    const entry: OwnerEntry = {
+      owner: request.owner,
+      key,
+      kind: request.kind,
+      parent: this.lockPath(request),
+      conn,
+      name: undefined,
+      unsure: false,
+      dataLeased: false,
+      woken: false,
+      onLeaseLost: undefined,
+      granted: false,
+      lease: undefined,
+      sub,
+      watching: new Set(),
+      wakeOnChange: false,
+    }
+    return entry
+  }
+
+  private held(ref: HolderRef): OwnerEntry | undefined {
+    const entry = this.owners.get(ref.owner)
+    if (entry === undefined || !entry.granted || entry.key !== stateKey(ref)) return undefined
+    return entry
+  }
+
+  private forget(entry: OwnerEntry): false {
+    if (this.owners.get(entry.owner) === entry) this.owners.delete(entry.owner)
+    return false
+  }
+
+  /** Forgets an entry and deletes its node (the delete is queued at once, so later calls see it done). */
+  private drop(entry: OwnerEntry): Promise<void> {
+    this.forget(entry)
+    if ((entry.name === undefined && !entry.unsure) || !entry.conn.alive) return Promise.resolve()
+    this.parents.emptied(entry.parent)
+    // With a known name the delete is queued synchronously, before anything the caller does next.
+    return removeOwnNode(entry).then(
+      () => undefined,
+      () => undefined,
+    )
+  }
+
+  private onSubClose(sub: ZkSubscription): void {
+    const entry = sub.owner === undefined ? undefined : this.owners.get(sub.owner)
+    if (entry === undefined || entry.sub !== sub) return
+    entry.sub = undefined
+    // The core closes the subscription when it stops waiting: give up the place in line now (the delete
+    // is queued on the session before anything the caller does next).
+    if (!entry.granted) void this.drop(entry)
+  }
+
+  private onLost(conn: ZkConnection): void {
+    const lost = [...this.owners.values()].filter((e) => e.conn === conn)
+    this.sessions.abandon(lost.flatMap((e) => (e.name === undefined ? [] : [`${e.parent}/${e.name}`])))
+    // Waiters retry at once on a new session; holders are told now if they watch, else at their next renewal.
+    for (const entry of lost) {
+      if (entry.granted) leaseLost(entry, `its ZooKeeper session was lost (${conn.lostReason ?? 'unknown'})`)
+      else entry.sub?.fire()
+    }
+  }
+}

@@ -1,0 +1,104 @@
+import { fileURLToPath } from 'node:url'
+import { Etcd3 } from 'etcd3'
+import { afterAll, describe, expect, it } from 'vitest'
+import type { AcquireRequest, LockRef } from '../src/backend/types.js'
+import { etcdBackend } from '../src/backends/etcd/index.js'
+import { KeyLayout } from '../src/backends/etcd/keys.js'
+import { createLocks } from '../src/core/locks.js'
+import { BackendUnavailableError } from '../src/errors.js'
+import { describeBackendConformance } from '../src/testing/index.js'
+import { ETCD_URL } from './support/etcd-backend-module.js'
+
+const admin = new Etcd3({ hosts: ETCD_URL })
+afterAll(() => admin.close())
+
+/** Deletes every key of lock names starting with `namespace`. */
+async function cleanup(namespace: string): Promise<void> {
+  const range = new KeyLayout('latchkey').namesRange(namespace)
+  await admin.kv.deleteRange({ key: range.start, range_end: range.end })
+}
+
+describeBackendConformance('etcd', () => etcdBackend({ hosts: ETCD_URL }), {
+  processBackend: { module: fileURLToPath(new URL('./support/etcd-backend-module.ts', import.meta.url)) },
+  cleanup,
+  // Every etcd write is a raft commit with an fsync (several ms on a busy 2-core VM), so the suite's 10 ms
+  // holds and 120 ms leases get twice the room; server-side expiry is whole seconds anyway.
+  timeScale: 2,
+})
+
+describe('etcd backend specifics', () => {
+  it('an unreachable etcd rejects with BackendUnavailableError, not a hang', async () => {
+    const backend = etcdBackend({ hosts: 'http://127.0.0.1:1', callTimeoutMs: 500 })
+    const locks = createLocks({ backend, namespace: 'lk-unreachable' })
+    try {
+      await expect(locks.mutex('x').tryAcquire()).rejects.toBeInstanceOf(BackendUnavailableError)
+      await expect(locks.mutex('x').isLocked()).rejects.toBeInstanceOf(BackendUnavailableError)
+    } finally {
+      await locks.close()
+      await backend.close()
+    }
+  })
+
+  it('keys follow <prefix>/<name>/<kind>/<lease hex>-<owner>; the token is the key create revision', async () => {
+    const namespace = `lk-layout-${process.pid}`
+    const backend = etcdBackend({ hosts: ETCD_URL })
+    const locks = createLocks({ backend, namespace })
+    try {
+      const lease = await locks.mutex('a/b').acquire({ ttlMs: 2_000 })
+      const range = backend.layout.namesRange(namespace)
+      const res = await admin.kv.range({ key: range.start, range_end: range.end })
+      expect(res.kvs).toHaveLength(1)
+      const kv = res.kvs[0]
+      expect(kv?.key.toString()).toMatch(new RegExp(`^latchkey/${namespace}%3Aa%2Fb/mutex/[0-9a-f]+-[0-9a-f-]+$`))
+      expect(BigInt(kv?.create_revision ?? -1)).toBe(lease.token)
+      const guard = await backend.holderGuard({ key: `${namespace}:a/b`, kind: 'mutex', token: lease.token })
+      expect(guard.key).toBe(kv?.key.toString())
+      await lease.release()
+      expect((await admin.kv.range({ key: range.start, range_end: range.end })).kvs).toHaveLength(0)
+    } finally {
+      await locks.close()
+      await backend.close()
+      await cleanup(namespace)
+    }
+  })
+
+  it('a queued fair waiter wakes only when the key just before it goes (Go waitDeletes)', async () => {
+    const namespace = `lk-line-${process.pid}`
+    const backend = etcdBackend({ hosts: ETCD_URL })
+    const key = `${namespace}:line`
+    const base = {
+      key,
+      kind: 'fair',
+      ttlMs: 5_000,
+      permits: 1,
+      lockDelayMs: 0,
+      queue: true,
+      queueTtlMs: 5_000,
+    } as const
+    const request = (owner: string, queue = true): AcquireRequest => ({ ...base, owner, queue })
+    const owners = ['w1', 'w2', 'w3']
+    const subs = owners.map((owner) => backend.subscribe({ key, kind: 'fair', owner } as LockRef))
+    try {
+      expect((await backend.tryAcquire(request('holder', false))).acquired).toBe(true)
+      for (const owner of owners) expect((await backend.tryAcquire(request(owner))).acquired).toBe(false)
+      // Drain the wake every subscription gets once its watch is (re)connected.
+      await Promise.all(subs.map((sub) => sub.wait(300)))
+      const started = performance.now()
+      const woke = subs.map((sub) => sub.wait(1_500).then(() => performance.now() - started))
+      expect(await backend.release({ key, kind: 'fair', owner: 'holder' })).toBe(true)
+      const [first, second, third] = await Promise.all(woke)
+      expect(first).toBeLessThan(1_000)
+      expect(second).toBeGreaterThanOrEqual(1_400)
+      expect(third).toBeGreaterThanOrEqual(1_400)
+      const granted = await backend.tryAcquire(request('w1'))
+      expect(granted.acquired).toBe(true)
+      expect((await backend.tryAcquire(request('w2'))).acquired).toBe(false)
+      await backend.release({ key, kind: 'fair', owner: 'w1' })
+    } finally {
+      for (const sub of subs) sub.close()
+      for (const owner of owners) await backend.leaveQueue({ key, kind: 'fair', owner })
+      await backend.close()
+      await cleanup(namespace)
+    }
+  })
+})

@@ -1,0 +1,9 @@
+import { etcdBackend } from '../../src/backends/etcd/index.js'
+
+/** The etcd URL of the tests (`scripts/servers/etcd.sh start`). */
+export const ETCD_URL = process.env.LATCHKEY_ETCD_URL ?? 'http://127.0.0.1:2379'
+
+/** Used by the conformance suite's child processes: every process talks to the same etcd. */
+export function createBackend() {
+  return etcdBackend({ hosts: ETCD_URL })
+}

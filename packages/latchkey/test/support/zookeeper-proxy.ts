@@ -1,0 +1,128 @@
+/**
+ * A loopback TCP proxy in front of one ZooKeeper server, for fault injection in tests:
+ * - `blackhole()`: stop forwarding in both directions but keep the sockets open (a silent partition);
+ * - `loseReplyToNextCreate()`: forward a create request, and when the server's reply to it arrives, drop
+ *   that reply and cut the connection (the create succeeded on the server; the client never hears of it).
+ * It parses ZooKeeper's length-prefixed frames only to find the create's xid and its reply.
+ */
+import { connect, createServer, type Server, type Socket } from 'node:net'
+
+const OP_CREATE = 1
+
+/** Splits length-prefixed frames out of a stream; calls `onFrame` with each complete frame body. */
+class Framer {
+  private buffer = Buffer.alloc(0)
+  constructor(private readonly onFrame: (frame: Buffer) => void) {}
+  push(chunk: Buffer): void {
+    this.buffer = Buffer.concat([this.buffer, chunk])
+    while (this.buffer.length >= 4) {
+      const size = this.buffer.readInt32BE(0)
+      if (this.buffer.length < 4 + size) return
+      this.onFrame(this.buffer.subarray(4, 4 + size))
+      this.buffer = this.buffer.subarray(4 + size)
+    }
+  }
+}
+
+export class ZkProxy {
+  port = 0
+  /** Connections the proxy has accepted (the client reconnects through it after a cut). */
+  accepted = 0
+  /** Set once a create's reply was dropped: its xid. */
+  droppedCreateXid: number | undefined
+  private server: Server | undefined
+  private holes = false
+  private armed = false
+  private readonly pairs = new Set<[Socket, Socket]>()
+
+  constructor(
+    private readonly targetPort: number,
+    private readonly targetHost = '127.0.0.1',
+  ) {}
+
+  async start(): Promise<this> {
+    this.server = createServer((client) => this.accept(client))
+    await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', resolve))
+    const address = this.server.address()
+    this.port = typeof address === 'object' && address !== null ? address.port : 0
+    return this
+  }
+
+  get url(): string {
+    return `127.0.0.1:${this.port}`
+  }
+
+  /** Silently drops all traffic from now on (sockets stay open), until `heal()`. */
+  blackhole(): void {
+    this.holes = true
+  }
+
+  /** Forwards again; also closes the blackholed connections so the client reconnects. */
+  heal(): void {
+    this.holes = false
+    this.cutAll()
+  }
+
+  loseReplyToNextCreate(): void {
+    this.armed = true
+  }
+
+  cutAll(): void {
+    for (const [a, b] of this.pairs) {
+      a.destroy()
+      b.destroy()
+    }
+    this.pairs.clear()
+  }
+
+  async close(): Promise<void> {
+    this.cutAll()
+    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()))
+  }
+
+  private accept(client: Socket): void {
+    this.accepted++
+    const upstream = connect(this.targetPort, this.targetHost)
+    const pair: [Socket, Socket] = [client, upstream]
+    this.pairs.add(pair)
+    let createXid: number | undefined
+    let firstUp = true
+    let firstDown = true
+    const up = new Framer((frame) => {
+      // The first frame is the ConnectRequest, which has no request header.
+      if (firstUp) firstUp = false
+      else if (this.armed && frame.length >= 8 && frame.readInt32BE(4) === OP_CREATE) createXid = frame.readInt32BE(0)
+    })
+    const down = new Framer((frame) => {
+      if (firstDown) firstDown = false
+      else if (createXid !== undefined && frame.readInt32BE(0) === createXid) {
+        this.armed = false
+        this.droppedCreateXid = createXid
+        createXid = undefined
+        this.cut(pair)
+      }
+    })
+    client.on('data', (chunk: Buffer) => {
+      if (this.holes) return
+      up.push(chunk)
+      upstream.write(chunk)
+    })
+    upstream.on('data', (chunk: Buffer) => {
+      if (this.holes) return
+      down.push(chunk)
+      // A chunk holding the dropped reply is not forwarded (the pair is already destroyed).
+      if (!client.destroyed) client.write(chunk)
+    })
+    const end = (): void => this.cut(pair)
+    client.on('close', end)
+    upstream.on('close', end)
+    client.on('error', end)
+    upstream.on('error', end)
+  }
+
+  private cut(pair: [Socket, Socket]): void {
+    pair[0].destroy()
+    pair[1].destroy()
+    this.pairs.delete(pair)
+  }
+}

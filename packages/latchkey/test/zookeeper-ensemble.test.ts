@@ -1,0 +1,153 @@
+/**
+ * Failover on a three-member ensemble (scripts/servers/zookeeper.sh start-ensemble; started here if needed):
+ * while a lock is held and two others wait, the member the holder is connected to is killed (SIGKILL) - first
+ * when it is the leader, then when it is a follower. The holder keeps its lease (the session survives on
+ * another member), nobody else gets in, the waiters proceed after the release, and tokens keep increasing
+ * across the leader change.
+ */
+import { execFile } from 'node:child_process'
+import { randomUUID } from 'node:crypto'
+import { connect } from 'node:net'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
+import type zookeeper from 'node-zookeeper-client'
+import { afterAll, beforeAll, expect, it } from 'vitest'
+import type { Backend } from '../src/backend/types.js'
+import { zookeeperBackend } from '../src/backends/zookeeper/index.js'
+import { createLocks, type Locks } from '../src/core/locks.js'
+import { asZkClient, cleanupNamespace, ensemblePorts, rawClient } from './support/zookeeper-env.js'
+
+const script = fileURLToPath(new URL('../../../scripts/servers/zookeeper.sh', import.meta.url))
+const run = promisify(execFile)
+const ports = ensemblePorts()
+const connectString = ports.map((p) => `127.0.0.1:${p}`).join(',')
+const namespace = `lkz-${randomUUID().slice(0, 8)}`
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+const closers: (() => unknown)[] = []
+let killed: number | undefined
+
+/** Sends a four-letter command to a member; '' when it does not answer. */
+function four(port: number, command: string): Promise<string> {
+  return new Promise((resolve) => {
+    let out = ''
+    const socket = connect(port, '127.0.0.1', () => socket.write(command))
+    socket.on('data', (d) => {
+      out += d
+    })
+    socket.on('close', () => resolve(out))
+    socket.on('error', () => resolve(''))
+    socket.setTimeout(2_000, () => socket.destroy())
+  })
+}
+
+async function leaderIndex(): Promise<number> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    for (const [i, port] of ports.entries()) if ((await four(port, 'srvr')).includes('Mode: leader')) return i
+    await sleep(200)
+  }
+  throw new Error('the ensemble has no leader')
+}
+
+/** A raw client whose session lives on the member `index` (clients pick a member at random). */
+async function clientOn(index: number): Promise<zookeeper.Client> {
+  for (let attempt = 0; attempt < 30; attempt++) {
+    const client = await rawClient(connectString, 6_000)
+    const sid = `sid=0x${client.getSessionId().toString('hex').replace(/^0+/, '')}`
+    if ((await four(ports[index] as number, 'cons')).includes(sid)) return client
+    client.close()
+  }
+  throw new Error(`could not place a session on member ${index + 1}`)
+}
+
+beforeAll(async () => {
+  await run('bash', [script, 'start-ensemble'], { timeout: 90_000 })
+}, 100_000)
+
+afterAll(async () => {
+  for (const close of closers.reverse()) await close()
+  if (killed !== undefined) await run('bash', [script, 'start-member', String(killed + 1)])
+  await cleanupNamespace(connectString, namespace)
+})
+
+/** Restarts the member killed last and waits until all three serve again. */
+async function healEnsemble(): Promise<void> {
+  if (killed === undefined) return
+  await run('bash', [script, 'start-member', String(killed + 1)])
+  killed = undefined
+  await run('bash', [script, 'start-ensemble'], { timeout: 60_000 })
+}
+
+/**
+ * Holds the lock through a session placed on member `victim`, with two waiters queued on their own sessions,
+ * kills `victim`, and checks: the holder keeps its lease and can renew, nobody else gets in, the waiters
+ * proceed in turn after the release, and tokens increase across the failover.
+ */
+async function holdThroughKill(victim: number): Promise<void> {
+  const raw = await clientOn(victim)
+  closers.push(() => raw.close())
+  const track = (backend: Backend): Locks => {
+    const locks = createLocks({ backend, namespace, ttlMs: 6_000 })
+    closers.push(
+      () => backend.close(),
+      () => locks.close(),
+    )
+    return locks
+  }
+  const name = `failover-${victim}-${randomUUID().slice(0, 4)}`
+  const holderLocks = track(zookeeperBackend({ client: asZkClient(raw), sessionTimeoutMs: 6_000 }))
+  const waiterLocks = [0, 1].map(() => track(zookeeperBackend({ connectString, sessionTimeoutMs: 6_000 })))
+  const held = await holderLocks.mutex(name).acquire()
+  const sections: { token: bigint; start: number; end: number }[] = []
+  const waiters = waiterLocks.map((locks) =>
+    locks.mutex(name).withLock(
+      async (lease) => {
+        const start = performance.now()
+        await sleep(50)
+        sections.push({ token: lease.token, start, end: performance.now() })
+      },
+      { waitMs: 30_000 },
+    ),
+  )
+  await sleep(300)
+  killed = victim
+  await run('bash', [script, 'kill-member', String(victim + 1)])
+  // The session moves to a surviving member; a renewal (a write) goes through once a leader serves again.
+  const deadline = performance.now() + 15_000
+  for (;;) {
+    try {
+      await held.extend()
+      break
+    } catch (error) {
+      if (performance.now() > deadline) throw error
+      await sleep(200)
+    }
+  }
+  expect(held.signal.aborted).toBe(false)
+  expect(await waiterLocks[0]?.mutex(name).isLocked()).toBe(true)
+  await sleep(500)
+  expect(sections).toHaveLength(0)
+  const releasedAt = performance.now()
+  await held.release()
+  await Promise.all(waiters)
+  expect(sections).toHaveLength(2)
+  const [first, second] = [...sections].sort((a, b) => a.start - b.start) as [
+    (typeof sections)[0],
+    (typeof sections)[0],
+  ]
+  expect(first.start).toBeGreaterThanOrEqual(releasedAt)
+  expect(second.start).toBeGreaterThanOrEqual(first.end)
+  expect(first.token > held.token).toBe(true)
+  expect(second.token > first.token).toBe(true)
+}
+
+it('killing the leader, which is also the holder’s member, keeps one holder; waiters proceed; tokens increase', async () => {
+  const leader = await leaderIndex()
+  await holdThroughKill(leader)
+  expect(await leaderIndex()).not.toBe(leader)
+}, 60_000)
+
+it('killing a follower the holder is connected to keeps one holder; waiters proceed; tokens increase', async () => {
+  await healEnsemble()
+  const leader = await leaderIndex()
+  await holdThroughKill((leader + 1) % ports.length)
+}, 90_000)

@@ -1,0 +1,207 @@
+/**
+ * ZooKeeper-specific behaviour on the standalone server (scripts/servers/zookeeper.sh start):
+ * no herd, protected-name recovery after a lost create reply, and liveness under a silent partition.
+ */
+import { randomUUID } from 'node:crypto'
+import { afterAll, describe, expect, it } from 'vitest'
+import type { AcquireRequest, Backend, LockKind } from '../src/backend/types.js'
+import { type ZookeeperBackend, zookeeperBackend } from '../src/backends/zookeeper/index.js'
+import { createLocks } from '../src/core/locks.js'
+import { BackendUnavailableError, LockLostError } from '../src/errors.js'
+import { childrenOf, cleanupNamespace, rawClient, zkUrl } from './support/zookeeper-env.js'
+import { ZkProxy } from './support/zookeeper-proxy.js'
+
+const namespace = `lkz-${randomUUID().slice(0, 8)}`
+const port = Number(zkUrl().split(',')[0]?.split(':')[1] ?? 2181)
+const opened: Backend[] = []
+const backend = (connectString = zkUrl(), sessionTimeoutMs = 6_000): ZookeeperBackend => {
+  const b = zookeeperBackend({ connectString, sessionTimeoutMs })
+  opened.push(b)
+  return b
+}
+const request = (key: string, kind: LockKind = 'mutex', permits = 1): AcquireRequest => ({
+  key: `${namespace}:${key}`,
+  kind,
+  owner: randomUUID(),
+  ttlMs: 10_000,
+  permits,
+  lockDelayMs: 0,
+  queue: false,
+  queueTtlMs: 5_000,
+})
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+afterAll(async () => {
+  await Promise.all(opened.map((b) => b.close()))
+  await cleanupNamespace(zkUrl(), namespace)
+})
+
+describe('zookeeper: no herd', () => {
+  it('one release wakes exactly one of 10 waiters, in line order; a holder renewing wakes nobody', async () => {
+    const b = backend()
+    const holder = request('herd')
+    expect((await b.tryAcquire(holder)).acquired).toBe(true)
+    const waiters = Array.from({ length: 10 }, () => ({ ...request('herd'), owner: randomUUID() }))
+    const woken: number[] = []
+    const subs = []
+    for (const [i, w] of waiters.entries()) {
+      // As the core does: subscribe, then the first try in the same tick (this binds the two); every other
+      // waiter names its owner instead (the proposed contract extension).
+      const sub = b.subscribe(w, i % 2 === 0 ? undefined : w.owner)
+      expect((await b.tryAcquire(w)).acquired).toBe(false)
+      subs.push(sub)
+      void sub.wait(60_000).then(() => woken.push(i))
+    }
+    // Renewals rewrite the holder's node (a data change for its successor's watch): nobody may wake.
+    for (let i = 0; i < 3; i++) expect(await b.renew({ ...holder, ttlMs: 10_000 })).toBe(true)
+    await sleep(150)
+    expect(woken).toEqual([])
+    let current = holder
+    for (let round = 0; round < 4; round++) {
+      expect(await b.release(current)).toBe(true)
+      await sleep(250)
+      // Exactly the next in line woke up, nobody else.
+      expect(woken).toEqual(Array.from({ length: round + 1 }, (_, i) => i))
+      current = waiters[round] as AcquireRequest
+      const result = await b.tryAcquire(current)
+      expect(result.acquired).toBe(true)
+      void subs[round]?.wait(60_000).then(() => woken.push(100 + round))
+    }
+    await b.release(current)
+    for (const [i, w] of waiters.entries()) if (i >= 4) await b.leaveQueue(w)
+    for (const sub of subs) sub.close()
+    await sleep(100)
+    // Closing the subscriptions of the remaining waiters gave up their places: the lock node is gone.
+    const raw = await rawClient(zkUrl())
+    expect(await childrenOf(raw, `/latchkey/${encodeURIComponent(`${namespace}:herd`)}`)).toEqual([])
+    raw.close()
+  })
+})
+
+describe('zookeeper: lock nodes', () => {
+  it('an emptied lock node is kept while in use and deleted once idle', async () => {
+    const b = zookeeperBackend({ connectString: zkUrl(), sessionTimeoutMs: 6_000, lockNodeIdleMs: 300 })
+    opened.push(b)
+    const raw = await rawClient(zkUrl())
+    const path = `/latchkey/${encodeURIComponent(`${namespace}:idle`)}`
+    const exists = () => new Promise<boolean>((resolve) => raw.exists(path, (_e, stat) => resolve(stat != null)))
+    try {
+      for (let i = 0; i < 3; i++) {
+        const r = request('idle')
+        expect((await b.tryAcquire(r)).acquired).toBe(true)
+        expect(await b.release(r)).toBe(true)
+        expect(await exists()).toBe(true)
+      }
+      await sleep(700)
+      expect(await exists()).toBe(false)
+    } finally {
+      raw.close()
+    }
+  })
+})
+
+describe('zookeeper: watchLease', () => {
+  it('tells a holder at once when its node is deleted behind its back, and not for its own renewals', async () => {
+    const b = backend()
+    const r = request('watched')
+    expect((await b.tryAcquire(r)).acquired).toBe(true)
+    const reasons: string[] = []
+    const stop = b.watchLease(r, (reason) => reasons.push(reason))
+    await sleep(100)
+    for (let i = 0; i < 3; i++) expect(await b.renew({ ...r, ttlMs: 10_000 })).toBe(true)
+    await sleep(100)
+    expect(reasons).toEqual([])
+    expect(await backend().forceRelease(r)).toBe(true)
+    for (let i = 0; i < 50 && reasons.length === 0; i++) await sleep(20)
+    expect(reasons).toHaveLength(1)
+    expect(reasons[0]).toMatch(/deleted/)
+    expect(await b.renew({ ...r, ttlMs: 10_000 })).toBe(false)
+    stop()
+  })
+})
+
+describe('zookeeper: protected names', () => {
+  it('a create whose reply is lost is found again by its _c_<owner>- prefix, leaving no orphan', async () => {
+    const proxy = await new ZkProxy(port).start()
+    try {
+      const b = backend(proxy.url)
+      // A reader keeps the lock node alive, so the create whose reply is lost is the second reader's own.
+      const warm = request('protected', 'read')
+      expect((await b.tryAcquire(warm)).acquired).toBe(true)
+      proxy.loseReplyToNextCreate()
+      const r = request('protected', 'read')
+      const result = await b.tryAcquire(r)
+      // The reply was really lost on a live session: the client reconnected through the proxy.
+      expect(proxy.droppedCreateXid).toBeDefined()
+      expect(proxy.accepted).toBe(2)
+      expect(result.acquired).toBe(true)
+      const raw = await rawClient(zkUrl())
+      const children = await childrenOf(raw, `/latchkey/${encodeURIComponent(`${namespace}:protected`)}`)
+      raw.close()
+      expect(children).toHaveLength(2)
+      expect(children.filter((c) => c.startsWith(`_c_${r.owner}-read-`))).toHaveLength(1)
+      expect(await b.release(r)).toBe(true)
+      expect(await b.release(warm)).toBe(true)
+    } finally {
+      await proxy.close()
+    }
+  })
+})
+
+describe('zookeeper: session liveness', () => {
+  it('a silent partition: calls fail within the session timeout instead of hanging, the holder loses its lease before anyone else acquires, and a new session follows', async () => {
+    const proxy = await new ZkProxy(port).start()
+    try {
+      const sessionMs = 3_000
+      const partitioned = backend(proxy.url, sessionMs)
+      const holderLocks = createLocks({ backend: partitioned, namespace })
+      const otherLocks = createLocks({ backend: backend(), namespace })
+      const lease = await holderLocks.mutex('partition').acquire({ ttlMs: sessionMs })
+      // A holder with renewals far apart learns of the lost session through watchLease, not its next renewal.
+      const direct = { ...request('partition-watched'), ttlMs: 60_000 }
+      expect((await partitioned.tryAcquire(direct)).acquired).toBe(true)
+      let watchedLost: string | undefined
+      partitioned.watchLease(direct, (reason) => {
+        watchedLost = reason
+      })
+      await sleep(300)
+      proxy.blackhole()
+      const cutAt = performance.now()
+      let lostAt = 0
+      lease.signal.addEventListener('abort', () => {
+        lostAt = performance.now()
+      })
+      // node-zookeeper-client alone would never answer this (no read timeout); the liveness check fails it,
+      // after reporting the session suspended from 2/3 of the session timeout on.
+      const states: { state: string; at: number }[] = []
+      const poll = setInterval(
+        () => states.push({ state: partitioned.sessionState, at: performance.now() - cutAt }),
+        20,
+      )
+      const stuck = await partitioned.tryAcquire(request('partition-other')).catch((e: unknown) => e)
+      clearInterval(poll)
+      states.push({ state: partitioned.sessionState, at: performance.now() - cutAt })
+      expect(stuck).toBeInstanceOf(BackendUnavailableError)
+      expect(watchedLost).toMatch(/session was lost/)
+      expect(performance.now() - cutAt).toBeLessThan(sessionMs + 1_500)
+      // connected -> suspended (2/3 of the timeout after the last answered request) -> lost (no session).
+      const order = states.map((s) => s.state).filter((state, i, all) => state !== all[i - 1])
+      expect(order).toEqual(['connected', 'suspended', 'none'])
+      const next = await otherLocks.mutex('partition').acquire({ waitMs: 15_000 })
+      const acquiredAt = performance.now()
+      expect(lease.signal.reason).toBeInstanceOf(LockLostError)
+      expect(lostAt).toBeGreaterThan(0)
+      expect(lostAt).toBeLessThan(acquiredAt)
+      expect(next.token > lease.token).toBe(true)
+      await next.release()
+      // Healed: the old backend opens a new session by itself for new acquires.
+      proxy.heal()
+      const again = await holderLocks.mutex('partition').acquire({ waitMs: 10_000 })
+      expect(again.token > next.token).toBe(true)
+      await again.release()
+      await Promise.all([holderLocks.close(), otherLocks.close()])
+    } finally {
+      await proxy.close()
+    }
+  }, 30_000)
+})

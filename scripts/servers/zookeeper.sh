@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# ZooKeeper for latchkey's tests, on loopback only.
+#   zookeeper.sh start              standalone server on 127.0.0.1:${LATCHKEY_ZK_PORT:-2181}
+#   zookeeper.sh start-ensemble     three members on 127.0.0.1:${LATCHKEY_ZK_ENSEMBLE_PORTS:-2291,2292,2293}
+#   zookeeper.sh stop (standalone and ensemble) | stop-ensemble | status | status-ensemble
+#   zookeeper.sh kill-member N | start-member N   (ensemble failover tests)
+# Runs QuorumPeerMain directly: Debian's zkServer.sh hard-codes /var/log and drops the slf4j binding.
+# Data and logs live in <repo>/.data/zookeeper. Idempotent: a server that already answers is left alone.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+DATA="$ROOT/.data/zookeeper"
+PORT="${LATCHKEY_ZK_PORT:-2181}"
+IFS=',' read -r -a EPORTS <<<"${LATCHKEY_ZK_ENSEMBLE_PORTS:-2291,2292,2293}"
+# Quorum (peer) and election ports of member i: 2880+i and 3880+i.
+CLASSPATH_ZK="/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar"
+TIMEOUT_S="${LATCHKEY_ZK_START_TIMEOUT_S:-60}"
+
+die() { echo "zookeeper.sh: $*" >&2; exit 1; }
+
+# Sends a four-letter command; prints the answer (empty when nothing listens).
+four() { (exec 3<>"/dev/tcp/127.0.0.1/$1" && printf '%s' "$2" >&3 && cat <&3) 2>/dev/null || true; }
+serving() { four "$1" srvr | grep -qE 'Mode: (standalone|leader|follower)'; }
+
+install_if_missing() {
+  [ -f /usr/share/java/zookeeper.jar ] && [ -f /usr/share/java/slf4j-simple.jar ] && return 0
+  command -v apt-get >/dev/null || die "zookeeper.jar missing and apt-get not available; install ZooKeeper 3.5+"
+  echo "zookeeper.sh: installing the Debian zookeeper package" >&2
+  apt-get -o DPkg::Lock::Timeout=300 update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends \
+    zookeeper libslf4j-java >/dev/null || die "apt-get install zookeeper failed"
+  command -v java >/dev/null || die "java is missing (install openjdk-17-jre-headless)"
+}
+
+# write_config DIR CLIENT_PORT [SERVER_LINES]
+write_config() {
+  mkdir -p "$1/data"
+  cat >"$1/zoo.cfg" <<EOF
+tickTime=1000
+initLimit=10
+syncLimit=5
+dataDir=$1/data
+clientPort=$2
+clientPortAddress=127.0.0.1
+maxClientCnxns=0
+admin.enableServer=false
+4lw.commands.whitelist=ruok,srvr,stat,mntr,cons
+autopurge.snapRetainCount=3
+autopurge.purgeInterval=1
+${3:-}
+EOF
+}
+
+# launch DIR: starts the JVM detached, records its pid.
+launch() {
+  local pidfile="$1/pid"
+  if [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then return 0; fi
+  nohup java -Xmx256m -Dzookeeper.4lw.commands.whitelist='*' -cp "$CLASSPATH_ZK" \
+    org.apache.zookeeper.server.quorum.QuorumPeerMain "$1/zoo.cfg" >"$1/zk.log" 2>&1 </dev/null &
+  echo $! >"$pidfile"
+}
+
+wait_serving() {
+  local deadline=$((SECONDS + TIMEOUT_S)) port
+  for port in "$@"; do
+    until serving "$port"; do
+      [ $SECONDS -lt $deadline ] || die "ZooKeeper on 127.0.0.1:$port not serving after ${TIMEOUT_S}s (see $DATA)"
+      sleep 0.2
+    done
+  done
+}
+
+stop_dir() {
+  local pidfile="$1/pid" pid
+  [ -f "$pidfile" ] || return 0
+  pid="$(cat "$pidfile")"
+  if kill -0 "$pid" 2>/dev/null; then
+    kill "$pid"
+    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -0 "$pid" 2>/dev/null && kill -9 "$pid"
+  fi
+  rm -f "$pidfile"
+}
+
+member_dir() { echo "$DATA/ensemble/zk$1"; }
+
+configure_member() {
+  local i=$1 dir servers=""
+  dir="$(member_dir "$i")"
+  for j in 1 2 3; do servers+="server.$j=127.0.0.1:$((2880 + j)):$((3880 + j))"$'\n'; done
+  write_config "$dir" "${EPORTS[$((i - 1))]}" "$servers"
+  echo "$i" >"$dir/data/myid"
+}
+
+case "${1:-}" in
+  start)
+    if serving "$PORT"; then echo "ZooKeeper already serving on 127.0.0.1:$PORT"; exit 0; fi
+    install_if_missing
+    write_config "$DATA/standalone" "$PORT"
+    launch "$DATA/standalone"
+    wait_serving "$PORT"
+    echo "ZooKeeper standalone on 127.0.0.1:$PORT (LATCHKEY_ZK_URL=127.0.0.1:$PORT)"
+    ;;
+  start-ensemble)
+    install_if_missing
+    for i in 1 2 3; do
+      serving "${EPORTS[$((i - 1))]}" && continue
+      configure_member "$i"
+      launch "$(member_dir "$i")"
+    done
+    wait_serving "${EPORTS[@]}"
+    echo "ZooKeeper ensemble on 127.0.0.1:${EPORTS[0]},127.0.0.1:${EPORTS[1]},127.0.0.1:${EPORTS[2]}"
+    ;;
+  kill-member)
+    [[ "${2:-}" =~ ^[123]$ ]] || die "kill-member needs 1, 2 or 3"
+    dir="$(member_dir "$2")"
+    [ -f "$dir/pid" ] && kill -9 "$(cat "$dir/pid")" 2>/dev/null || true
+    rm -f "$dir/pid"
+    ;;
+  start-member)
+    [[ "${2:-}" =~ ^[123]$ ]] || die "start-member needs 1, 2 or 3"
+    configure_member "$2"
+    launch "$(member_dir "$2")"
+    ;;
+  stop)
+    # Everything this script started: the standalone server and any ensemble members.
+    stop_dir "$DATA/standalone"
+    for i in 1 2 3; do stop_dir "$(member_dir "$i")"; done
+    ;;
+  stop-ensemble) for i in 1 2 3; do stop_dir "$(member_dir "$i")"; done ;;
+  status)
+    if serving "$PORT"; then four "$PORT" srvr | grep -E 'version|Mode'; else echo "not serving on $PORT"; exit 1; fi
+    ;;
+  status-ensemble)
+    rc=0
+    for p in "${EPORTS[@]}"; do
+      if serving "$p"; then echo "$p: $(four "$p" srvr | grep Mode)"; else echo "$p: not serving"; rc=1; fi
+    done
+    exit $rc
+    ;;
+  *) die "usage: $0 start|stop|status|start-ensemble|stop-ensemble|status-ensemble|kill-member N|start-member N" ;;
+esac
