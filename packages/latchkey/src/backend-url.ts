@@ -2,13 +2,13 @@ import type { Backend } from './backend/types.js'
 import { UnsupportedError } from './errors.js'
 
 /** Backends this build can open from a URL; the others are named so the error can say so. */
-const PLANNED = ['redis', 'redlock']
+const PLANNED = ['redis']
 
 /**
  * Opens a backend from a URL: `memory:`, `sqlite:./file.db` (`sqlite::memory:` for a private in-memory
  * database), `mysql://user:pass@host:port/db?strategy=table|get_lock|for_update`,
  * `postgres://user@host:port/db?strategy=table|advisory`, `zookeeper://h1:p1,h2:p2/chroot?sessionTimeoutMs=…`,
- * `etcd://h1:p1,h2:p2`. The backend owns the clients it opens: call
+ * `etcd://h1:p1,h2:p2`, `redlock://h1:p1,h2:p2,h3:p3`. The backend owns the clients it opens: call
  * `backend.close()` when done.
  *
  * @example
@@ -41,6 +41,11 @@ export async function backendFromUrl(url: string): Promise<Backend> {
     case 'postgresql': {
       const { postgresBackendFromUrl } = await import('./backends/postgres/index.js')
       return postgresBackendFromUrl(url)
+    }
+    case 'redlock': {
+      // redlock://h1:p1,h2:p2,h3:p3?quorum=&driftFactor=&nodeTimeoutMs= (opens and owns one ioredis client per node)
+      const { openRedlockBackend } = await import('./backends/redlock/index.js')
+      return openRedlockBackend(url)
     }
     case 'zookeeper': {
       // zookeeper://h1:p1,h2:p2/chroot?sessionTimeoutMs=10000 (URL() cannot parse a host list)

@@ -1,0 +1,226 @@
+/**
+ * RedLock (note 002): one lease over N independent Redis masters. The same random value (the request's owner) is
+ * set on every node in parallel; the lease exists only when a majority granted it with validity left.
+ */
+import type {
+  AcquireRequest,
+  AcquireResult,
+  Backend,
+  BackendCapabilities,
+  HolderRef,
+  LockRef,
+  RenewRequest,
+} from '../../backend/types.js'
+import { QuorumNotReachedError, UnsupportedError } from '../../errors.js'
+import { type FanOutTiming, fanOut, tally, type Vote } from './fan-out.js'
+import type { RedlockNode } from './redlock-node.js'
+import { ACQUIRE, EXISTS, FORCE_DELETE, RELEASE, RENEW } from './scripts.js'
+import { type Attempt, granted, heldOrSplit, outcome } from './votes.js'
+
+/** Resolved settings of a {@link RedlockBackend}. */
+export interface RedlockSettings {
+  readonly quorum: number
+  readonly driftFactor: number
+  /** Fixed per-node timeout, or undefined for the TTL-based default ({@link defaultNodeTimeoutMs}). */
+  readonly nodeTimeoutMs: number | undefined
+  readonly retryAttempts: number
+  readonly retryDelayMs: number
+  readonly keyPrefix: string
+}
+
+/**
+ * The default per-node timeout: 0.5 % of the lease, between 50 and 200 ms (50 ms for a 10 s lease, the upper end
+ * of the 5-50 ms note 002 and the Redis docs give for one). The floor is for scheduling, not the network: on a busy
+ * host a healthy redis-server (or this event loop) is sometimes descheduled for tens of ms, and a node wrongly
+ * timed out costs a whole attempt. A node known to be down is not waited for at all, and a paused one only
+ * delays a round that has no majority without it.
+ */
+export function defaultNodeTimeoutMs(ttlMs: number): number {
+  return Math.min(200, Math.max(50, Math.round(ttlMs * 0.005)))
+}
+
+/** A node never heard from yet (its client may still be connecting) gets this long. */
+const FIRST_CONTACT_MS = 1_000
+
+const isOne = (v: unknown) => Number(v) === 1
+
+/** The RedLock backend; build it with `redlockBackend()`. */
+export class RedlockBackend implements Backend {
+  readonly name = 'redlock'
+  readonly capabilities: BackendCapabilities = Object.freeze({
+    // There is no sound token across independent masters: each node could count, but a restarted node or a
+    // different majority would hand out a lower number (see README "When to use RedLock").
+    fencing: 'none',
+    notifications: 'none',
+    kinds: Object.freeze(['mutex'] as const),
+    crossProcess: true,
+    lockDelay: false,
+    clock: 'server',
+  })
+
+  constructor(
+    private readonly nodes: readonly RedlockNode[],
+    private readonly settings: RedlockSettings,
+  ) {}
+
+  async tryAcquire(request: AcquireRequest): Promise<AcquireResult> {
+    this.checkKind(request)
+    const callStart = performance.now()
+    for (let attempt = 0; ; attempt++) {
+      const result = await this.attempt(request)
+      if (result.kind === 'acquired') return { acquired: true, token: 0n }
+      if (result.kind === 'held') return { acquired: false, retryAfterMs: result.retryAfterMs }
+      // A split vote: contenders each got a minority and nobody holds the lock. Retry after a random pause (the
+      // Redis docs' advice, to desynchronise the contenders) while the attempts stay a small part of the lease:
+      // the core times the lease from before the first attempt, so every retry eats into it.
+      const pause = Math.random() * this.settings.retryDelayMs
+      const spent = performance.now() - callStart + pause
+      if (attempt >= this.settings.retryAttempts || spent > request.ttlMs / 4) return { acquired: false }
+      await new Promise((resolve) => setTimeout(resolve, pause))
+    }
+  }
+
+  /**
+   * One RedLock round (note 002 steps 1-5). Why the core's lease deadline stays safe although RedLock's validity
+   * (ttl - elapsed - drift) is shorter than the TTL: the core starts its clock when it *sends* tryAcquire, before
+   * `start` here, and every node starts its key's PX expiry when the SET *arrives*, after that. So the core's
+   * deadline, send + ttl - (1 % + 2 ms), is never later than start + ttl - drift, the end of RedLock's validity
+   * measured from step 1, and no node's key can expire (on a clock drifting less than the margin) before it.
+   * The validity check below only refuses a lease that is already (nearly) over when the majority answers.
+   */
+  private async attempt(request: AcquireRequest): Promise<Attempt> {
+    const { quorum } = this.settings
+    const key = this.key(request)
+    const start = performance.now()
+    const votes = await fanOut(
+      this.nodes,
+      (node) => node.run(ACQUIRE, key, [request.owner, String(request.ttlMs)]),
+      this.timing(request.ttlMs),
+      // Stop at a majority for; a failed round waits for every node (at most one node timeout), so it knows
+      // exactly which nodes granted and undoes only those and the silent ones, not every node still in flight.
+      (v) => tally(v, granted).yes >= quorum,
+    )
+    const elapsed = performance.now() - start
+    const t = tally(votes, granted)
+    if (t.yes >= quorum) {
+      const drift = request.ttlMs * this.settings.driftFactor + 2
+      if (request.ttlMs - elapsed - drift > 0) return { kind: 'acquired' }
+      await this.undo(key, request.owner, votes, request.ttlMs)
+      throw this.quorumError(
+        `RedLock got "${request.key}" on ${t.yes} of ${this.nodes.length} nodes, but only after ${Math.round(elapsed)} ms of a ${request.ttlMs} ms lease: no validity left. Raise ttlMs or lower nodeTimeoutMs`,
+        votes,
+        granted,
+        request.key,
+      )
+    }
+    await this.undo(key, request.owner, votes, request.ttlMs)
+    if (t.answered >= quorum) return heldOrSplit(votes, quorum)
+    throw this.quorumError(
+      `RedLock could not reach a quorum for "${request.key}": ${quorum} of ${this.nodes.length} nodes needed, only ${t.answered} answered`,
+      votes,
+      granted,
+      request.key,
+    )
+  }
+
+  /**
+   * After a failed round: compare-and-delete on every node that may hold our value, i.e. all but those that
+   * answered "held by another" (there it would be a no-op). Nodes that timed out are included on purpose: the SET
+   * may have run and only its reply been lost. Best effort: a node that fails this too keeps our key until its
+   * PX expiry, which blocks nobody unless a majority is left that way (then at most one TTL).
+   */
+  private async undo(key: string, owner: string, votes: readonly Vote[], ttlMs: number): Promise<void> {
+    const targets = this.nodes.filter((_, i) => {
+      const v = votes[i]
+      return !(v?.state === 'ok' && !granted(v.value))
+    })
+    await fanOut(targets, (node) => node.run(RELEASE, key, [owner]), this.timing(ttlMs))
+  }
+
+  /** Extends on a majority, comparing the owner on each node; false once a majority says it is not ours. */
+  async renew(request: RenewRequest): Promise<boolean> {
+    this.checkKind(request)
+    const run = (node: RedlockNode) => node.run(RENEW, this.key(request), [request.owner, String(request.ttlMs)])
+    return this.majority(run, request.ttlMs, request.key, 'extend')
+  }
+
+  /** Compare-and-delete on every node; true when a majority had our value. */
+  async release(request: HolderRef): Promise<boolean> {
+    this.checkKind(request)
+    return this.majority((node) => node.run(RELEASE, this.key(request), [request.owner]), 0, request.key, 'release')
+  }
+
+  /** Nothing to leave: RedLock has no waiter queue (mutex only). */
+  async leaveQueue(): Promise<void> {}
+
+  /** Held when a majority of nodes have the key. */
+  async isLocked(ref: LockRef & { readonly permits: number }): Promise<boolean> {
+    this.checkKind(ref)
+    return this.majority((node) => node.run(EXISTS, this.key(ref), []), 0, ref.key, 'check')
+  }
+
+  /** DEL on every node; true when a majority had the key. */
+  async forceRelease(ref: LockRef): Promise<boolean> {
+    this.checkKind(ref)
+    return this.majority((node) => node.run(FORCE_DELETE, this.key(ref), []), 0, ref.key, 'force-release')
+  }
+
+  /** The clients belong to the application; there is nothing of our own to close. */
+  async close(): Promise<void> {}
+
+  /** Yes from a majority: true; no from more than N - quorum: false; otherwise nobody knows: QuorumNotReachedError. */
+  private async majority(
+    run: (node: RedlockNode) => Promise<unknown>,
+    ttlMs: number,
+    name: string,
+    what: string,
+  ): Promise<boolean> {
+    const { quorum } = this.settings
+    const n = this.nodes.length
+    const settled = (v: readonly (Vote | undefined)[]) => {
+      const t = tally(v, isOne)
+      return t.yes >= quorum || t.no > n - quorum
+    }
+    const votes = await fanOut(this.nodes, run, this.timing(ttlMs), settled)
+    const t = tally(votes, isOne)
+    if (t.yes >= quorum) return true
+    if (t.no > n - quorum) return false
+    throw this.quorumError(
+      `RedLock could not ${what} "${name}" on a quorum: ${quorum} of ${n} nodes needed, ${t.yes} said yes, ${t.no} no, ${n - t.answered} did not answer`,
+      votes,
+      isOne,
+      name,
+    )
+  }
+
+  private timing(ttlMs: number): FanOutTiming {
+    // Calls without a lease (release, isLocked) use the timeout of the default 30 s lease.
+    const timeoutMs = this.settings.nodeTimeoutMs ?? defaultNodeTimeoutMs(ttlMs > 0 ? ttlMs : 30_000)
+    return { timeoutMs, firstContactMs: FIRST_CONTACT_MS }
+  }
+
+  private key(ref: LockRef): string {
+    return this.settings.keyPrefix + ref.key
+  }
+
+  private checkKind(ref: LockRef): void {
+    if (ref.kind !== 'mutex') {
+      throw new UnsupportedError(
+        `The redlock backend implements only mutexes, not ${ref.kind} locks: a quorum of independent counters does not bound a semaphore, and fair queues have no single order`,
+        { lockName: ref.key },
+      )
+    }
+  }
+
+  private quorumError(
+    message: string,
+    votes: readonly Vote[],
+    yes: (v: unknown) => boolean,
+    name: string,
+  ): QuorumNotReachedError {
+    const nodes = votes.map((v, i) => outcome(this.nodes[i]?.label ?? `node ${i}`, v, yes))
+    const detail = nodes.map((o) => `${o.node} ${o.outcome}`).join(', ')
+    const cause = nodes.find((o) => o.error !== undefined)?.error
+    return new QuorumNotReachedError(`${message} (${detail})`, nodes, { lockName: name, cause })
+  }
+}

@@ -1,0 +1,43 @@
+/** Reading a round's votes: per-node outcomes for errors, and why a failed acquisition failed. */
+import type { NodeOutcome } from '../../errors.js'
+import type { Vote } from './fan-out.js'
+
+/** How one acquisition round ended (when it did not throw). */
+export type Attempt =
+  | { readonly kind: 'acquired' }
+  | { readonly kind: 'held'; readonly retryAfterMs: number | undefined }
+  | { readonly kind: 'split' }
+
+/** The ACQUIRE script's reply meaning "granted on this node". */
+export const granted = (v: unknown): boolean => Array.isArray(v) && Number(v[0]) === 1
+
+/** One node's outcome for `QuorumNotReachedError.nodes`. */
+export function outcome(node: string, vote: Vote, yes: (v: unknown) => boolean): NodeOutcome {
+  if (vote.state === 'error') return { node, outcome: 'error', error: vote.error }
+  if (vote.state !== 'ok') return { node, outcome: 'timeout' }
+  return { node, outcome: yes(vote.value) ? 'acquired' : 'held' }
+}
+
+/**
+ * A failed round in which a majority answered: "held" when one other owner holds a majority (retry once its
+ * keys expire, at the latest), otherwise a split vote among contenders.
+ */
+export function heldOrSplit(votes: readonly Vote[], quorum: number): Attempt {
+  const byOwner = new Map<string, number[]>()
+  for (const v of votes) {
+    if (v.state !== 'ok' || granted(v.value) || !Array.isArray(v.value)) continue
+    const holder = String(v.value[2])
+    const pttls = byOwner.get(holder) ?? []
+    pttls.push(Number(v.value[1]))
+    byOwner.set(holder, pttls)
+  }
+  for (const pttls of byOwner.values()) {
+    if (pttls.length < quorum) continue
+    // The lock frees up once enough of the holder's keys expire that it no longer has a majority.
+    pttls.sort((a, b) => a - b)
+    const mustExpire = pttls.length - (quorum - 1)
+    const at = pttls[mustExpire - 1]
+    return { kind: 'held', retryAfterMs: at !== undefined && at >= 0 ? at : undefined }
+  }
+  return { kind: 'split' }
+}

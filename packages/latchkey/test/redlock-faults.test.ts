@@ -1,0 +1,225 @@
+/**
+ * RedLock under node faults, on five private redis-server processes (ports 6481-6485) that these tests kill
+ * (SIGKILL), pause (SIGSTOP) and restart. Note 002's crash-restart problem is shown, not hidden: a node restarted
+ * empty while a lease is held lets a second holder in; an AOF with `appendfsync always`, or a restart delayed
+ * past the lease, does not.
+ */
+import type { Redis } from 'ioredis'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import type { Backend } from '../src/backend/types.js'
+import { REDLOCK_KEY_PREFIX, redlockBackend } from '../src/backends/redlock/index.js'
+import type { Lease } from '../src/core/lease.js'
+import { createLocks, type Locks } from '../src/core/locks.js'
+import { LockTimeoutError, NotLockHolderError, QuorumNotReachedError } from '../src/errors.js'
+import { redlockIoredis } from './support/redlock-backend-module.js'
+import { FAULT_PORTS, FaultNode, removeFaultDataRoot, waitUntil } from './support/redlock-servers.js'
+
+const nodes = FAULT_PORTS.map((port) => new FaultNode(port))
+const opened: { locks: Locks; backend: Backend; clients: Redis[] }[] = []
+let admin: Redis[] = []
+let seq = 0
+
+/**
+ * A RedLock "client": its own five connections, backend and Locks. The node timeout is 250 ms, not the 20-50 ms
+ * default: on this shared 2-core test host a healthy redis-server is sometimes descheduled for tens of ms, and the
+ * outcome assertions below must not mistake it for a paused one. A paused node still costs 2.5 % of a 10 s lease.
+ */
+function client() {
+  const clients = nodes.map((n) => redlockIoredis(n.url))
+  const backend = redlockBackend({ clients, nodeTimeoutMs: 250 })
+  const locks = createLocks({ backend, namespace: 'faults' })
+  const c = { locks, backend, clients }
+  opened.push(c)
+  return c
+}
+
+const ready = (c: { clients: Redis[] }, i: number) =>
+  waitUntil(() => c.clients[i]?.status === 'ready', `client of node ${i} did not reconnect`)
+const down = (c: { clients: Redis[] }, i: number) =>
+  waitUntil(() => c.clients[i]?.status !== 'ready', `client of node ${i} did not notice the kill`)
+/** Whether node `i` has the lock's key (a fresh connection: the node must be running). */
+const has = async (i: number, name: string) => (await admin[i]?.exists(`${REDLOCK_KEY_PREFIX}faults:${name}`)) === 1
+
+beforeAll(async () => {
+  await Promise.all(nodes.map((n) => n.start()))
+  admin = nodes.map((n) => redlockIoredis(n.url))
+})
+
+afterEach(async () => {
+  for (const c of opened.splice(0)) {
+    await c.locks.close()
+    await c.backend.close()
+    for (const r of c.clients) r.disconnect()
+  }
+  // Every node back up, empty and without persistence, for the next test.
+  for (const n of nodes) {
+    n.resume()
+    if (n.running) continue
+    n.wipe()
+    await n.start()
+  }
+  await Promise.all(admin.map((a) => waitUntil(() => a.status === 'ready', 'admin client did not reconnect')))
+  await Promise.all(admin.map((a) => a.flushall()))
+})
+
+afterAll(async () => {
+  for (const a of admin) a.disconnect()
+  await Promise.all(nodes.map((n) => n.dispose()))
+  removeFaultDataRoot()
+})
+
+describe('redlock under node faults (5 private redis-server processes)', () => {
+  it('2 of 5 nodes killed: the 3 left still grant, extend and release the lock', async () => {
+    const a = client()
+    const b = client()
+    const name = `two-down-${++seq}`
+    await Promise.all([nodes[3]?.kill(), nodes[4]?.kill()])
+    await Promise.all([down(a, 3), down(a, 4), down(b, 3), down(b, 4)])
+    const lease = await a.locks.mutex(name).acquire({ ttlMs: 10_000 })
+    expect(await b.locks.mutex(name).tryAcquire()).toBeUndefined()
+    await lease.extend(20_000)
+    expect(await b.locks.mutex(name).isLocked()).toBe(true)
+    await lease.release()
+    expect(await b.locks.mutex(name).isLocked()).toBe(false)
+  })
+
+  it('3 of 5 nodes killed: QuorumNotReachedError well under the lease, naming every node; nothing left behind', async () => {
+    const a = client()
+    const name = `three-down-${++seq}`
+    await Promise.all([nodes[0]?.kill(), nodes[1]?.kill(), nodes[2]?.kill()])
+    await Promise.all([down(a, 0), down(a, 1), down(a, 2)])
+    const started = performance.now()
+    const error = await a.locks
+      .mutex(name)
+      .tryAcquire({ ttlMs: 10_000 })
+      .catch((e: unknown) => e)
+    // "Quickly": a small fraction of the 10 s lease (the known-dead nodes are not even waited for).
+    expect(performance.now() - started).toBeLessThan(2_000)
+    expect(error).toBeInstanceOf(QuorumNotReachedError)
+    const q = error as QuorumNotReachedError
+    expect(q.nodes.map((o) => o.outcome)).toEqual(['error', 'error', 'error', 'acquired', 'acquired'])
+    expect(q.nodes.map((o) => o.node)).toEqual(FAULT_PORTS.map((p) => `127.0.0.1:${p}`))
+    expect(q.message).toMatch(/3 of 5 nodes needed, only 2 answered/)
+    // The two nodes that said yes were released at once.
+    expect([await has(3, name), await has(4, name)]).toEqual([false, false])
+    // Waiting retries the retryable error and ends with a timeout whose cause names the nodes.
+    const timedOut = await a.locks
+      .mutex(name)
+      .acquire({ waitMs: 200 })
+      .catch((e: unknown) => e)
+    expect(timedOut).toBeInstanceOf(LockTimeoutError)
+    expect((timedOut as LockTimeoutError).cause).toBeInstanceOf(QuorumNotReachedError)
+  })
+
+  it('a SIGSTOPped node costs at most one node timeout, and its late SET is undone by the release queued after it', async () => {
+    const a = client()
+    const name = `paused-${++seq}`
+    expect(await a.locks.mutex(name).isLocked()).toBe(false) // every node heard once: no first-contact grace
+    nodes[0]?.pause()
+    const lease = await a.locks.mutex(name).acquire({ ttlMs: 10_000 })
+    await lease.extend()
+    await lease.release()
+    // With two more nodes dead, the paused one decides: it is timed out (after nodeTimeoutMs), not waited for.
+    await Promise.all([nodes[1]?.kill(), nodes[2]?.kill()])
+    await Promise.all([down(a, 1), down(a, 2)])
+    const started = performance.now()
+    const error = await a.locks
+      .mutex(name)
+      .tryAcquire({ ttlMs: 10_000 })
+      .catch((e: unknown) => e)
+    expect(performance.now() - started).toBeLessThan(2_000)
+    expect((error as QuorumNotReachedError).nodes.map((o) => o.outcome)).toEqual([
+      'timeout',
+      'error',
+      'error',
+      'acquired',
+      'acquired',
+    ])
+    nodes[0]?.resume()
+    // The paused node runs its queued commands in order: SET NX PX, then the compare-and-delete sent after it.
+    await a.clients[0]?.ping()
+    expect(await has(0, name)).toBe(false)
+  })
+
+  it('a majority that answers only after the lease is over is no lock: no validity left, every node undone', async () => {
+    const clients = nodes.map((n) => redlockIoredis(n.url))
+    const backend = redlockBackend({ clients, nodeTimeoutMs: 2_000 })
+    const locks = createLocks({ backend, namespace: 'faults' })
+    opened.push({ locks, backend, clients })
+    const name = `no-validity-${++seq}`
+    expect(await locks.mutex(name).isLocked()).toBe(false)
+    for (const i of [0, 1, 2]) nodes[i]?.pause()
+    const attempt = locks
+      .mutex(name)
+      .tryAcquire({ ttlMs: 100 })
+      .catch((e: unknown) => e)
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    for (const i of [0, 1, 2]) nodes[i]?.resume()
+    const error = await attempt
+    // Every node granted, but 300 ms into a 100 ms lease: note 002 step 3 says this is a failure.
+    expect(error).toBeInstanceOf(QuorumNotReachedError)
+    expect((error as Error).message).toMatch(/no validity left/)
+    for (const i of [0, 1, 2, 3, 4]) expect(await has(i, name)).toBe(false)
+  })
+
+  /** Note 002: A, B, C locked by client 1; D, E not; C crashes and restarts. */
+  async function client1HoldsABC(name: string, ttlMs: number) {
+    const one = client()
+    const two = client()
+    await Promise.all([nodes[3]?.kill(), nodes[4]?.kill()])
+    await Promise.all([down(one, 3), down(one, 4)])
+    const lease = (await one.locks.mutex(name).acquire({ ttlMs, autoRenew: false })) as Lease
+    await Promise.all([nodes[3]?.start(), nodes[4]?.start()])
+    await Promise.all([ready(two, 3), ready(two, 4), ready(one, 3), ready(one, 4)])
+    expect(await two.locks.mutex(name).tryAcquire()).toBeUndefined() // A, B, C are client 1's majority
+    return { one, two, lease }
+  }
+
+  it('KNOWN UNSAFE: a node restarted without persistence while a lease is held lets a second holder in', async () => {
+    const name = `restart-empty-${++seq}`
+    const { one, two, lease } = await client1HoldsABC(name, 10_000)
+    await nodes[2]?.kill()
+    await Promise.all([down(two, 2), down(one, 2)])
+    await nodes[2]?.start() // --appendonly no: C comes back empty
+    await Promise.all([ready(two, 2), ready(one, 2)])
+    const second = await two.locks.mutex(name).tryAcquire({ ttlMs: 10_000 })
+    // Two holders at once: client 1's lease is still valid by every local measure, and client 2 got C, D, E.
+    expect(second).toBeDefined()
+    expect(lease.signal.aborted).toBe(false)
+    // Client 1 finds out only at its next extend (the watchdog's, with autoRenew), which a majority refuses.
+    await expect(lease.extend()).rejects.toBeInstanceOf(NotLockHolderError)
+    await second?.release()
+  })
+
+  it('with appendfsync always on the restarted node, the key survives the crash and no second holder gets in', async () => {
+    const name = `restart-aof-${++seq}`
+    await nodes[2]?.kill()
+    nodes[2]?.wipe()
+    await nodes[2]?.start('aof-always')
+    const { one, two, lease } = await client1HoldsABC(name, 10_000)
+    await nodes[2]?.kill()
+    await Promise.all([down(two, 2), down(one, 2)])
+    await nodes[2]?.start('aof-always') // replays the AOF: the key is back with its remaining TTL
+    await Promise.all([ready(two, 2), ready(one, 2)])
+    expect(await has(2, name)).toBe(true)
+    expect(await two.locks.mutex(name).tryAcquire({ ttlMs: 10_000 })).toBeUndefined()
+    await lease.release()
+  })
+
+  it('with the restart delayed past the lease, the empty node rejoins only when there is nothing left to forget', async () => {
+    const name = `restart-delayed-${++seq}`
+    const ttlMs = 1_000
+    const { one, two, lease } = await client1HoldsABC(name, ttlMs)
+    await nodes[2]?.kill()
+    await Promise.all([down(two, 2), down(one, 2)])
+    // While C is down, A and B still say client 1: no majority for client 2.
+    expect(await two.locks.mutex(name).tryAcquire({ ttlMs })).toBeUndefined()
+    await waitUntil(() => lease.signal.aborted, 'lease 1 did not expire', 5_000)
+    await waitUntil(async () => !(await has(0, name)) && !(await has(1, name)), 'keys on A, B did not expire', 5_000)
+    await nodes[2]?.start() // empty, but after every lease it took part in has expired
+    await ready(two, 2)
+    const second = await two.locks.mutex(name).acquire({ ttlMs, waitMs: 2_000 })
+    expect(lease.signal.aborted).toBe(true) // client 1 had already stopped: no overlap
+    await second.release()
+  })
+})
