@@ -16,6 +16,8 @@ export interface AcquireSettings {
   readonly ttlMs: number
   readonly autoRenew: boolean
   readonly signal: AbortSignal | undefined
+  /** `tryAcquire`: resolve `undefined` instead of rejecting with `LockTimeoutError` when the lock is taken. */
+  readonly orUndefined: boolean
 }
 
 /** The first poll interval when the backend does not push releases; it doubles up to `maxPollMs`. */
@@ -24,8 +26,8 @@ const FIRST_POLL_MS = 2
 const PUSHED_FALLBACK_MS = 2_000
 
 /**
- * Acquires a lease for `target`, waiting up to `settings.waitMs`. Resolves `undefined` when `waitMs` is 0 and
- * the lock is taken; rejects with `LockTimeoutError` when a longer wait runs out, and with the caller's
+ * Acquires a lease for `target`, waiting up to `settings.waitMs`. When the wait runs out it resolves `undefined`
+ * (`orUndefined`, for tryAcquire) or rejects with `LockTimeoutError`; it rejects with the caller's
  * `signal.reason` on abort. Whatever it rejects with, nothing stays held or queued.
  */
 export async function acquireLease(target: LockTarget, settings: AcquireSettings): Promise<HeldLease | undefined> {
@@ -82,7 +84,7 @@ export async function acquireLease(target: LockTarget, settings: AcquireSettings
       const waitedMs = monotonicNow() - started
       const remaining = settings.waitMs - waitedMs
       if (remaining <= 0) {
-        if (!waiting) return undefined
+        if (settings.orUndefined) return undefined
         emitSafely(ctx.onEvent, { type: 'timeout', ...describe(target), waitedMs })
         throw new LockTimeoutError(target.name, waitedMs, { cause: lastError })
       }

@@ -50,6 +50,7 @@ export function resolveSettings(ctx: LocksContext, options: unknown, waitForIt: 
     ttlMs: o.ttlMs === undefined ? ctx.ttlMs : checkDuration('ttlMs', o.ttlMs, { min: 1, max: MAX_TIMER_MS }),
     autoRenew: o.autoRenew === undefined ? true : checkBoolean('autoRenew', o.autoRenew),
     signal: o.signal === undefined ? undefined : checkSignal('signal', o.signal),
+    orUndefined: !waitForIt,
   }
 }
 
@@ -67,9 +68,7 @@ export class LockHandle implements Lock, LockTarget {
     const settings = resolveSettings(this.ctx, options, true)
     const reentered = this.reenter()
     if (reentered !== undefined) return reentered
-    const lease = await acquireLease(this, settings)
-    if (lease === undefined) throw new Error('unreachable: a waiting acquire returned no lease')
-    return lease
+    return (await acquireLease(this, settings)) as Lease
   }
 
   async tryAcquire(options?: Omit<AcquireOptions, 'waitMs'>): Promise<Lease | undefined> {
@@ -89,8 +88,7 @@ export class LockHandle implements Lock, LockTarget {
         await lease.release()
       }
     }
-    const lease = await acquireLease(this, settings)
-    if (lease === undefined) throw new Error('unreachable: a waiting acquire returned no lease')
+    const lease = (await acquireLease(this, settings)) as Lease
     return runWithLeases([[this, lease]], fn.bind(undefined, lease))
   }
 

@@ -32,6 +32,7 @@ export function mutexCases(env: SuiteEnv): void {
     const b = env.locks().mutex(name)
     const held = await a.acquire()
     expect(await b.tryAcquire()).toBeUndefined()
+    await expect(b.acquire({ waitMs: 0 })).rejects.toBeInstanceOf(LockTimeoutError)
     expect(await a.isLocked()).toBe(true)
     await held.release()
     expect(await a.isLocked()).toBe(false)

@@ -29,7 +29,8 @@ export interface Section {
   pid: number
 }
 
-const wall = (): number => performance.timeOrigin + performance.now()
+// Date.now(): the one clock all processes share exactly (performance.timeOrigin can differ by ms between them).
+const wall = (): number => Date.now()
 
 async function main(): Promise<void> {
   const task = JSON.parse(process.argv[2] ?? '{}') as WorkerTask

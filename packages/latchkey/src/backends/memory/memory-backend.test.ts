@@ -9,8 +9,10 @@ describe('memory backend housekeeping', () => {
     await new Promise((r) => setTimeout(r, 5))
     for (let i = 0; i < 10_000; i++) {
       const owner = `o${i}`
-      await backend.tryAcquire({ ...base, key: 'busy', owner, ttlMs: 60_000 })
-      await backend.release({ key: 'busy', kind: 'mutex', owner })
+      expect((await backend.tryAcquire({ ...base, key: 'busy', owner, ttlMs: 60_000 })).acquired).toBe(true)
+      // The grant that triggers the sweep must survive it.
+      expect(await backend.isLocked({ key: 'busy', kind: 'mutex', permits: 1 })).toBe(true)
+      expect(await backend.release({ key: 'busy', kind: 'mutex', owner })).toBe(true)
     }
     expect(await backend.forceRelease({ key: 'abandoned', kind: 'mutex' })).toBe(false)
   })

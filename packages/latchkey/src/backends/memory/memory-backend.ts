@@ -59,7 +59,6 @@ export class MemoryBackend implements Backend {
       return { acquired: false, retryAfterMs: decision.retryAfterMs }
     }
     const token = ++this.fence
-    if (++this.grantsSinceSweep >= SWEEP_EVERY) this.sweep(now)
     state.waiters.delete(request.owner)
     const expiresAt = now + request.ttlMs
     state.holders.set(request.owner, {
@@ -69,6 +68,8 @@ export class MemoryBackend implements Backend {
       delayUntil: expiresAt + request.lockDelayMs,
       token,
     })
+    // Sweep only after the grant is written: the sweep drops empty states, which this one was a moment ago.
+    if (++this.grantsSinceSweep >= SWEEP_EVERY) this.sweep(now)
     return { acquired: true, token }
   }
 
