@@ -1,8 +1,4 @@
 import type { Backend } from './backend/types.js'
-import { UnsupportedError } from './errors.js'
-
-/** Backends this build can open from a URL; the others are named so the error can say so. */
-const PLANNED = ['redis']
 
 /**
  * Opens a backend from a URL: `memory:`, `sqlite:./file.db` (`sqlite::memory:` for a private in-memory
@@ -42,6 +38,11 @@ export async function backendFromUrl(url: string): Promise<Backend> {
       const { postgresBackendFromUrl } = await import('./backends/postgres/index.js')
       return postgresBackendFromUrl(url)
     }
+    case 'redis':
+    case 'rediss': {
+      const { openRedisBackend } = await import('./backends/redis/index.js')
+      return openRedisBackend(url)
+    }
     case 'redlock': {
       // redlock://h1:p1,h2:p2,h3:p3?quorum=&driftFactor=&nodeTimeoutMs= (opens and owns one ioredis client per node)
       const { openRedlockBackend } = await import('./backends/redlock/index.js')
@@ -71,13 +72,8 @@ export async function backendFromUrl(url: string): Promise<Backend> {
       return etcdBackend({ hosts: hosts.split(',').map((h) => `http://${h}`) })
     }
     default:
-      if (PLANNED.includes(scheme)) {
-        throw new UnsupportedError(
-          `The ${scheme} backend is not part of this latchkey build yet; use memory: or sqlite:`,
-        )
-      }
       throw new RangeError(
-        `latchkey: unknown backend URL scheme in ${JSON.stringify(url)}; expected memory: or sqlite:`,
+        `latchkey: unknown backend URL scheme in ${JSON.stringify(url)}; expected memory:, sqlite:, redis:, redlock:, zookeeper:, mysql:, postgres: or etcd:`,
       )
   }
 }

@@ -1,0 +1,171 @@
+/**
+ * One small structural adapter over the two Node Redis clients: ioredis 5 and node-redis (`redis`) 4/5.
+ * Neither package is imported: the app hands in its client, and only the calls below are used.
+ */
+import type { LuaScript } from './scripts/index.js'
+
+/** The slice of an ioredis `Redis` (or `Cluster`) client the backend uses. */
+export interface IoredisClientLike {
+  readonly status: string
+  evalsha: (...args: never[]) => unknown
+  eval: (...args: never[]) => unknown
+  duplicate: (...args: never[]) => unknown
+}
+
+/** The slice of a node-redis v4/v5 client (`createClient()`, already connected) the backend uses. */
+export interface NodeRedisClientLike {
+  readonly isReady: boolean
+  readonly isOpen: boolean
+  sendCommand: (...args: never[]) => unknown
+  duplicate: (...args: never[]) => unknown
+}
+
+/** An ioredis or a node-redis client. */
+export type RedisClientLike = IoredisClientLike | NodeRedisClientLike
+
+/** The backend's own subscriber connection. */
+export interface SubscriberConnection {
+  subscribe(channel: string): Promise<void>
+  unsubscribe(channel: string): Promise<void>
+  close(): Promise<void>
+}
+
+/** What the backend needs from a client, whichever library it comes from. */
+export interface RedisCommander {
+  readonly library: 'ioredis' | 'node-redis'
+  /** True when the client knows it is disconnected (fail fast instead of queueing). */
+  readonly offline: boolean
+  /** EVALSHA, falling back to EVAL (which also loads the script) on NOSCRIPT. */
+  evalScript(script: LuaScript, keys: readonly string[], args: readonly string[]): Promise<unknown>
+  /** `WAIT numreplicas timeout`: how many replicas acknowledged this connection's writes. */
+  waitReplicas(replicas: number, timeoutMs: number): Promise<number>
+  /** Opens a duplicate connection for SUBSCRIBE; errors on it are reported to `onError`, never thrown. */
+  openSubscriber(
+    onMessage: (channel: string, message: string) => void,
+    onError: (e: unknown) => void,
+  ): SubscriberConnection
+}
+
+type Emitter = { on(event: string, fn: (...args: never[]) => void): unknown }
+
+interface Ioredis extends Emitter {
+  readonly status: string
+  evalsha(sha: string, numKeys: number, ...args: string[]): Promise<unknown>
+  eval(source: string, numKeys: number, ...args: string[]): Promise<unknown>
+  call(command: string, ...args: string[]): Promise<unknown>
+  duplicate(): Ioredis
+  subscribe(channel: string): Promise<unknown>
+  unsubscribe(channel: string): Promise<unknown>
+  disconnect(): void
+}
+
+interface NodeRedis extends Emitter {
+  readonly isReady: boolean
+  readonly isOpen: boolean
+  sendCommand(args: string[]): Promise<unknown>
+  duplicate(): NodeRedis
+  connect(): Promise<unknown>
+  subscribe(channel: string, listener: (message: string, channel: string) => void): Promise<unknown>
+  unsubscribe(channel: string): Promise<unknown>
+  destroy?(): void
+  disconnect?(): Promise<unknown>
+}
+
+/** Whether `error` is a Redis error reply (as opposed to a connection or client-side failure). */
+export function isReplyError(error: unknown): error is Error {
+  for (let p = error as object | null; p !== null && p !== undefined; p = Object.getPrototypeOf(p)) {
+    const name = (p as { constructor?: { name?: string } }).constructor?.name
+    if (name === 'ReplyError' || name === 'ErrorReply') return true
+  }
+  return false
+}
+
+function isNoScript(error: unknown): boolean {
+  return isReplyError(error) && error.message.startsWith('NOSCRIPT')
+}
+
+/** Wraps the app's client. Throws `TypeError` for anything that is neither ioredis nor node-redis. */
+export function adaptClient(client: RedisClientLike): RedisCommander {
+  const c = client as unknown as Record<string, unknown>
+  if (typeof c.evalsha === 'function' && typeof c.status === 'string') return ioredisCommander(c as unknown as Ioredis)
+  if (typeof c.sendCommand === 'function' && typeof c.isReady === 'boolean') {
+    return nodeRedisCommander(c as unknown as NodeRedis)
+  }
+  throw new TypeError('latchkey: redisBackend needs options.client, an ioredis or a connected node-redis client')
+}
+
+const IOREDIS_DOWN = new Set(['reconnecting', 'close', 'end'])
+
+function ioredisCommander(client: Ioredis): RedisCommander {
+  return {
+    library: 'ioredis',
+    get offline() {
+      return IOREDIS_DOWN.has(client.status)
+    },
+    async evalScript(script, keys, args) {
+      try {
+        return await client.evalsha(script.sha, keys.length, ...keys, ...args)
+      } catch (error) {
+        if (!isNoScript(error)) throw error
+        return client.eval(script.source, keys.length, ...keys, ...args)
+      }
+    },
+    async waitReplicas(replicas, timeoutMs) {
+      return Number(await client.call('WAIT', String(replicas), String(timeoutMs)))
+    },
+    openSubscriber(onMessage, onError) {
+      const sub = client.duplicate()
+      sub.on('error', onError as (...args: never[]) => void)
+      sub.on('message', onMessage as (...args: never[]) => void)
+      return {
+        subscribe: async (channel) => void (await sub.subscribe(channel)),
+        unsubscribe: async (channel) => void (await sub.unsubscribe(channel)),
+        close: async () => sub.disconnect(),
+      }
+    },
+  }
+}
+
+function nodeRedisCommander(client: NodeRedis): RedisCommander {
+  const run = (args: string[]) => client.sendCommand(args)
+  return {
+    library: 'node-redis',
+    get offline() {
+      return client.isOpen && !client.isReady
+    },
+    async evalScript(script, keys, args) {
+      const n = String(keys.length)
+      try {
+        return await run(['EVALSHA', script.sha, n, ...keys, ...args])
+      } catch (error) {
+        if (!isNoScript(error)) throw error
+        return run(['EVAL', script.source, n, ...keys, ...args])
+      }
+    },
+    async waitReplicas(replicas, timeoutMs) {
+      return Number(await run(['WAIT', String(replicas), String(timeoutMs)]))
+    },
+    openSubscriber(onMessage, onError) {
+      const sub = client.duplicate()
+      sub.on('error', onError as (...args: never[]) => void)
+      const connected = sub.connect()
+      connected.catch(onError)
+      const listener = (message: string, channel: string) => onMessage(channel, message)
+      return {
+        subscribe: async (channel) => {
+          await connected
+          await sub.subscribe(channel, listener)
+        },
+        unsubscribe: async (channel) => {
+          await connected
+          await sub.unsubscribe(channel)
+        },
+        close: async () => {
+          await connected.catch(() => undefined)
+          if (typeof sub.destroy === 'function') sub.destroy()
+          else await sub.disconnect?.()
+        },
+      }
+    },
+  }
+}

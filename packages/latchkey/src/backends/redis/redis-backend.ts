@@ -1,0 +1,201 @@
+import type {
+  AcquireRequest,
+  AcquireResult,
+  Backend,
+  BackendCapabilities,
+  HolderRef,
+  LockRef,
+  ReleaseSubscription,
+  RenewRequest,
+} from '../../backend/types.js'
+import { BackendUnavailableError, isLockError } from '../../errors.js'
+import { adaptClient, isReplyError, type RedisClientLike, type RedisCommander } from './client-adapter.js'
+import { CommandDeadlines, CommandTimeoutError } from './command-deadlines.js'
+import { KeyCache, type KeyLayout, layoutNamed, type RedisLayoutName } from './key-layout.js'
+import { ReleaseNotifier } from './release-notifier.js'
+import { type LuaScript, SCRIPTS } from './scripts/index.js'
+
+/** Options of {@link redisBackend}. */
+export interface RedisBackendOptions {
+  /** An ioredis client, or a connected node-redis client. Never closed by the backend. */
+  client: RedisClientLike
+  /** `latchkey` (default) or `redisson`: Redisson RLock's key, hash field, channel and unlock message. */
+  layout?: RedisLayoutName
+  /**
+   * After each lock write (grant, renewal), `WAIT` until `replicas` replicas acknowledged it or `timeoutMs`
+   * passed, as Redisson does since it deprecated RedLock. Fewer acknowledgements: the grant is undone and
+   * the call fails with the retryable `BackendUnavailableError`. Limits: WAIT narrows the window in which a
+   * failover loses a lock but does not close it (replication stays asynchronous; a replica may acknowledge
+   * and still not be the one promoted, and a lock can be lost before WAIT returns); WAIT blocks the client's
+   * connection, so give the backend a client of its own; with a Cluster client WAIT may reach another node.
+   * Default: none.
+   */
+  waitReplicas?: { replicas: number; timeoutMs: number }
+  /** A command with no reply after this long fails with `BackendUnavailableError` (0: never). Default 5 000. */
+  commandTimeoutMs?: number
+  /** How long an idle release channel stays subscribed, so hot locks do not re-subscribe. Default 10 000. */
+  subscriberLingerMs?: number
+}
+
+/** How long a waiting process stays registered as a watcher of a lock after its last try. */
+export const WATCH_TTL_MS = 5_000
+
+const TRANSIENT_REPLY = /^(LOADING|READONLY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|BUSY|NOREPLICAS|MOVED|ASK)\b/
+
+const CAPABILITIES: BackendCapabilities = Object.freeze({
+  fencing: 'native',
+  notifications: 'global',
+  kinds: Object.freeze(['mutex', 'fair', 'read', 'write', 'semaphore'] as const),
+  crossProcess: true,
+  lockDelay: true,
+  clock: 'server',
+})
+
+/**
+ * Locks in Redis: every primitive is one Lua script (scripts/), timed by the server clock, fenced by a
+ * counter that outlives the lock, woken by one shared subscriber connection that wakes one waiter per release.
+ */
+export class RedisBackend implements Backend {
+  readonly name = 'redis'
+  readonly capabilities = CAPABILITIES
+  readonly layout: KeyLayout
+  private readonly commander: RedisCommander
+  private readonly notifier: ReleaseNotifier
+  private readonly deadlines: CommandDeadlines
+  private readonly keys: KeyCache
+  private readonly replicas: { replicas: number; timeoutMs: number } | undefined
+  private readonly publishAlways: string
+
+  constructor(options: RedisBackendOptions) {
+    this.commander = adaptClient(options.client)
+    this.layout = layoutNamed(options.layout ?? 'latchkey')
+    this.deadlines = new CommandDeadlines(options.commandTimeoutMs ?? 5_000)
+    this.keys = new KeyCache(this.layout)
+    this.replicas = options.waitReplicas
+    this.publishAlways = this.layout.alwaysPublish ? '1' : '0'
+    this.notifier = new ReleaseNotifier(this.commander, options.subscriberLingerMs ?? 10_000)
+  }
+
+  async tryAcquire(request: AcquireRequest): Promise<AcquireResult> {
+    const { keys, channel } = this.keys.keysOf(request)
+    const field = this.layout.fieldOf(request.owner)
+    const sub = this.notifier.claim(field, channel)
+    const mode = request.queue ? 'q' : sub === undefined ? '-' : 'w'
+    const waitTtl = request.queue ? request.queueTtlMs : WATCH_TTL_MS
+    // Packed into one argument: each argument costs the client more than Lua's string.match costs Redis.
+    const spec = `${request.kind} ${request.ttlMs} ${request.lockDelayMs} ${request.permits} ${mode} ${waitTtl}`
+    const args = [field, spec]
+    // A grant that arrives after the caller was told "unavailable" (timed out, resent on reconnect) has no
+    // holder: give it back at once instead of letting it block everyone for a whole TTL.
+    const orphan = (late: unknown) => {
+      const [granted, token] = late as [number, string]
+      if (Number(granted) === 1) this.releaseGrant(request, String(token)).catch(() => undefined)
+    }
+    const reply = (await this.run(SCRIPTS.acquire, keys, args, request, orphan)) as [number, string | number]
+    if (Number(reply[0]) !== 1) {
+      if (sub !== undefined) this.notifier.ensureListening(sub)
+      const retry = Number(reply[1])
+      return { acquired: false, retryAfterMs: retry > 0 ? retry : undefined }
+    }
+    const token = BigInt(reply[1])
+    if (this.replicas !== undefined) await this.replicated(request, () => this.releaseGrant(request, String(reply[1])))
+    return { acquired: true, token }
+  }
+
+  async renew(request: RenewRequest): Promise<boolean> {
+    const keys = this.keys.keysOf(request).stateKeys
+    const args = [this.layout.fieldOf(request.owner), String(request.ttlMs)]
+    const ok = Number(await this.run(SCRIPTS.renew, keys, args, request)) === 1
+    if (ok && this.replicas !== undefined) await this.replicated(request)
+    return ok
+  }
+
+  async release(request: HolderRef): Promise<boolean> {
+    const { stateKeys: keys, channel } = this.keys.keysOf(request)
+    const args = [this.layout.fieldOf(request.owner), channel, this.publishAlways]
+    return Number(await this.run(SCRIPTS.release, keys, args, request)) === 1
+  }
+
+  /** Gives back the grant `token` of `request.owner`, unless the owner was granted again since. */
+  private async releaseGrant(request: HolderRef, token: string): Promise<void> {
+    const { stateKeys: keys, channel } = this.keys.keysOf(request)
+    const args = [this.layout.fieldOf(request.owner), channel, this.publishAlways, token]
+    await this.run(SCRIPTS.release, keys, args, request)
+  }
+
+  async leaveQueue(request: HolderRef): Promise<void> {
+    const { stateKeys: keys, channel } = this.keys.keysOf(request)
+    await this.run(SCRIPTS.leaveQueue, keys, [this.layout.fieldOf(request.owner), channel, this.publishAlways], request)
+  }
+
+  async isLocked(ref: LockRef & { readonly permits: number }): Promise<boolean> {
+    const keys = this.keys.keysOf(ref).stateKeys
+    return Number(await this.run(SCRIPTS.isLocked, keys, [ref.kind, String(ref.permits)], ref)) === 1
+  }
+
+  async forceRelease(ref: LockRef): Promise<boolean> {
+    const { stateKeys: keys, channel } = this.keys.keysOf(ref)
+    return Number(await this.run(SCRIPTS.forceRelease, keys, [channel, this.publishAlways], ref)) === 1
+  }
+
+  subscribe(ref: LockRef): ReleaseSubscription {
+    return this.notifier.subscribe(this.keys.keysOf(ref).channel, ref.kind)
+  }
+
+  /** Closes the subscriber connection the backend opened; the client handed in stays open. */
+  async close(): Promise<void> {
+    await this.notifier.close()
+  }
+
+  /** Runs one script; `late` receives the reply of a command that outlived its deadline. */
+  private async run(
+    script: LuaScript,
+    keys: readonly string[],
+    args: readonly string[],
+    ref: LockRef,
+    late?: (reply: unknown) => void,
+  ) {
+    if (this.commander.offline) {
+      throw new BackendUnavailableError(
+        `Redis is unreachable (the ${this.commander.library} client is reconnecting) for lock "${ref.key}"; retry later`,
+        { lockName: ref.key },
+      )
+    }
+    const command = this.commander.evalScript(script, keys, args)
+    try {
+      return await this.deadlines.track(command)
+    } catch (error) {
+      if (late !== undefined && error instanceof CommandTimeoutError) command.then(late, () => undefined)
+      throw toLockError(error, ref.key, script.name)
+    }
+  }
+
+  /** WAITs for the configured replicas; on too few acknowledgements undoes the write and fails. */
+  private async replicated(ref: LockRef, undo?: () => Promise<unknown>): Promise<void> {
+    const { replicas, timeoutMs } = this.replicas as { replicas: number; timeoutMs: number }
+    let acked: number
+    try {
+      acked = await this.deadlines.track(this.commander.waitReplicas(replicas, timeoutMs), timeoutMs)
+    } catch (error) {
+      await undo?.().catch(() => undefined)
+      throw toLockError(error, ref.key, 'WAIT')
+    }
+    if (acked >= replicas) return
+    await undo?.().catch(() => undefined)
+    throw new BackendUnavailableError(
+      `Only ${acked} of ${replicas} Redis replicas acknowledged the write of lock "${ref.key}" within ${timeoutMs} ms; add replicas, raise waitReplicas.timeoutMs or lower waitReplicas.replicas`,
+      { lockName: ref.key },
+    )
+  }
+}
+
+/** Connection failures and transient server states are retryable; other error replies are bugs: rethrown. */
+function toLockError(error: unknown, lockName: string, what: string): unknown {
+  if (isLockError(error)) return error
+  if (isReplyError(error) && !TRANSIENT_REPLY.test(error.message)) return error
+  const reason = error instanceof Error ? error.message : String(error)
+  return new BackendUnavailableError(`Redis failed on ${what} for lock "${lockName}": ${reason}; retry later`, {
+    lockName,
+    cause: error,
+  })
+}

@@ -1,0 +1,155 @@
+/**
+ * Release notifications over ONE subscriber connection per backend. A message wakes one local waiter of
+ * that lock (FIFO over the waiters, so each retries in turn), all local readers (they share), and, for fair
+ * locks and waiting writers, the waiter the message names as head of the line. So with 100 waiters in a
+ * process a release costs one retry, not 100 (a broadcast herd).
+ */
+import type { LockKind, ReleaseSubscription } from '../../backend/types.js'
+import type { RedisCommander, SubscriberConnection } from './client-adapter.js'
+import { ChannelGroup, RedisReleaseSubscription } from './release-subscription.js'
+
+const isQueued = (kind: LockKind): boolean => kind === 'fair' || kind === 'write'
+const isFree = (kind: LockKind): boolean => kind === 'mutex' || kind === 'semaphore'
+
+/** Subscribes lazily, wakes one waiter per message, unsubscribes a channel after it has been idle a while. */
+export class ReleaseNotifier {
+  private connection: SubscriberConnection | undefined
+  private readonly groups = new Map<string, ChannelGroup>()
+  /** Subscriptions linked to the holder field of their acquire attempt. */
+  private readonly links = new Map<string, RedisReleaseSubscription>()
+  /** The subscription opened last, claimed by the `tryAcquire` the core issues right after `subscribe`. */
+  private unlinked: RedisReleaseSubscription | undefined
+  /** Unsubscribes idle channels; runs only while some channel is idle. */
+  private sweeper: NodeJS.Timeout | undefined
+
+  constructor(
+    private readonly commander: RedisCommander,
+    private readonly lingerMs: number,
+  ) {}
+
+  subscribe(channel: string, kind: LockKind): ReleaseSubscription {
+    let group = this.groups.get(channel)
+    if (group === undefined) {
+      group = new ChannelGroup(channel)
+      this.groups.set(channel, group)
+    }
+    group.idleSince = undefined
+    const sub = new RedisReleaseSubscription(group, kind, (s) => this.detach(s))
+    group.subs.add(sub)
+    // The core tries right after subscribing, in the same synchronous run; a subscription closed before
+    // any try is forgotten in detach().
+    this.unlinked = sub
+    return sub
+  }
+
+  /**
+   * Links the attempt `field` on `channel` to its subscription (the one opened just before its first try)
+   * and returns it, or undefined when this attempt does not wait. A returned subscription has retried now.
+   */
+  claim(field: string, channel: string): RedisReleaseSubscription | undefined {
+    let sub = this.links.get(field)
+    if (sub === undefined && this.unlinked?.group.channel === channel && !this.unlinked.closed) {
+      sub = this.unlinked
+      this.unlinked = undefined
+      sub.field = field
+      this.links.set(field, sub)
+    }
+    if (sub !== undefined) sub.owesTry = false
+    return sub
+  }
+
+  /**
+   * Called after a failed try of a waiting attempt: subscribes the channel if it is not (lazily, so that
+   * uncontended acquires never subscribe). Once SUBSCRIBE is acknowledged every waiter of the channel retries
+   * once, since a release published before that would have been missed.
+   */
+  ensureListening(sub: RedisReleaseSubscription): void {
+    if (sub.group.ready === undefined && !sub.closed) this.listen(sub.group)
+  }
+
+  /** Handles one message from Redis: `*` wakes all, otherwise see the class comment. */
+  dispatch(channel: string, message: string): void {
+    const group = this.groups.get(channel)
+    if (group === undefined || group.subs.size === 0) return
+    if (message === '*') {
+      for (const sub of group.subs) sub.fire()
+      return
+    }
+    for (const sub of group.subs) if (sub.kind === 'read') sub.fire()
+    const head = message === '0' ? undefined : this.links.get(message)
+    if (head !== undefined && head.group === group) head.fire()
+    else if (message === '0') for (const sub of group.subs) if (isQueued(sub.kind)) sub.fire()
+    this.wakeOne(group)
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.sweeper)
+    this.sweeper = undefined
+    for (const group of this.groups.values()) for (const sub of group.subs) sub.fire()
+    this.groups.clear()
+    this.links.clear()
+    const connection = this.connection
+    this.connection = undefined
+    await connection?.close()
+  }
+
+  /** Wakes the longest-waiting mutex/semaphore waiter, or marks the oldest busy one so it does not sleep. */
+  private wakeOne(group: ChannelGroup): void {
+    const sleeper =
+      group.waiting.find((s) => isFree(s.kind)) ??
+      [...group.subs].find((s) => isFree(s.kind) && !s.pending && !s.isWaiting)
+    sleeper?.fire()
+  }
+
+  private listen(group: ChannelGroup): void {
+    this.connection ??= this.commander.openSubscriber(
+      (channel, message) => this.dispatch(channel, message),
+      // Subscriber errors (mostly reconnect attempts) are not fatal: waits fall back to their timers,
+      // and the command connection reports the outage as BackendUnavailableError.
+      () => undefined,
+    )
+    group.ready = this.connection.subscribe(group.channel).then(
+      () => {
+        group.subscribed = true
+        for (const sub of group.subs) sub.fire()
+      },
+      () => {
+        group.ready = undefined
+      },
+    )
+  }
+
+  private detach(sub: RedisReleaseSubscription): void {
+    const { group } = sub
+    group.subs.delete(sub)
+    if (sub.field !== undefined && this.links.get(sub.field) === sub) this.links.delete(sub.field)
+    if (this.unlinked === sub) this.unlinked = undefined
+    // A woken waiter leaving without retrying (timeout, abort) must not swallow the wake.
+    if (sub.owesTry && sub.kind !== 'read') {
+      if (isQueued(sub.kind)) for (const other of group.subs) if (isQueued(other.kind)) other.fire()
+      this.wakeOne(group)
+    }
+    if (group.subs.size === 0 && this.groups.get(group.channel) === group) {
+      group.idleSince = performance.now()
+      this.sweeper ??= setInterval(() => this.sweep(), Math.max(50, this.lingerMs / 2)).unref()
+    }
+  }
+
+  private sweep(): void {
+    const now = performance.now()
+    let idle = 0
+    for (const group of this.groups.values()) {
+      if (group.idleSince === undefined || group.subs.size > 0) continue
+      if (now - group.idleSince < this.lingerMs) {
+        idle++
+        continue
+      }
+      this.groups.delete(group.channel)
+      if (group.subscribed) this.connection?.unsubscribe(group.channel).catch(() => undefined)
+    }
+    if (idle === 0) {
+      clearInterval(this.sweeper)
+      this.sweeper = undefined
+    }
+  }
+}

@@ -1,0 +1,87 @@
+import type { LockKind, ReleaseSubscription } from '../../backend/types.js'
+
+/** The local waiters of one channel (one lock family) and the state of its Redis subscription. */
+export class ChannelGroup {
+  /** Open subscriptions, oldest first. */
+  readonly subs = new Set<RedisReleaseSubscription>()
+  /** Subscriptions blocked in `wait()`, in the order they started waiting (round-robin wake order). */
+  readonly waiting: RedisReleaseSubscription[] = []
+  /** Set once the first waiter of the channel failed a try (lazy SUBSCRIBE); settles when acknowledged. */
+  ready: Promise<void> | undefined
+  subscribed = false
+  /** When the last subscription closed (the channel is unsubscribed after lingering idle). */
+  idleSince: number | undefined
+
+  constructor(readonly channel: string) {}
+}
+
+/**
+ * A waiter's view of release messages. The notifier wakes one such subscription per message (see
+ * release-notifier.ts), so a release costs one retry per process instead of one per waiter.
+ */
+export class RedisReleaseSubscription implements ReleaseSubscription {
+  /** A wake arrived while not waiting: the next `wait()` returns at once. */
+  pending = false
+  /** Woken and not yet retried: if it closes now, the wake is passed on to another waiter. */
+  owesTry = false
+  closed = false
+  /** The holder field of the acquire attempt this subscription serves, once linked by `tryAcquire`. */
+  field: string | undefined
+  private wake: (() => void) | undefined
+
+  constructor(
+    readonly group: ChannelGroup,
+    readonly kind: LockKind,
+    private readonly detach: (sub: RedisReleaseSubscription) => void,
+  ) {}
+
+  get isWaiting(): boolean {
+    return this.wake !== undefined
+  }
+
+  fire(): void {
+    this.owesTry = true
+    if (this.wake !== undefined) this.wake()
+    else this.pending = true
+  }
+
+  wait(timeoutMs: number, signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) return Promise.reject(signal.reason)
+    if (this.pending || this.closed) {
+      this.pending = false
+      return Promise.resolve()
+    }
+    return new Promise<void>((resolve, reject) => {
+      const done = (): void => {
+        clearTimeout(timer)
+        signal?.removeEventListener('abort', onAbort)
+        this.wake = undefined
+        this.pending = false
+        const at = this.group.waiting.indexOf(this)
+        if (at !== -1) this.group.waiting.splice(at, 1)
+      }
+      const onAbort = (): void => {
+        done()
+        reject(signal?.reason)
+      }
+      const timer = setTimeout(() => {
+        done()
+        resolve()
+      }, timeoutMs)
+      timer.unref()
+      this.wake = () => {
+        done()
+        resolve()
+      }
+      this.group.waiting.push(this)
+      signal?.addEventListener('abort', onAbort, { once: true })
+    })
+  }
+
+  close(): void {
+    if (this.closed) return
+    this.closed = true
+    this.wake?.()
+    this.detach(this)
+  }
+}

@@ -1,0 +1,91 @@
+import { BASE, DROP, FOREIGN, KEEP_UNTIL, LIVE_HOLDERS, NEXT_FENCE, PRUNE_LINE, PUT } from './prelude.js'
+
+/**
+ * tryAcquire: the grant rules of grant-rules.ts `decideGrant` in one script.
+ * ARGV: field, "kind ttlMs lockDelayMs permits mode waitTtlMs" where mode is `q` (keep a place in line),
+ * `w` (watch: a waiter of this process is subscribed) or `-`. Returns {1, token} when granted, else
+ * {0, retryAfterMs} (-1: unknown).
+ */
+export const ACQUIRE = `${BASE}${DROP}${LIVE_HOLDERS}${FOREIGN}${PRUNE_LINE}${PUT}${KEEP_UNTIL}${NEXT_FENCE}
+local field = ARGV[1]
+local kind, ttl, delay, permits, mode, wait_ttl = string.match(ARGV[2], '^(%a+) (%d+) (%d+) (%d+) ([qw-]) (%d+)$')
+if kind == nil then return redis.error_reply('latchkey: bad acquire arguments') end
+ttl, delay, permits, wait_ttl = tonumber(ttl), tonumber(delay), tonumber(permits), tonumber(wait_ttl)
+local lined = kind == 'fair' or kind == 'read' or kind == 'write'
+
+local function wait_here()
+  if mode == 'q' then
+    if redis.call('ZSCORE', Q, field) == false then
+      local w = 0
+      if kind == 'write' then w = 1 end
+      redis.call('ZADD', Q, fmt(next_fence() * 2 + w), field)
+    end
+  elseif mode ~= 'w' then
+    return
+  end
+  redis.call('ZADD', E, now + wait_ttl, field)
+  -- The line and the watch list vanish with their last member.
+  local keep = tonumber(redis.call('ZRANGE', E, -1, -1, 'WITHSCORES')[2]) - now
+  redis.call('PEXPIRE', E, keep)
+  if redis.call('EXISTS', Q) == 1 then redis.call('PEXPIRE', Q, keep) end
+end
+
+-- The first waiter standing before a request of this kind: anyone for fair, a waiting writer otherwise.
+local function first_in_line()
+  if kind == 'fair' then return redis.call('ZRANGE', Q, 0, 0)[1] end
+  local line = redis.call('ZRANGE', Q, 0, -1, 'WITHSCORES')
+  for i = 1, #line, 2 do
+    if tonumber(line[i + 1]) % 2 == 1 then return line[i] end
+  end
+  return nil
+end
+
+local holders = live_holders()
+local blocked, frees = false, nil
+if kind == 'semaphore' then
+  if #holders >= permits then
+    blocked = true
+    for _, h in ipairs(holders) do
+      if frees == nil or h.dly < frees then frees = h.dly end
+    end
+  end
+else
+  for _, h in ipairs(holders) do
+    if kind ~= 'read' or h.kind ~= 'read' then
+      blocked = true
+      if frees == nil or h.dly > frees then frees = h.dly end
+    end
+  end
+  local other = foreign(#holders)
+  if other ~= nil then
+    blocked = true
+    if other < 0 then frees = nil elseif frees == nil or other > frees then frees = other end
+  end
+end
+if blocked then
+  if mode ~= '-' then prune_line() end
+  wait_here()
+  if frees == nil then return { 0, -1 } end
+  return { 0, math.max(1, frees - now) }
+end
+
+if lined then
+  prune_line()
+  local first = first_in_line()
+  if first ~= nil and (kind == 'read' or first ~= field) then
+    wait_here()
+    return { 0, -1 }
+  end
+end
+
+local token = fmt(next_fence())
+-- E holds everyone in Q: when it is gone, there is no place in line or watch to give up.
+if (mode ~= '-' or lined) and redis.call('EXISTS', E) == 1 then
+  redis.call('ZREM', Q, field)
+  redis.call('ZREM', E, field)
+end
+local exp = now + ttl
+put(field, kind, exp, exp + delay, token)
+keep_until(exp + delay, #holders == 0)
+return { 1, token }
+`

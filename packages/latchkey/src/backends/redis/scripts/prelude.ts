@@ -1,0 +1,128 @@
+/**
+ * Lua shared by the scripts, as snippets each script includes as needed (closures cost per call). One lock family's state (see key-layout.ts), all keys under one hash tag:
+ *
+ * - KEYS[1] M: hash of holders. In the latchkey layout, field -> record "kind|expiresAt|delayUntil|token"
+ *   (server ms). In the Redisson layout, field -> 1 exactly as Redisson's RLock hash (a Java client sees the
+ *   lock as taken while M exists), and the records live in KEYS[2].
+ * - KEYS[2] X: the records' hash: M itself in the latchkey layout, a separate hash in the Redisson layout,
+ *   where a field of M without a record is a foreign (Redisson) holder, exclusive until M expires.
+ *   M and X expire when the last holder's slot (lease + lock-delay) frees.
+ * - KEYS[3] Q: zset of the line (fair waiters, waiting writers), score seq*2 (+1 for a writer).
+ * - KEYS[4] E: zset member -> expiry (ms) of everyone waiting: queued waiters and watchers (waiters of a
+ *   process subscribed to the channel). A release publishes only when E is not empty.
+ * - KEYS[5] F: the fencing counter; never expires, so tokens keep increasing after the lock keys vanish.
+ *
+ * Time is the server's (`TIME`), so every client measures leases with one clock.
+ */
+export const BASE = `local M, X, Q, E, F = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local SPLIT = X ~= M
+local T = redis.call('TIME')
+local now = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000)
+
+local function fmt(n) return string.format('%d', n) end
+
+local function parse(rec)
+  local kind, exp, dly, tok = string.match(rec, '^(%a+)|(%d+)|(%d+)|(%d+)$')
+  return kind, tonumber(exp), tonumber(dly), tok
+end
+
+`
+
+export const DROP = `
+local function drop(f)
+  redis.call('HDEL', M, f)
+  if SPLIT then redis.call('HDEL', X, f) end
+end
+`
+
+export const LIVE_HOLDERS = `
+-- Holders still occupying their slot; drops the others (and, split, records whose M field vanished,
+-- e.g. after Redisson's forceUnlock deleted M).
+local function live_holders()
+  local list = {}
+  if redis.call('EXISTS', M) == 0 then
+    if SPLIT then redis.call('DEL', X) end
+    return list
+  end
+  local raw = redis.call('HGETALL', X)
+  for i = 1, #raw, 2 do
+    local f = raw[i]
+    local kind, exp, dly = parse(raw[i + 1])
+    if dly ~= nil and dly > now and (not SPLIT or redis.call('HEXISTS', M, f) == 1) then
+      list[#list + 1] = { kind = kind, exp = exp, dly = dly }
+    else
+      drop(f)
+    end
+  end
+  return list
+end
+`
+
+export const FOREIGN = `
+-- Whether M holds a field of another client (after live_holders pruned ours), and until when (-1: unknown).
+local function foreign(n)
+  if not SPLIT or redis.call('HLEN', M) <= n then return nil end
+  local pttl = redis.call('PTTL', M)
+  if pttl < 0 then return -1 end
+  return now + pttl
+end
+`
+
+export const PRUNE_LINE = `
+local function prune_line()
+  local gone = redis.call('ZRANGEBYSCORE', E, '-inf', now)
+  for i = 1, #gone do redis.call('ZREM', Q, gone[i]) end
+  if #gone > 0 then redis.call('ZREMRANGEBYSCORE', E, '-inf', now) end
+end
+`
+
+export const PUT = `
+-- Sets the record of holder f.
+local function put(f, kind, exp, dly, tok)
+  local rec = kind .. '|' .. fmt(exp) .. '|' .. fmt(dly) .. '|' .. tok
+  if SPLIT then
+    redis.call('HSET', M, f, 1)
+    redis.call('HSET', X, f, rec)
+  else
+    redis.call('HSET', M, f, rec)
+  end
+end
+`
+
+export const KEEP_UNTIL = `
+-- Keeps M (and X) alive until t or longer; \`fresh\`: no other holder, so no TTL to preserve.
+local function keep_until(t, fresh)
+  local need = t - now
+  if fresh or redis.call('PTTL', M) < need then redis.call('PEXPIRE', M, need) end
+  if SPLIT and (fresh or redis.call('PTTL', X) < need) then redis.call('PEXPIRE', X, need) end
+end
+`
+
+export const NEXT_FENCE = `
+-- A new or lost counter (a restart without persistence) starts at the server clock in microseconds, so
+-- tokens stay above any issued before, unless more than one lease per microsecond was ever granted.
+local function next_fence()
+  local n = redis.call('INCR', F)
+  if n == 1 then
+    n = tonumber(T[1]) * 1000000 + tonumber(T[2])
+    redis.call('SET', F, fmt(n))
+  end
+  return n
+end
+`
+
+export const NOTIFY = `
+-- Publishes a release when someone waits (always in the Redisson layout, whose Java waiters do not
+-- register). The message names the head of the line so a process wakes only that waiter.
+local function notify(channel, always)
+  if always then
+    redis.call('PUBLISH', channel, '0')
+    return
+  end
+  if redis.call('EXISTS', E) == 0 then return end
+  prune_line()
+  if redis.call('EXISTS', E) == 0 then return end
+  local head = redis.call('ZRANGE', Q, 0, 0)[1]
+  redis.call('PUBLISH', channel, head or '0')
+end
+`

@@ -1,0 +1,216 @@
+/**
+ * Redis-specific behaviour on a private redis-server (started and stopped here; the shared 6379 server is
+ * never touched): outages map to BackendUnavailableError and lost leases, everything resumes after a
+ * restart with the same client, a release wakes one waiter, not all (counted in INFO commandstats), and
+ * the WAIT option (waitReplicas) is issued and undoes a grant too few replicas acknowledged.
+ */
+import { randomUUID } from 'node:crypto'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { Backend } from '../src/backend/types.js'
+import { redisBackend } from '../src/backends/redis/index.js'
+import { createLocks, type Locks } from '../src/core/locks.js'
+import { BackendUnavailableError, LockLostError, LockTimeoutError } from '../src/errors.js'
+import { ioredisClient, nodeRedisClient } from './support/redis-backend-module.js'
+import { type RedisServerProcess, startRedisServer } from './support/redis-server-process.js'
+
+let server: RedisServerProcess
+
+beforeAll(async () => {
+  server = await startRedisServer()
+})
+afterAll(async () => {
+  await server?.dispose()
+})
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+function aborted(signal: AbortSignal, withinMs: number): Promise<unknown> {
+  if (signal.aborted) return Promise.resolve(signal.reason)
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`lease.signal not aborted within ${withinMs} ms`)), withinMs)
+    signal.addEventListener('abort', () => {
+      clearTimeout(timer)
+      resolve(signal.reason)
+    })
+  })
+}
+
+type Client = { close(): Promise<unknown> }
+
+const flavours: [
+  string,
+  () => Promise<{ client: Parameters<typeof redisBackend>[0]['client']; close: () => Promise<unknown> }>,
+][] = [
+  [
+    'ioredis',
+    async () => {
+      const client = ioredisClient(server.url)
+      return { client, close: () => client.quit().catch(() => client.disconnect()) }
+    },
+  ],
+  [
+    'node-redis',
+    async () => {
+      const client = await nodeRedisClient(server.url)
+      return { client, close: () => (client as unknown as Client).close() }
+    },
+  ],
+]
+
+describe.each(flavours)('redis outage (%s)', (_name, open) => {
+  it('fails new acquires with BackendUnavailableError, aborts an unrenewable lease, resumes after restart', async () => {
+    const { client, close } = await open()
+    const backend = redisBackend({ client })
+    const locks = createLocks({ backend, namespace: `faults-${randomUUID()}` })
+    try {
+      const lease = await locks.mutex('held').acquire({ ttlMs: 1_200 })
+      await server.stop()
+
+      const error = await locks
+        .mutex('other')
+        .tryAcquire()
+        .catch((e: unknown) => e)
+      expect(error).toBeInstanceOf(BackendUnavailableError)
+      expect((error as BackendUnavailableError).retryable).toBe(true)
+      // A waiting caller keeps trying until its wait runs out.
+      const waited = await locks
+        .mutex('other')
+        .acquire({ waitMs: 300 })
+        .catch((e: unknown) => e)
+      expect(waited).toBeInstanceOf(LockTimeoutError)
+      expect((waited as LockTimeoutError).cause).toBeInstanceOf(BackendUnavailableError)
+      // The watchdog cannot renew: the lease is reported lost before it could have expired on the server.
+      expect(await aborted(lease.signal, 3_000)).toBeInstanceOf(LockLostError)
+
+      // A waiter started during the outage gets the lock once Redis is back, with the same client (the
+      // grant of the first tryAcquire above, resent by ioredis after its reply timed out, was given back).
+      const pending = locks.mutex('other').acquire({ waitMs: 15_000, ttlMs: 5_000 })
+      await sleep(200)
+      await server.start()
+      const resumed = await pending
+      expect(resumed.token).toBeGreaterThan(0n)
+
+      // Notifications resume too: a release hands the lock to a waiter.
+      const next = locks.mutex('other').acquire({ waitMs: 10_000 })
+      await sleep(50)
+      await resumed.release()
+      await (await next).release()
+    } finally {
+      await server.start()
+      await locks.close()
+      await backend.close()
+      await close()
+    }
+  }, 40_000)
+})
+
+/** Sum of `calls` of the named commands in INFO commandstats. */
+async function commandCalls(client: ReturnType<typeof ioredisClient>, names: readonly string[]): Promise<number> {
+  const info = await client.info('commandstats')
+  let total = 0
+  for (const name of names) {
+    const m = new RegExp(`^cmdstat_${name}:calls=(\\d+)`, 'm').exec(info)
+    total += Number(m?.[1] ?? 0)
+  }
+  return total
+}
+
+describe('wake-one handoff', () => {
+  let admin: ReturnType<typeof ioredisClient>
+  let backend: Backend
+  let locks: Locks
+  beforeAll(async () => {
+    admin = ioredisClient(server.url)
+  })
+  afterAll(async () => {
+    await locks?.close()
+    await backend?.close()
+    await admin.flushall()
+    await admin.quit()
+  })
+
+  it('20 waiters on one key: a release costs about one retry, not one per waiter', async () => {
+    const client = ioredisClient(server.url)
+    backend = redisBackend({ client })
+    locks = createLocks({ backend, namespace: `herd-${randomUUID()}` })
+    const lock = locks.mutex('hot')
+    const waiters = 20
+    const rounds = 5
+    // Warm up: load the scripts and subscribe the channel.
+    await (await lock.acquire()).release()
+    const holder = await lock.acquire()
+    let acquisitions = 0
+    const before = await commandCalls(admin, ['evalsha', 'eval'])
+    const all = Array.from({ length: waiters }, async () => {
+      for (let i = 0; i < rounds; i++) {
+        const lease = await lock.acquire({ waitMs: 20_000 })
+        acquisitions++
+        await sleep(1)
+        await lease.release()
+      }
+    })
+    await sleep(100)
+    await holder.release()
+    await Promise.all(all)
+    const calls = (await commandCalls(admin, ['evalsha', 'eval'])) - before
+    // acquire + release per acquisition, plus each waiter's first (failed) try and a few lost races:
+    // a broadcast would cost about `waiters` tries per release instead.
+    expect(acquisitions).toBe(waiters * rounds)
+    expect(calls / acquisitions).toBeLessThanOrEqual(5)
+    await locks.close()
+    await backend.close()
+    await client.quit()
+  }, 30_000)
+})
+
+describe('waitReplicas', () => {
+  let server: RedisServerProcess
+  beforeAll(async () => {
+    server = await startRedisServer()
+  })
+  afterAll(async () => {
+    await server?.dispose()
+  })
+
+  const waits = async (admin: ReturnType<typeof ioredisClient>) =>
+    Number(/^cmdstat_wait:calls=(\d+)/m.exec(await admin.info('commandstats'))?.[1] ?? 0)
+
+  it('issues WAIT after each grant and renewal; with 0 replicas locks work as usual', async () => {
+    const admin = ioredisClient(server.url)
+    const client = ioredisClient(server.url)
+    const backend = redisBackend({ client, waitReplicas: { replicas: 0, timeoutMs: 100 } })
+    const locks = createLocks({ backend })
+    try {
+      const before = await waits(admin)
+      const lease = await locks.mutex('w').acquire()
+      await lease.extend()
+      expect(await locks.mutex('w').tryAcquire()).toBeUndefined()
+      await lease.release()
+      expect((await waits(admin)) - before).toBe(2)
+    } finally {
+      await locks.close()
+      await backend.close()
+      await client.quit()
+      await admin.quit()
+    }
+  })
+
+  it('too few replicas: the grant is undone and the acquire fails with BackendUnavailableError', async () => {
+    const client = ioredisClient(server.url)
+    const backend = redisBackend({ client, waitReplicas: { replicas: 1, timeoutMs: 50 } })
+    const locks = createLocks({ backend })
+    try {
+      const error = await locks
+        .mutex('w1')
+        .tryAcquire()
+        .catch((e: unknown) => e)
+      expect(error).toBeInstanceOf(BackendUnavailableError)
+      expect(String((error as Error).message)).toMatch(/0 of 1 Redis replicas/)
+      expect(await locks.mutex('w1').isLocked()).toBe(false)
+    } finally {
+      await locks.close()
+      await backend.close()
+      await client.quit()
+    }
+  })
+})
