@@ -7,4 +7,4 @@ cd "$root"
 check_node
 ensure_deps
 ensure_build
-exec node examples/contention/main.mjs "$@"
+exec node --import tsx apps/flash-sale/src/cli.ts demo "$@"

@@ -7,6 +7,7 @@ cd "$root"
 . scripts/lib/deps.sh
 check_node
 ensure_deps
+ensure_chromium
 echo "== build"
 npm run build --silent
 echo "== typecheck and lint"

@@ -32,3 +32,11 @@ ensure_build() {
     npm run build --silent
   fi
 }
+
+# Debian's Chromium for the dashboard's end-to-end test (playwright-core drives /usr/bin/chromium).
+ensure_chromium() {
+  if ! command -v chromium >/dev/null 2>&1; then
+    echo "== installing Debian chromium (for the dashboard e2e test)"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  fi
+}

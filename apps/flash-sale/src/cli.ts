@@ -1,0 +1,141 @@
+/**
+ * `flash-sale serve | load | demo`.
+ *
+ *   serve  --store URL --backend URL --port 3000 --workers 1 --host 127.0.0.1 --lock-ttl-ms 5000
+ *   load   --url http://127.0.0.1:3000[,more] --strategy lock[,sharded] --stock 100 --buyers 10000
+ *          --processes 2 --concurrency 64 --dup-rate 0.05 [--sale ID]
+ *   demo   --workers 3 --buyers 10000 --stock 100 [--backend URL --store URL --strategy ...]
+ */
+import { parseArgs } from 'node:util'
+import { startCluster } from './cluster.js'
+import { LEGEND, runDemo } from './demo.js'
+import { formatChecks, formatTable, type ResultRow } from './load/report.js'
+import { runSale } from './load/run-sale.js'
+import { startService } from './service.js'
+import { STRATEGIES, type Strategy } from './store/types.js'
+
+const USAGE = `usage: flash-sale <serve|load|demo> [options]
+  serve  --store sqlite:./flash-sale.db --backend sqlite:./flash-sale-locks.db --port 3000 --workers 1
+  load   --url http://127.0.0.1:3000[,http://127.0.0.1:3001] --strategy db-atomic,lock,sharded
+         --stock 100 --buyers 10000 --processes 2 --concurrency 64 --dup-rate 0.05 [--sale ID]
+  demo   --workers 3 --buyers 10000 --stock 100 [--backend URL] [--store URL] [--strategy ...]`
+
+const OPTIONS = {
+  store: { type: 'string' },
+  backend: { type: 'string' },
+  host: { type: 'string' },
+  port: { type: 'string' },
+  workers: { type: 'string' },
+  'lock-ttl-ms': { type: 'string' },
+  url: { type: 'string' },
+  strategy: { type: 'string' },
+  stock: { type: 'string' },
+  buyers: { type: 'string' },
+  processes: { type: 'string' },
+  concurrency: { type: 'string' },
+  'dup-rate': { type: 'string' },
+  sale: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const
+
+type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>['values']
+
+function num(values: Values, name: keyof Values, fallback: number): number {
+  const raw = values[name]
+  if (raw === undefined) return fallback
+  const n = Number(raw)
+  if (!Number.isFinite(n) || n < 0)
+    throw new RangeError(`--${name} must be a non-negative number, received ${String(raw)}`)
+  return n
+}
+
+function strategies(raw: string | undefined): Strategy[] {
+  if (raw === undefined) return [...STRATEGIES]
+  const list = raw.split(',').map((s) => s.trim())
+  for (const s of list) {
+    if (!STRATEGIES.includes(s as Strategy))
+      throw new RangeError(`unknown strategy ${s}; expected ${STRATEGIES.join(', ')}`)
+  }
+  return list as Strategy[]
+}
+
+async function serve(values: Values): Promise<void> {
+  const workers = num(values, 'workers', 1)
+  const common = {
+    storeUrl: values.store ?? 'sqlite:./flash-sale.db',
+    backendUrl: values.backend ?? 'sqlite:./flash-sale-locks.db',
+    host: values.host ?? '127.0.0.1',
+    lockTtlMs: num(values, 'lock-ttl-ms', 5_000),
+  }
+  const port = num(values, 'port', 3000)
+  const running =
+    workers <= 1
+      ? await startService({ ...common, port }).then((s) => ({ urls: [s.url], close: s.close }))
+      : await startCluster({ ...common, workers, basePort: port })
+  console.log(`flash-sale serving on ${running.urls.join(' ')} (store ${common.storeUrl}, locks ${common.backendUrl})`)
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve)
+    process.once('SIGTERM', resolve)
+  })
+  await running.close()
+}
+
+async function load(values: Values): Promise<boolean> {
+  const urls = (values.url ?? 'http://127.0.0.1:3000').split(',').map((u) => u.trim().replace(/\/$/, ''))
+  const rows: ResultRow[] = []
+  for (const strategy of strategies(values.strategy)) {
+    rows.push(
+      await runSale({
+        urls,
+        strategy,
+        stock: num(values, 'stock', 100),
+        buyers: num(values, 'buyers', 10_000),
+        processes: num(values, 'processes', 2),
+        concurrency: num(values, 'concurrency', 64),
+        duplicateRate: num(values, 'dup-rate', 0.05),
+        ...(values.sale === undefined ? {} : { saleId: values.sale }),
+      }),
+    )
+  }
+  console.log(`\n${formatTable(rows)}\n${LEGEND}\n\n${formatChecks(rows)}`)
+  return rows.every((row) => row.checks.every((c) => c.ok))
+}
+
+async function main(argv: readonly string[]): Promise<number> {
+  const { values, positionals } = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true })
+  const command = positionals[0]
+  if (values.help === true || command === undefined) {
+    console.log(USAGE)
+    return command === undefined && values.help !== true ? 2 : 0
+  }
+  if (command === 'serve') {
+    await serve(values)
+    return 0
+  }
+  if (command === 'load') return (await load(values)) ? 0 : 1
+  if (command === 'demo') {
+    const ok = await runDemo({
+      workers: num(values, 'workers', 3),
+      buyers: num(values, 'buyers', 10_000),
+      stock: num(values, 'stock', 100),
+      processes: num(values, 'processes', 2),
+      concurrency: num(values, 'concurrency', 64),
+      strategies: strategies(values.strategy),
+      ...(values.backend === undefined ? {} : { backendUrl: values.backend }),
+      ...(values.store === undefined ? {} : { storeUrl: values.store }),
+    })
+    return ok ? 0 : 1
+  }
+  console.error(`unknown command ${command}\n${USAGE}`)
+  return 2
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code
+  },
+  (error: unknown) => {
+    console.error(error instanceof Error ? error.message : error)
+    process.exitCode = 1
+  },
+)

@@ -1,0 +1,54 @@
+import type { LoadResult } from './run-load.js'
+
+/** The audit as served by `GET /sales/:id/audit`. */
+export interface AuditSnapshot {
+  readonly initial: number
+  readonly remaining: number
+  readonly minRemain: number
+  readonly sold: number
+  readonly orders: number
+  readonly usersWithSeveralOrders: number
+  readonly orderIds: readonly string[]
+}
+
+/** One invariant and whether it held. */
+export interface InvariantCheck {
+  readonly name: string
+  readonly ok: boolean
+  readonly detail: string
+}
+
+/**
+ * Checks the sale's invariants against the store's audit and what the buyers were told:
+ * sold + remaining = initial, stock never negative, one order per user, orders = sold (every order a
+ * buyer was given is stored, none doubled), oversold = 0.
+ *
+ * @example
+ * const checks = checkInvariants(await getAudit(url, sale.id), result, 1)
+ * const allHold = checks.every((c) => c.ok)
+ */
+export function checkInvariants(audit: AuditSnapshot, load: LoadResult, quantity: number): InvariantCheck[] {
+  const stored = new Set(audit.orderIds)
+  const missing = [...load.orderIds].filter((id) => !stored.has(id)).length
+  const told = load.counts.ordered + load.counts.recovered
+  const oversold = Math.max(0, audit.sold - audit.initial, told * quantity - audit.initial)
+  return [
+    {
+      name: 'sold + remaining = initial',
+      ok: audit.sold + audit.remaining === audit.initial,
+      detail: `${audit.sold} + ${audit.remaining} = ${audit.sold + audit.remaining} (initial ${audit.initial})`,
+    },
+    { name: 'stock never negative', ok: audit.minRemain >= 0, detail: `lowest bucket ${audit.minRemain}` },
+    {
+      name: 'one order per user',
+      ok: audit.usersWithSeveralOrders === 0 && load.counts.doubled === 0,
+      detail: `${audit.usersWithSeveralOrders} users with several orders, ${load.counts.doubled} repeat orders accepted`,
+    },
+    {
+      name: 'orders = sold (none lost, none doubled)',
+      ok: missing === 0 && audit.orders * quantity === audit.sold && audit.orders === told,
+      detail: `${audit.orders} stored, ${told} confirmed to buyers, ${missing} confirmed but missing`,
+    },
+    { name: 'oversold = 0', ok: oversold === 0, detail: `oversold ${oversold}` },
+  ]
+}

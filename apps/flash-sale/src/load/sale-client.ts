@@ -1,0 +1,31 @@
+import type { Strategy } from '../store/types.js'
+import type { AuditSnapshot } from './invariants.js'
+
+async function json<T>(response: Response, what: string): Promise<T> {
+  const body = (await response.json()) as T
+  if (!response.ok) throw new Error(`${what} failed: ${response.status} ${JSON.stringify(body)}`)
+  return body
+}
+
+/**
+ * Creates a sale through the service's API.
+ *
+ * @example
+ * const { id } = await createSale(url, { item: 'phone', stock: 100, strategy: 'lock' })
+ */
+export async function createSale(
+  url: string,
+  sale: { item: string; stock: number; strategy: Strategy; buckets?: number; startsAt?: number },
+): Promise<{ id: string }> {
+  const response = await fetch(`${url}/sales`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(sale),
+  })
+  return json(response, 'POST /sales')
+}
+
+/** Reads `GET /sales/:id/audit`. */
+export async function getAudit(url: string, saleId: string): Promise<AuditSnapshot> {
+  return json(await fetch(`${url}/sales/${saleId}/audit`), 'GET /sales/:id/audit')
+}

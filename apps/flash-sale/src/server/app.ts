@@ -1,0 +1,66 @@
+import Fastify, { type FastifyInstance } from 'fastify'
+import type { Locks } from 'latchkey'
+import type { Sale, SaleStore } from '../store/types.js'
+import type { BuyContext } from '../strategies/buy.js'
+import { LocalQueue } from '../strategies/local-queue.js'
+import { registerDashboardRoutes } from './dashboard-routes.js'
+import type { ServiceMetrics } from './metrics.js'
+import { registerOrderRoute } from './order-route.js'
+import { registerSaleRoutes } from './sale-routes.js'
+
+/** What {@link buildApp} serves. */
+export interface AppOptions {
+  readonly store: SaleStore
+  readonly locks: Locks
+  readonly metrics: ServiceMetrics
+  /** Default 2 000: a buyer queued longer than this is told 503 (retry) rather than kept waiting. */
+  readonly lockWaitMs?: number
+  /** Default 5 000: how long a crashed holder can block an item before its lease expires. */
+  readonly lockTtlMs?: number
+  /** Fastify logger. Default off (the load test would drown in it). */
+  readonly logger?: boolean
+}
+
+/**
+ * Builds the flash-sale HTTP service (not listening yet): `POST /sales`, `GET /sales`, `GET /sales/:id`,
+ * `GET /sales/:id/audit`, `POST /sales/:id/orders`, `GET /metrics`, `GET /healthz`, and the live
+ * dashboard (`GET /dashboard`, fed by server-sent events from `GET /events`).
+ *
+ * @example
+ * const app = buildApp({ store: sqliteStore('./sale.db'), locks, metrics: createMetrics() })
+ * await app.listen({ port: 3000 })
+ */
+export function buildApp(options: AppOptions): FastifyInstance {
+  const { store, metrics, locks } = options
+  const ctx: BuyContext = {
+    store,
+    locks,
+    lockWaitMs: options.lockWaitMs ?? 2_000,
+    lockTtlMs: options.lockTtlMs ?? 5_000,
+    queue: new LocalQueue(),
+  }
+  const app = Fastify({
+    logger: options.logger ?? false,
+    // Strict bodies: "5" is not a stock count, and unknown fields are typos to report, not to drop.
+    ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allowUnionTypes: true } },
+  })
+  // Sales never change once created, so each service keeps the ones it has seen.
+  const sales = new Map<string, Sale>()
+  const remember = (sale: Sale): void => {
+    sales.set(sale.id, sale)
+  }
+  const findSale = async (id: string): Promise<Sale | undefined> => {
+    const sale = sales.get(id) ?? (await store.getSale(id))
+    if (sale !== undefined) remember(sale)
+    return sale
+  }
+  app.get('/healthz', async () => ({ ok: true, store: store.name, backend: locks.backend.name }))
+  app.get('/metrics', async (_request, reply) => {
+    reply.header('content-type', metrics.registry.contentType)
+    return metrics.registry.metrics()
+  })
+  registerSaleRoutes(app, store, remember)
+  registerOrderRoute(app, ctx, metrics, findSale)
+  registerDashboardRoutes(app, store, metrics.live)
+  return app
+}

@@ -1,0 +1,81 @@
+import type { FastifyInstance } from 'fastify'
+import type { Backend, Locks } from 'latchkey'
+import { backendFromUrl, createLocks } from 'latchkey'
+import { buildApp } from './server/app.js'
+import { createMetrics } from './server/metrics.js'
+import { openStore } from './store/open-store.js'
+import type { SaleStore } from './store/types.js'
+
+/** Options of {@link startService}. */
+export interface ServiceOptions {
+  /** Store URL. Default `sqlite:./flash-sale.db`. */
+  readonly storeUrl?: string
+  /** latchkey backend URL (`backendFromUrl`). Default `sqlite:./flash-sale-locks.db`. */
+  readonly backendUrl?: string
+  /** Default 127.0.0.1. */
+  readonly host?: string
+  /** Default 0 (any free port). */
+  readonly port?: number
+  /** Lease length of stock locks. Default 5 000. */
+  readonly lockTtlMs?: number
+  /** Longest wait for a stock lock before answering 503. Default 2 000. */
+  readonly lockWaitMs?: number
+  readonly logger?: boolean
+}
+
+/** A running service. */
+export interface RunningService {
+  readonly app: FastifyInstance
+  readonly store: SaleStore
+  readonly locks: Locks
+  readonly backend: Backend
+  readonly url: string
+  readonly port: number
+  /** Stops listening, releases held locks, closes the backend and the store. */
+  close(): Promise<void>
+}
+
+/**
+ * Opens the store and the lock backend, and starts the HTTP service.
+ *
+ * @example
+ * const service = await startService({ storeUrl: 'sqlite:./sale.db', backendUrl: 'sqlite:./locks.db', port: 3000 })
+ * console.log(service.url)
+ * await service.close()
+ */
+export async function startService(options: ServiceOptions = {}): Promise<RunningService> {
+  const store = await openStore(options.storeUrl ?? 'sqlite:./flash-sale.db')
+  let backend: Backend
+  try {
+    backend = await backendFromUrl(options.backendUrl ?? 'sqlite:./flash-sale-locks.db')
+  } catch (error) {
+    await store.close()
+    throw error
+  }
+  const metrics = createMetrics()
+  const locks = createLocks({ backend, namespace: 'flash-sale', onEvent: metrics.onLockEvent })
+  const app = buildApp({
+    store,
+    locks,
+    metrics,
+    ...(options.lockTtlMs === undefined ? {} : { lockTtlMs: options.lockTtlMs }),
+    ...(options.lockWaitMs === undefined ? {} : { lockWaitMs: options.lockWaitMs }),
+    ...(options.logger === undefined ? {} : { logger: options.logger }),
+  })
+  const close = async (): Promise<void> => {
+    await app.close()
+    await locks.close()
+    await backend.close()
+    await store.close()
+  }
+  try {
+    await app.listen({ host: options.host ?? '127.0.0.1', port: options.port ?? 0 })
+  } catch (error) {
+    await close()
+    throw error
+  }
+  const address = app.server.address()
+  const port = typeof address === 'object' && address !== null ? address.port : 0
+  const host = options.host ?? '127.0.0.1'
+  return { app, store, locks, backend, url: `http://${host}:${port}`, port, close }
+}

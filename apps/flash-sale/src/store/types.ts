@@ -1,0 +1,98 @@
+/** How a sale protects its stock. */
+export type Strategy = 'db-atomic' | 'lock' | 'sharded'
+
+/** Every strategy this build serves (`reserve` needs the Redis backend, which latchkey does not ship yet). */
+export const STRATEGIES: readonly Strategy[] = Object.freeze(['db-atomic', 'lock', 'sharded'])
+
+/** What `POST /sales` stores. */
+export interface SaleInput {
+  readonly item: string
+  /** Units for sale. */
+  readonly stock: number
+  /** Epoch ms before which orders are refused with 425. */
+  readonly startsAt: number
+  readonly strategy: Strategy
+  /** Stock buckets (1 unless the strategy is `sharded`). */
+  readonly buckets: number
+}
+
+/** A sale as stored. Immutable once created, so services may cache it. */
+export interface Sale extends SaleInput {
+  readonly id: string
+  readonly createdAt: number
+}
+
+/** A sale with its live counters, for `GET /sales/:id`. */
+export interface SaleSummary extends Sale {
+  /** Units not sold yet (sum over buckets). */
+  readonly remaining: number
+  /** Units sold (sum of order quantities). */
+  readonly sold: number
+  /** Number of orders. */
+  readonly orders: number
+}
+
+/** The result of one buy attempt against the store. */
+export type BuyOutcome =
+  | { readonly status: 'ordered'; readonly orderId: string; readonly bucket: number }
+  | { readonly status: 'sold-out' }
+  | { readonly status: 'duplicate' }
+  /** A fenced write was refused: a holder with a higher token touched the stock since our read. */
+  | { readonly status: 'stale' }
+
+/** One stock bucket. */
+export interface BucketStock {
+  readonly bucket: number
+  readonly remain: number
+}
+
+/** Everything the invariant checks need, read in one snapshot. */
+export interface SaleAudit {
+  readonly initial: number
+  readonly remaining: number
+  /** Lowest `remain` of any bucket (must be >= 0). */
+  readonly minRemain: number
+  /** Sum of order quantities. */
+  readonly sold: number
+  readonly orders: number
+  /** Users holding more than one order in this sale (must be 0). */
+  readonly usersWithSeveralOrders: number
+  /** Every order id of this sale. */
+  readonly orderIds: ReadonlySet<string>
+}
+
+/**
+ * The durable side of the service. All methods are async so that network stores (MariaDB, PostgreSQL)
+ * fit behind the same interface as the embedded SQLite one.
+ */
+export interface SaleStore {
+  readonly name: string
+  createSale(input: SaleInput): Promise<Sale>
+  getSale(id: string): Promise<Sale | undefined>
+  summary(id: string): Promise<SaleSummary | undefined>
+  /** The `limit` most recently created sales, newest first, with their counters. */
+  listSales(limit: number): Promise<SaleSummary[]>
+  hasOrder(saleId: string, userId: string): Promise<boolean>
+  /** Unlocked read of every bucket. Stock only ever decreases, so a bucket seen short stays short. */
+  buckets(saleId: string): Promise<BucketStock[]>
+  /** Note 004's conditional decrement plus the order insert, in one transaction. */
+  buyAtomic(saleId: string, userId: string, quantity: number): Promise<BuyOutcome>
+  /**
+   * Fenced read: records `token` as the bucket's fence (if no higher token has been seen) and returns its
+   * stock; `undefined` if a higher token got there first. Claiming at read time is what makes a later
+   * fenced write safe for read-check-write (a fence on the write alone lets two overlapping holders both
+   * write the value they read).
+   */
+  claimBucket(saleId: string, bucket: number, token: bigint): Promise<number | undefined>
+  /** Fenced write of `remain` plus the order insert, in one transaction; `stale` if the fence refused it. */
+  commitFenced(
+    saleId: string,
+    bucket: number,
+    remain: number,
+    token: bigint,
+    userId: string,
+    quantity: number,
+  ): Promise<BuyOutcome>
+  audit(saleId: string): Promise<SaleAudit | undefined>
+  close(): Promise<void>
+}
