@@ -114,13 +114,10 @@ case "${1:-}" in
   kill-member)
     [[ "${2:-}" =~ ^[123]$ ]] || die "kill-member needs 1, 2 or 3"
     dir="$(member_dir "$2")"
-    if [ -f "$dir/pid" ]; then
-      kill -9 "$(cat "$dir/pid")" 2>/dev/null || true
-    else
-      # Started from another checkout (no pid file here): find the member by its client port.
-      pid="$(ss -Htlnp "sport = :${EPORTS[$(($2 - 1))]}" | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2)"
-      [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null || true
-    fi
+    # The process listening on the member's client port (a pid file may be stale or from another checkout).
+    pid="$(ss -Htlnp "sport = :${EPORTS[$(($2 - 1))]}" | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2 || true)"
+    [ -z "$pid" ] && [ -f "$dir/pid" ] && pid="$(cat "$dir/pid")"
+    [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null || true
     rm -f "$dir/pid"
     ;;
   start-member)
