@@ -2,7 +2,7 @@
  * In-process release notifications: a backend calls `notify(key)` after a release in this process and
  * every subscription of that key wakes. Used by the embedded backends; server backends push their own.
  */
-import type { ReleaseSubscription } from './types.js'
+import type { LockKind, ReleaseSubscription } from './types.js'
 
 /**
  * A {@link ReleaseSubscription} that a backend wakes with `fire()`: `wait` resolves on the next fire (at once if
@@ -66,16 +66,25 @@ export class WakeSubscription implements ReleaseSubscription {
   }
 }
 
-/** A registry of subscriptions per key. */
+/**
+ * A registry of subscriptions per key. A release wakes every waiter that may be able to proceed together (readers,
+ * and fair / write waiters, whose turn only the backend knows) but only ONE mutex or semaphore waiter, the oldest:
+ * a release frees one slot, and waking them all is the herd that makes handoff quadratic in the waiter count.
+ * A woken waiter that leaves without using its wake-up passes it on to the next one.
+ */
 export class LocalNotifier {
   private readonly subs = new Map<string, Set<WakeSubscription>>()
+  private readonly wakesOne = new WeakSet<WakeSubscription>()
 
-  subscribe(key: string): ReleaseSubscription {
+  /** `kind` `mutex` or `semaphore` makes the subscriber one of those woken one at a time. */
+  subscribe(key: string, kind?: LockKind): ReleaseSubscription {
     const sub = new WakeSubscription((s) => {
       const set = this.subs.get(key)
       set?.delete(s)
       if (set?.size === 0) this.subs.delete(key)
+      else if (s.pending && this.wakesOne.has(s)) this.wakeOne(set)
     })
+    if (kind === 'mutex' || kind === 'semaphore') this.wakesOne.add(sub)
     let set = this.subs.get(key)
     if (set === undefined) {
       set = new Set()
@@ -85,10 +94,22 @@ export class LocalNotifier {
     return sub
   }
 
-  notify(key: string): void {
+  /** Wakes the waiters of `key` that a release may let through (`all`: every one, e.g. after a force release). */
+  notify(key: string, all = false): void {
     const set = this.subs.get(key)
     if (set === undefined) return
-    for (const sub of set) sub.fire()
+    for (const sub of set) if (all || !this.wakesOne.has(sub)) sub.fire()
+    if (!all) this.wakeOne(set)
+  }
+
+  /** Fires the oldest one-at-a-time subscriber that has no wake-up pending yet. */
+  private wakeOne(set: Set<WakeSubscription> | undefined): void {
+    for (const sub of set ?? []) {
+      if (this.wakesOne.has(sub) && !sub.pending) {
+        sub.fire()
+        return
+      }
+    }
   }
 
   /** Wakes the subscribers of every key that `matches`. */

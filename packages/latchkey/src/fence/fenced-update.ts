@@ -26,6 +26,12 @@ function ident(what: string, name: string): string {
  * records `token` there, so a holder that lost its lock cannot overwrite its successor's work. Zero affected
  * rows means the write was stale (or the row is missing). Values always travel as parameters.
  *
+ * A read-check-write needs the fence on the read too: if A (token 5) and then B (token 6) both read the row
+ * before either writes, A's write passes (the fence is still <= 5) and B's passes after it, both acting on the
+ * same stale read. Claim the row when reading (`UPDATE ... SET fence_token = ? WHERE id = ? AND fence_token <= ?
+ * RETURNING ...`, or this builder with `set: {}` widened to the fence alone) so that an overtaken holder's write
+ * fails. The flash-sale service's `lock` strategy does exactly that.
+ *
  * @example
  * const { sql, params } = fencedUpdate({ table: 'stock', set: { remain: 9 }, where: { id: 1 }, token: lease.token })
  * // UPDATE stock SET remain = ?, fence_token = ? WHERE id = ? AND fence_token <= ?

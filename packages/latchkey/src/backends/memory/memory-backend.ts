@@ -118,12 +118,12 @@ export class MemoryBackend implements Backend {
     const state = this.locks.get(key)
     if (state === undefined) return false
     this.locks.delete(key)
-    this.notifier.notify(key)
+    this.notifier.notify(key, true)
     return state.holders.size > 0
   }
 
   subscribe(ref: LockRef): ReleaseSubscription {
-    return this.notifier.subscribe(stateKey(ref))
+    return this.notifier.subscribe(stateKey(ref), ref.kind)
   }
 
   async close(): Promise<void> {

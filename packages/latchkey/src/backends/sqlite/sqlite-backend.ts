@@ -131,12 +131,12 @@ export class SqliteBackend implements Backend {
       })
       return tx.immediate()
     })
-    this.announce(key)
+    this.announce(key, true)
     return dropped > 0
   }
 
   subscribe(ref: LockRef): ReleaseSubscription {
-    return this.notifier.subscribe(stateKey(ref))
+    return this.notifier.subscribe(stateKey(ref), ref.kind)
   }
 
   async close(): Promise<void> {
@@ -144,8 +144,8 @@ export class SqliteBackend implements Backend {
     if (this.ownsDatabase && this.db.open) this.db.close()
   }
 
-  private announce(key: string): void {
-    this.notifier.notify(key)
+  private announce(key: string, all = false): void {
+    this.notifier.notify(key, all)
     this.files?.announce(key)
   }
 
