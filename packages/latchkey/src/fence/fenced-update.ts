@@ -29,8 +29,8 @@ function ident(what: string, name: string): string {
  * A read-check-write needs the fence on the read too: if A (token 5) and then B (token 6) both read the row
  * before either writes, A's write passes (the fence is still <= 5) and B's passes after it, both acting on the
  * same stale read. Claim the row when reading (`UPDATE ... SET fence_token = ? WHERE id = ? AND fence_token <= ?
- * RETURNING ...`, or this builder with `set: {}` widened to the fence alone) so that an overtaken holder's write
- * fails. The flash-sale service's `lock` strategy does exactly that.
+ * RETURNING ...`) so that an overtaken holder's later write fails. The flash-sale service's `lock` strategy
+ * does exactly that.
  *
  * @example
  * const { sql, params } = fencedUpdate({ table: 'stock', set: { remain: 9 }, where: { id: 1 }, token: lease.token })
