@@ -112,6 +112,11 @@ export class LocalNotifier {
     }
   }
 
+  /** Wakes every subscription of every key (after a gap in which notifications may have been missed). */
+  notifyAll(): void {
+    for (const key of [...this.subs.keys()]) this.notify(key, true)
+  }
+
   /** Wakes the subscribers of every key that `matches`. */
   notifyWhere(matches: (key: string) => boolean): void {
     for (const key of this.subs.keys()) if (matches(key)) this.notify(key)

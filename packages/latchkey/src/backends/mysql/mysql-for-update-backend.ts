@@ -64,9 +64,17 @@ export class MysqlForUpdateBackend extends SessionBackend<MysqlConnection> {
       await this.createRow(connection, key)
       if ((await this.lockRow(connection, key)) !== 'held') return false
     } else if (locked === 'busy') return false
-    const header = await this.db.query<MysqlResultHeader>(SQL.fence, [key, connection.threadId ?? 0])
-    // The token counts only if the row lock was still ours after it was drawn (see the class notes).
-    await this.run(connection, 'SELECT 1')
+    let header: MysqlResultHeader
+    try {
+      header = await this.db.query<MysqlResultHeader>(SQL.fence, [key, connection.threadId ?? 0])
+      // The token counts only if the row lock was still ours after it was drawn (see the class notes).
+      await this.run(connection, 'SELECT 1')
+    } catch (error) {
+      // Free the row lock now: a destroyed connection frees it only when the server notices, and a retry
+      // right after this error would find the lock still taken.
+      await this.run(connection, 'ROLLBACK').catch(() => undefined)
+      throw error
+    }
     return { token: BigInt(header.insertId), detail: key }
   }
 

@@ -1,4 +1,5 @@
 import { type HolderState, stateKey, type WaiterState } from '../../backend/grant-rules.js'
+import { LocalNotifier } from '../../backend/local-notifier.js'
 import type {
   AcquireRequest,
   AcquireResult,
@@ -12,7 +13,6 @@ import type {
 } from '../../backend/types.js'
 import { isFatal, type MysqlConnection, type MysqlResultHeader, type MysqlRunner, matchedRows } from './mysql-client.js'
 import { MYSQL_MIGRATION_STATEMENTS, TABLE_SQL as SQL } from './mysql-schema.js'
-import { WakeOneNotifier } from './sql-notifier.js'
 import { acquireInTable, type LiveSummary, type LockCounters, precheckBusy, type TableTx } from './sql-table-grant.js'
 
 const CAPABILITIES: BackendCapabilities = Object.freeze({
@@ -45,7 +45,7 @@ class MissingLockRow extends Error {}
 export class MysqlTableBackend implements Backend {
   readonly name = 'mysql'
   readonly capabilities = CAPABILITIES
-  private readonly notifier = new WakeOneNotifier()
+  private readonly notifier = new LocalNotifier()
   private migrated: Promise<void> | undefined
 
   constructor(private readonly db: MysqlRunner) {}

@@ -9,6 +9,7 @@
  * at once, through its connections closing.
  */
 import { stateKey } from '../../backend/grant-rules.js'
+import { LocalNotifier } from '../../backend/local-notifier.js'
 import type {
   AcquireRequest,
   AcquireResult,
@@ -20,7 +21,6 @@ import type {
   RenewRequest,
 } from '../../backend/types.js'
 import { UnsupportedError } from '../../errors.js'
-import { WakeOneNotifier } from './sql-notifier.js'
 
 /** One held session lock. */
 export interface SessionHold<C> {
@@ -43,7 +43,7 @@ export abstract class SessionBackend<C> implements Backend {
   abstract readonly name: string
   abstract readonly capabilities: BackendCapabilities
   protected readonly holds = new Map<string, SessionHold<C>>()
-  protected readonly notifier = new WakeOneNotifier()
+  protected readonly notifier = new LocalNotifier()
   private closed = false
 
   /** Takes a connection from the pool (bounded wait). */

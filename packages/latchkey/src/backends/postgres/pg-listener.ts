@@ -1,5 +1,5 @@
+import { LocalNotifier } from '../../backend/local-notifier.js'
 import type { LockKind, ReleaseSubscription } from '../../backend/types.js'
-import { WakeOneNotifier } from '../mysql/sql-notifier.js'
 import type { PgClient, PgRunner } from './pg-client.js'
 
 /** How long to wait before listening again after the listening client died. */
@@ -7,14 +7,14 @@ const RELISTEN_DELAY_MS = 250
 
 /**
  * One `LISTEN`ing client per backend, taken from the pool on the first subscription and kept until
- * `close()`. Notifications carry a hash of the lock key; the subscriptions of that hash wake as {@link WakeOneNotifier} says.
+ * `close()`. Notifications carry a hash of the lock key; the subscriptions of that hash wake as {@link LocalNotifier} says.
  *
  * While the client is (re)connecting, a release may be missed, so every subscription is woken once the
  * `LISTEN` is in place: its waiter tries again instead of sleeping through the release. If listening fails
  * (pool exhausted, server down) the waiters still wake on the core's fallback poll and the holder's expiry.
  */
 export class PgListener {
-  private readonly notifier = new WakeOneNotifier()
+  private readonly notifier = new LocalNotifier()
   private client: PgClient | undefined
   private starting: Promise<void> | undefined
   private retry: NodeJS.Timeout | undefined
