@@ -14,6 +14,8 @@ import type { LockKind, ReleaseSubscription } from './types.js'
  */
 export class WakeSubscription implements ReleaseSubscription {
   pending = false
+  /** Set by close(): later waits return at once and fires are ignored. */
+  closed = false
   private wake: (() => void) | undefined
 
   /** `detach` runs once on close(): remove the subscription from wherever the backend keeps it. */
@@ -25,13 +27,14 @@ export class WakeSubscription implements ReleaseSubscription {
   }
 
   fire(): void {
+    if (this.closed) return
     this.pending = true
     this.wake?.()
   }
 
   wait(timeoutMs: number, signal?: AbortSignal): Promise<void> {
     if (signal?.aborted) return Promise.reject(signal.reason)
-    if (this.pending) {
+    if (this.pending || this.closed) {
       this.pending = false
       return Promise.resolve()
     }
@@ -59,6 +62,8 @@ export class WakeSubscription implements ReleaseSubscription {
   }
 
   close(): void {
+    if (this.closed) return
+    this.closed = true
     const detach = this.detach
     this.detach = () => undefined
     detach(this)
