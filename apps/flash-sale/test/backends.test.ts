@@ -1,16 +1,37 @@
-import { afterEach, describe, expect, it } from 'vitest'
+import { Redis } from 'ioredis'
+import { latchkeyLayout } from 'latchkey/redis'
+import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import { type Instance, post, startInstances, tempDir } from './support.js'
 
 const BUYERS = 1_000
 const STOCK = 100
 
 /** The lock backends on servers, as the service would be given them (`--backend URL`). */
+const REDIS_URL = process.env.LATCHKEY_REDIS_URL ?? 'redis://127.0.0.1:6379/0'
 const BACKENDS = [
+  ['redis', REDIS_URL],
   ['postgres', process.env.LATCHKEY_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test'],
   ['mysql', process.env.LATCHKEY_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test'],
   ['etcd', `etcd://${new URL(process.env.LATCHKEY_ETCD_URL ?? 'http://127.0.0.1:2379').host}`],
   ['zookeeper', `zookeeper://${process.env.LATCHKEY_ZK_URL ?? '127.0.0.1:2181'}`],
 ] as const
+
+// The service's locks live under the namespace `test:`; remove what they left in Redis (fencing counters).
+afterAll(async () => {
+  const client = new Redis(REDIS_URL)
+  try {
+    for (const pattern of latchkeyLayout.patternsFor('test:')) {
+      let cursor = '0'
+      do {
+        const [next, keys] = await client.scan(cursor, 'MATCH', pattern, 'COUNT', 1000)
+        cursor = next
+        if (keys.length > 0) await client.unlink(...keys)
+      } while (cursor !== '0')
+    }
+  } finally {
+    await client.quit()
+  }
+})
 
 // db-atomic takes no lock, so only the lock-based strategies are run against each lock backend.
 describe.each(BACKENDS)('%s locks (SQLite store): 1,000 concurrent buyers, 2 service instances', (_name, url) => {
