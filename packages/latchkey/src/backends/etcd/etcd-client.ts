@@ -1,8 +1,4 @@
-/**
- * The slice of an `etcd3` client (1.x) this backend uses, as structural types, so the package is imported only
- * when the backend opens a client itself. Raw RPCs (not the builders) give us range compares and one-trip txns.
- */
-import { createRequire } from 'node:module'
+import { requirePeer } from '../../backend/optional-peer.js'
 import { BackendUnavailableError, isLockError } from '../../errors.js'
 
 /** A key as etcd returns it (etcd3 uses decimal strings for int64). */
@@ -107,15 +103,11 @@ export interface OpenOptions {
  * the client (the core retries with its own backoff), and quick reconnects of the watch stream and channel.
  */
 export function openEtcdClient(options: OpenOptions): EtcdClient {
-  const require = createRequire(import.meta.url)
-  let etcd3: { Etcd3: new (options: unknown) => EtcdClient }
-  try {
-    etcd3 = require('etcd3') as typeof etcd3
-  } catch (error) {
-    throw new BackendUnavailableError('etcd backend needs the etcd3 package (1.x): npm install etcd3', {
-      cause: error,
-    })
-  }
+  const etcd3 = requirePeer<{ Etcd3: new (options: unknown) => EtcdClient }>(
+    'etcd3',
+    'etcd',
+    'etcd3 package (1.x): npm install etcd3',
+  )
   // A pass-through cockatiel policy. `async`: etcd3's markFailed relies on execute() returning a promise.
   const noop = { execute: async (fn: (context: unknown) => unknown) => fn({ signal: new AbortController().signal }) }
   return new etcd3.Etcd3({

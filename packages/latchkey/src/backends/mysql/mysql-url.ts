@@ -1,6 +1,5 @@
-import { createRequire } from 'node:module'
+import { requirePeer } from '../../backend/optional-peer.js'
 import type { Backend } from '../../backend/types.js'
-import { BackendUnavailableError } from '../../errors.js'
 import type { MysqlPool } from './mysql-client.js'
 
 interface Mysql2Promise {
@@ -23,14 +22,7 @@ export async function openMysqlBackend(
   const limit = Number(parsed.searchParams.get('connectionLimit') ?? 10)
   parsed.searchParams.delete('strategy')
   parsed.searchParams.delete('connectionLimit')
-  let mysql: Mysql2Promise
-  try {
-    mysql = createRequire(import.meta.url)('mysql2/promise') as Mysql2Promise
-  } catch (error) {
-    throw new BackendUnavailableError('mysql backend needs the mysql2 package (3.x): npm install mysql2', {
-      cause: error,
-    })
-  }
+  const mysql = requirePeer<Mysql2Promise>('mysql2/promise', 'mysql', 'mysql2 package (3.x): npm install mysql2')
   const pool = mysql.createPool({ uri: parsed.toString(), connectionLimit: limit })
   const backend = make({ pool, strategy })
   const close = backend.close.bind(backend)

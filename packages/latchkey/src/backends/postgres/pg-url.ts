@@ -1,6 +1,5 @@
-import { createRequire } from 'node:module'
+import { requirePeer } from '../../backend/optional-peer.js'
 import type { Backend } from '../../backend/types.js'
-import { BackendUnavailableError } from '../../errors.js'
 import type { PgPool } from './pg-client.js'
 
 interface PgModule {
@@ -29,12 +28,7 @@ export async function openPostgresBackend(
   const max = Number(parsed.searchParams.get('max') ?? 10)
   parsed.searchParams.delete('strategy')
   parsed.searchParams.delete('max')
-  let pg: PgModule
-  try {
-    pg = createRequire(import.meta.url)('pg') as PgModule
-  } catch (error) {
-    throw new BackendUnavailableError('postgres backend needs the pg package (8.x): npm install pg', { cause: error })
-  }
+  const pg = requirePeer<PgModule>('pg', 'postgres', 'pg package (8.x): npm install pg')
   const pool = new pg.Pool({ connectionString: parsed.toString(), max })
   // An idle client dropped by the server is reported here; the pool replaces it on the next connect.
   pool.on('error', () => undefined)

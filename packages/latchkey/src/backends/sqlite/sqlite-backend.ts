@@ -1,6 +1,6 @@
-import { createRequire } from 'node:module'
 import { decideGrant, type HolderState, stateKey, type WaiterState } from '../../backend/grant-rules.js'
 import { LocalNotifier } from '../../backend/local-notifier.js'
+import { requirePeer } from '../../backend/optional-peer.js'
 import type {
   AcquireRequest,
   AcquireResult,
@@ -207,17 +207,10 @@ function toHolder(row: RawHolder): HolderState {
 }
 
 function openDatabase(path: string): SqliteDatabase {
-  const require = createRequire(import.meta.url)
-  let Database: new (path: string) => SqliteDatabase
-  try {
-    Database = require('better-sqlite3') as typeof Database
-  } catch (error) {
-    throw new BackendUnavailableError(
-      'sqlite backend needs the better-sqlite3 package (12.x): npm install better-sqlite3@12',
-      {
-        cause: error,
-      },
-    )
-  }
+  const Database = requirePeer<new (path: string) => SqliteDatabase>(
+    'better-sqlite3',
+    'sqlite',
+    'better-sqlite3 package (12.x): npm install better-sqlite3@12',
+  )
   return new Database(path)
 }

@@ -1,8 +1,4 @@
-/**
- * The slice of a `node-zookeeper-client` client this backend uses, promise wrappers, and error mapping.
- * The package is loaded only to open a client from a connect string, never at module load.
- */
-import { createRequire } from 'node:module'
+import { requirePeer } from '../../backend/optional-peer.js'
 import { BackendUnavailableError } from '../../errors.js'
 
 /** A znode's metadata; the zxids and times are 8-byte big-endian buffers, as the client returns them. */
@@ -96,16 +92,11 @@ export function call<T>(start: (callback: Callback<T>) => void): Promise<T> {
 
 /** Opens (connects) a `node-zookeeper-client` client; the caller owns it. */
 export function openClient(connectString: string, sessionTimeoutMs: number): ZkClient {
-  const require = createRequire(import.meta.url)
-  let zookeeper: { createClient(cs: string, o: object): ZkClient }
-  try {
-    zookeeper = require('node-zookeeper-client') as typeof zookeeper
-  } catch (error) {
-    throw new BackendUnavailableError(
-      'zookeeper backend needs the node-zookeeper-client package: npm install node-zookeeper-client',
-      { cause: error },
-    )
-  }
+  const zookeeper = requirePeer<{ createClient(cs: string, o: object): ZkClient }>(
+    'node-zookeeper-client',
+    'zookeeper',
+    'node-zookeeper-client package: npm install node-zookeeper-client',
+  )
   // retries: 0 because a blind retry of a sequential create would leave a second node; we recover by name.
   const client = zookeeper.createClient(connectString, { sessionTimeout: sessionTimeoutMs, spinDelay: 200, retries: 0 })
   client.connect()
