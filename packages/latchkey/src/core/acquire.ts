@@ -34,7 +34,8 @@ export async function acquireLease(target: LockTarget, settings: AcquireSettings
   const { ctx } = target
   const backend = ctx.backend
   const started = monotonicNow()
-  const abort = linkAbort(settings.signal, ctx.closing)
+  const stop = new StopCheck(settings.signal, ctx.closing)
+  stop.throwIfStopped()
   const waiting = settings.waitMs > 0
   const queue = waiting && (target.kind === 'fair' || target.kind === 'write')
   const request: AcquireRequest = {
@@ -47,26 +48,26 @@ export async function acquireLease(target: LockTarget, settings: AcquireSettings
     queue,
     queueTtlMs: ctx.queueTtlMs,
   }
-  const subscription = waiting && !abort.signal.aborted ? backend.subscribe?.(request, request.owner) : undefined
+  const subscription = waiting ? backend.subscribe?.(request, request.owner) : undefined
   let tried = false
   let granted = false
   let lastError: unknown
   try {
     for (let attempt = 0; ; attempt++) {
-      abort.signal.throwIfAborted()
+      stop.throwIfStopped()
       const sentAt = monotonicNow()
       let result: AcquireResult | undefined
       tried = true
       try {
         result = await backend.tryAcquire(request)
       } catch (error) {
-        if (!waiting || !(isLockError(error) && error.retryable) || abort.signal.aborted) throw error
+        if (!waiting || !(isLockError(error) && error.retryable) || stop.stopped) throw error
         lastError = error
         emitSafely(ctx.onEvent, { type: 'backend-error', ...describe(target), error })
       }
-      if (abort.signal.aborted) {
+      if (stop.stopped) {
         if (result?.acquired === true) await releaseQuietly(target, request.owner)
-        throw abort.signal.reason
+        stop.throwIfStopped()
       }
       if (result?.acquired === true) {
         granted = true
@@ -89,12 +90,13 @@ export async function acquireLease(target: LockTarget, settings: AcquireSettings
         throw new LockTimeoutError(target.name, waitedMs, { cause: lastError })
       }
       const pause = nextPause(target, attempt, remaining, result)
-      if (subscription !== undefined) await subscription.wait(pause, abort.signal)
-      else await sleep(pause, abort.signal)
+      const signal = stop.linked()
+      if (subscription !== undefined) await subscription.wait(pause, signal)
+      else await sleep(pause, signal)
     }
   } finally {
     subscription?.close()
-    abort.dispose()
+    stop.dispose()
     // Any waiter that gave up tells the backend, which may keep state per waiter (a place in line, a node).
     if (waiting && tried && !granted) {
       await backend.leaveQueue(request).catch((error: unknown) => {
@@ -129,23 +131,51 @@ function describe(target: LockTarget): { name: string; kind: LockTarget['kind'];
   return { name: target.name, kind: target.kind, backend: (target.ctx.backend as Backend).name }
 }
 
-/** One signal that aborts with the caller's reason, or with `LocksClosedError` when `close()` is called. */
-function linkAbort(user: AbortSignal | undefined, closing: AbortSignal): { signal: AbortSignal; dispose(): void } {
-  const controller = new AbortController()
-  const onUser = (): void => controller.abort(user?.reason)
-  const onClose = (): void =>
-    controller.abort(new LocksClosedError('latchkey: Locks.close() was called while acquiring'))
-  if (user?.aborted) onUser()
-  else if (closing.aborted) onClose()
-  else {
-    user?.addEventListener('abort', onUser, { once: true })
-    closing.addEventListener('abort', onClose, { once: true })
+/**
+ * The caller's signal and `close()`, checked cheaply on every try; one linked `AbortSignal` is built only when
+ * the acquire has to wait (an uncontended acquire never pays for an AbortController and its listeners).
+ */
+class StopCheck {
+  private link: { controller: AbortController; onUser(): void; onClose(): void } | undefined
+
+  constructor(
+    private readonly user: AbortSignal | undefined,
+    private readonly closing: AbortSignal,
+  ) {}
+
+  get stopped(): boolean {
+    return this.user?.aborted === true || this.closing.aborted
   }
-  return {
-    signal: controller.signal,
-    dispose() {
-      user?.removeEventListener('abort', onUser)
-      closing.removeEventListener('abort', onClose)
-    },
+
+  /** Rejects with the caller's reason, or `LocksClosedError` after `close()`. */
+  throwIfStopped(): void {
+    if (this.user?.aborted) throw this.user.reason
+    if (this.closing.aborted) throw closedError()
   }
+
+  /** A signal that aborts like {@link throwIfStopped} would throw; created once, on the first wait. */
+  linked(): AbortSignal {
+    if (this.link !== undefined) return this.link.controller.signal
+    const controller = new AbortController()
+    const onUser = (): void => controller.abort(this.user?.reason)
+    const onClose = (): void => controller.abort(closedError())
+    this.link = { controller, onUser, onClose }
+    if (this.user?.aborted) onUser()
+    else if (this.closing.aborted) onClose()
+    else {
+      this.user?.addEventListener('abort', onUser, { once: true })
+      this.closing.addEventListener('abort', onClose, { once: true })
+    }
+    return controller.signal
+  }
+
+  dispose(): void {
+    if (this.link === undefined) return
+    this.user?.removeEventListener('abort', this.link.onUser)
+    this.closing.removeEventListener('abort', this.link.onClose)
+  }
+}
+
+function closedError(): LocksClosedError {
+  return new LocksClosedError('latchkey: Locks.close() was called while acquiring')
 }

@@ -32,12 +32,18 @@ type LeaseState = 'held' | 'released' | 'lost'
 export class HeldLease implements Lease {
   readonly name: string
   readonly token: bigint
-  private readonly controller = new AbortController()
+  /** Created on first use of `signal`: most leases are released without anyone reading it. */
+  private controller: AbortController | undefined
+  /** Why the lease was lost, kept for a `signal` first read after the loss. */
+  private lostReason: LockLostError | undefined
   private readonly acquiredAt = monotonicNow()
   private state: LeaseState = 'held'
   private deadline: number
-  private renewTimer: NodeJS.Timeout | undefined
-  private expiryTimer: NodeJS.Timeout | undefined
+  /** When the watchdog renews next (monotonic ms); Infinity while a renewal is in flight or autoRenew is off. */
+  private renewAt: number
+  /** The lease's one timer, armed for the earlier of `renewAt` and `deadline`. */
+  private timer: NodeJS.Timeout | undefined
+  private timerAt = Number.POSITIVE_INFINITY
   private releasing: Promise<void> | undefined
   private unwatch: (() => void) | undefined
 
@@ -52,14 +58,19 @@ export class HeldLease implements Lease {
     this.name = target.name
     this.token = token
     this.deadline = sentAt + ttlMs - driftMs(ttlMs)
+    this.renewAt = autoRenew ? sentAt + ttlMs / 3 : Number.POSITIVE_INFINITY
     target.ctx.active.add(this)
-    this.schedule()
+    this.arm()
     this.unwatch = target.ctx.backend.watchLease?.(this.ref(), (reason) =>
       this.lose(new LockLostError(`Lost ${this.where()}: ${reason}`, { lockName: this.name })),
     )
   }
 
   get signal(): AbortSignal {
+    if (this.controller === undefined) {
+      this.controller = new AbortController()
+      if (this.lostReason !== undefined) this.controller.abort(this.lostReason)
+    }
     return this.controller.signal
   }
 
@@ -75,13 +86,13 @@ export class HeldLease implements Lease {
   async extend(ttlMs?: number): Promise<void> {
     const ttl = ttlMs === undefined ? this.ttlMs : checkDuration('ttlMs', ttlMs, { min: 1, max: MAX_TIMER_MS })
     if (this.state === 'released') throw this.notHolder('it was already released')
-    if (this.state === 'lost') throw this.notHolder('it was lost', this.signal.reason)
+    if (this.state === 'lost') throw this.notHolder('it was lost', this.lostReason)
     const sentAt = monotonicNow()
     const ok = await this.target.ctx.backend.renew({ ...this.ref(), ttlMs: ttl })
     if (this.state !== 'held') throw this.notHolder('it was released or lost while extending')
     if (!ok) {
       this.lose(this.lostError())
-      throw this.notHolder('it expired or was taken away', this.signal.reason)
+      throw this.notHolder('it expired or was taken away', this.lostReason)
     }
     this.ttlMs = ttl
     this.renewed(sentAt)
@@ -119,7 +130,7 @@ export class HeldLease implements Lease {
     if (!ok) {
       const error = this.notHolder(
         'it expired or was taken away; nothing was released',
-        wasLost ? this.signal.reason : undefined,
+        wasLost ? this.lostReason : undefined,
       )
       this.emit({ type: 'release-failed', token: this.token, error })
       throw error
@@ -127,31 +138,43 @@ export class HeldLease implements Lease {
     this.emit({ type: 'released', token: this.token, heldMs: monotonicNow() - this.acquiredAt })
   }
 
-  private schedule(): void {
-    this.stopTimers()
-    const now = monotonicNow()
-    this.expiryTimer = setTimeout(() => this.lose(this.expiredError()), Math.max(0, this.deadline - now))
-    this.expiryTimer.unref()
-    if (this.autoRenew) this.scheduleRenew(this.ttlMs / 3)
+  /** Arms the one timer for the next thing due: a renewal, or the deadline. Keeps an earlier-armed timer. */
+  private arm(): void {
+    const due = Math.min(this.renewAt, this.deadline)
+    if (this.timer !== undefined && this.timerAt <= due) return
+    clearTimeout(this.timer)
+    this.timerAt = due
+    this.timer = setTimeout(() => this.onTimer(), Math.max(0, due - monotonicNow()))
+    this.timer.unref()
   }
 
-  private scheduleRenew(delayMs: number): void {
-    clearTimeout(this.renewTimer)
-    this.renewTimer = setTimeout(() => void this.renewTick(), delayMs)
-    this.renewTimer.unref()
+  private onTimer(): void {
+    this.timer = undefined
+    this.timerAt = Number.POSITIVE_INFINITY
+    if (this.state !== 'held') return
+    const now = monotonicNow()
+    if (now >= this.deadline) {
+      this.lose(this.expiredError())
+      return
+    }
+    if (now >= this.renewAt) void this.renewTick()
+    this.arm()
   }
 
   private async renewTick(): Promise<void> {
-    if (this.state !== 'held') return
     const sentAt = monotonicNow()
+    // Until this renewal answers, only the deadline is due.
+    this.renewAt = Number.POSITIVE_INFINITY
     let ok: boolean
     try {
       ok = await this.target.ctx.backend.renew({ ...this.ref(), ttlMs: this.ttlMs })
     } catch (error) {
       if (this.state !== 'held') return
       this.emit({ type: 'renew-failed', token: this.token, error })
-      // Retry well before the deadline; the expiry timer aborts the signal if no retry gets through.
-      this.scheduleRenew(Math.max(10, Math.min(this.ttlMs / 3, (this.deadline - monotonicNow()) / 3)))
+      // Retry well before the deadline; the timer still aborts the signal there if no retry gets through.
+      const now = monotonicNow()
+      this.renewAt = now + Math.max(10, Math.min(this.ttlMs / 3, (this.deadline - now) / 3))
+      this.arm()
       return
     }
     if (this.state !== 'held') return
@@ -161,7 +184,10 @@ export class HeldLease implements Lease {
 
   private renewed(sentAt: number): void {
     this.deadline = sentAt + this.ttlMs - driftMs(this.ttlMs)
-    this.schedule()
+    this.renewAt = this.autoRenew ? sentAt + this.ttlMs / 3 : Number.POSITIVE_INFINITY
+    // The deadline moved later: re-arm from scratch rather than keep a timer set for the old one.
+    this.stopTimers()
+    this.arm()
     this.emit({ type: 'renewed', token: this.token, expiresAt: this.expiresAt })
   }
 
@@ -171,15 +197,15 @@ export class HeldLease implements Lease {
     this.state = 'lost'
     this.stopTimers()
     this.target.ctx.active.delete(this)
-    this.controller.abort(error)
+    this.lostReason = error
+    this.controller?.abort(error)
     this.emit({ type: 'lost', token: this.token, error })
   }
 
   private stopTimers(): void {
-    clearTimeout(this.renewTimer)
-    clearTimeout(this.expiryTimer)
-    this.renewTimer = undefined
-    this.expiryTimer = undefined
+    clearTimeout(this.timer)
+    this.timer = undefined
+    this.timerAt = Number.POSITIVE_INFINITY
     if (this.state !== 'held') {
       this.target.ctx.active.delete(this)
       this.unwatch?.()
@@ -212,6 +238,7 @@ export class HeldLease implements Lease {
 
   private emit(event: Record<string, unknown> & { type: string }): void {
     const { ctx, name, kind } = this.target
+    if (ctx.onEvent === undefined) return
     emitSafely(ctx.onEvent, { ...event, name, kind, backend: ctx.backend.name } as never)
   }
 }
