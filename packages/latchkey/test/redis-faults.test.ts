@@ -161,6 +161,43 @@ describe('wake-one handoff', () => {
     await backend.close()
     await client.quit()
   }, 30_000)
+
+  it('across processes (one backend and subscriber each), releases wake the waiters in order of arrival', async () => {
+    const namespace = `order-${randomUUID()}`
+    const peers = Array.from({ length: 3 }, () => {
+      const client = ioredisClient(server.url)
+      const peer = redisBackend({ client })
+      return { client, backend: peer, locks: createLocks({ backend: peer, namespace }) }
+    })
+    const first = peers[0] as (typeof peers)[number]
+    const holder = await first.locks.mutex('queue').acquire()
+    const order: number[] = []
+    const waiters: Promise<void>[] = []
+    for (let i = 0; i < 9; i++) {
+      const peer = peers[i % 3] as (typeof peers)[number]
+      waiters.push(
+        peer.locks
+          .mutex('queue')
+          .acquire({ waitMs: 20_000 })
+          .then(async (lease) => {
+            order.push(i)
+            await sleep(5)
+            await lease.release()
+          }),
+      )
+      // Each waiter's first try registers it before the next one arrives.
+      await sleep(40)
+    }
+    await holder.release()
+    await Promise.all(waiters)
+    // With one wake per process per release, the three processes' waiters would race for every handoff.
+    expect(order).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8])
+    for (const peer of peers) {
+      await peer.locks.close()
+      await peer.backend.close()
+      await peer.client.quit()
+    }
+  }, 30_000)
 })
 
 describe('waitReplicas', () => {

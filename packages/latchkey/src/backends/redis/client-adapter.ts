@@ -35,8 +35,10 @@ export interface RedisCommander {
   readonly library: 'ioredis' | 'node-redis'
   /** True when the client knows it is disconnected (fail fast instead of queueing). */
   readonly offline: boolean
-  /** EVALSHA, falling back to EVAL (which also loads the script) on NOSCRIPT. */
-  evalScript(script: LuaScript, keys: readonly string[], args: readonly string[]): Promise<unknown>
+  /** EVALSHA of a script; rejects with a NOSCRIPT reply error (see {@link isNoScript}) if it is not loaded. */
+  evalsha(script: LuaScript, keys: readonly string[], args: readonly string[]): Promise<unknown>
+  /** EVAL, which also loads the script for later EVALSHAs. */
+  eval(script: LuaScript, keys: readonly string[], args: readonly string[]): Promise<unknown>
   /** `WAIT numreplicas timeout`: how many replicas acknowledged this connection's writes. */
   waitReplicas(replicas: number, timeoutMs: number): Promise<number>
   /** Opens a duplicate connection for SUBSCRIBE; errors on it are reported to `onError`, never thrown. */
@@ -80,7 +82,8 @@ export function isReplyError(error: unknown): error is Error {
   return false
 }
 
-function isNoScript(error: unknown): boolean {
+/** Whether `error` is Redis's NOSCRIPT reply (EVALSHA of a script the server has not loaded). */
+export function isNoScript(error: unknown): boolean {
   return isReplyError(error) && error.message.startsWith('NOSCRIPT')
 }
 
@@ -102,14 +105,8 @@ function ioredisCommander(client: Ioredis): RedisCommander {
     get offline() {
       return IOREDIS_DOWN.has(client.status)
     },
-    async evalScript(script, keys, args) {
-      try {
-        return await client.evalsha(script.sha, keys.length, ...keys, ...args)
-      } catch (error) {
-        if (!isNoScript(error)) throw error
-        return client.eval(script.source, keys.length, ...keys, ...args)
-      }
-    },
+    evalsha: (script, keys, args) => client.evalsha(script.sha, keys.length, ...keys, ...args),
+    eval: (script, keys, args) => client.eval(script.source, keys.length, ...keys, ...args),
     async waitReplicas(replicas, timeoutMs) {
       return Number(await client.call('WAIT', String(replicas), String(timeoutMs)))
     },
@@ -133,15 +130,8 @@ function nodeRedisCommander(client: NodeRedis): RedisCommander {
     get offline() {
       return client.isOpen && !client.isReady
     },
-    async evalScript(script, keys, args) {
-      const n = String(keys.length)
-      try {
-        return await run(['EVALSHA', script.sha, n, ...keys, ...args])
-      } catch (error) {
-        if (!isNoScript(error)) throw error
-        return run(['EVAL', script.source, n, ...keys, ...args])
-      }
-    },
+    evalsha: (script, keys, args) => run(['EVALSHA', script.sha, String(keys.length), ...keys, ...args]),
+    eval: (script, keys, args) => run(['EVAL', script.source, String(keys.length), ...keys, ...args]),
     async waitReplicas(replicas, timeoutMs) {
       return Number(await run(['WAIT', String(replicas), String(timeoutMs)]))
     },

@@ -29,20 +29,35 @@ export class CommandDeadlines {
   track<T>(promise: Promise<T>, extraMs = 0): Promise<T> {
     if (this.timeoutMs <= 0) return promise
     return new Promise<T>((resolve, reject) => {
-      const entry: Entry = { deadline: performance.now() + this.timeoutMs + extraMs, reject }
-      this.pending.add(entry)
-      this.timer ??= setInterval(() => this.sweep(), this.tickMs).unref()
+      const entry = this.start(reject, extraMs)
       promise.then(
         (value) => {
-          this.pending.delete(entry)
+          this.finish(entry)
           resolve(value)
         },
         (error: unknown) => {
-          this.pending.delete(entry)
+          this.finish(entry)
           reject(error)
         },
       )
     })
+  }
+
+  /**
+   * Starts the clock of one command: `onTimeout` gets a `CommandTimeoutError` if {@link finish} is not called
+   * within the timeout. Undefined when deadlines are disabled.
+   */
+  start(onTimeout: (error: unknown) => void, extraMs = 0): object | undefined {
+    if (this.timeoutMs <= 0) return undefined
+    const entry: Entry = { deadline: performance.now() + this.timeoutMs + extraMs, reject: onTimeout }
+    this.pending.add(entry)
+    this.timer ??= setInterval(() => this.sweep(), this.tickMs).unref()
+    return entry
+  }
+
+  /** Stops the clock started by {@link start}; false when the command had already timed out. */
+  finish(entry: object | undefined): boolean {
+    return entry === undefined || this.pending.delete(entry as Entry)
   }
 
   private sweep(): void {

@@ -10,10 +10,13 @@ export type RedisLayoutName = 'latchkey' | 'redisson'
 
 /** The keys of one lock family (the mutex/fair/read/write family, or the semaphore) plus its channel. */
 export interface LockKeys {
-  /** KEYS for the scripts: holders, holder records (may be the same key), line, waiter expiries, fencing counter. */
-  readonly keys: readonly [string, string, string, string, string]
-  /** The first four: what every script but acquire needs (fewer arguments to send). */
-  readonly stateKeys: readonly [string, string, string, string]
+  /**
+   * KEYS for the scripts: holders, holder records (may be the same key), line, waiter expiries, watchers in
+   * order of arrival, fencing counter.
+   */
+  readonly keys: readonly [string, string, string, string, string, string]
+  /** The first five: what every script but acquire needs (fewer arguments to send). */
+  readonly stateKeys: readonly [string, string, string, string, string]
   /** The pub/sub channel a release is published on. */
   readonly channel: string
   /** Identifies the family in this process (the channel is unique per family). */
@@ -42,8 +45,8 @@ function escapeTag(name: string): string {
 }
 
 function lockKeys(keys: LockKeys['keys'], channel: string, id: string): LockKeys {
-  const [m, x, q, e] = keys
-  return { keys, stateKeys: [m, x, q, e], channel, id }
+  const [m, x, q, e, w] = keys
+  return { keys, stateKeys: [m, x, q, e, w], channel, id }
 }
 
 /** Escapes Redis glob metacharacters. */
@@ -59,7 +62,8 @@ export const latchkeyLayout: KeyLayout = Object.freeze({
     const base = `latchkey:{${escapeTag(ref.key)}}`
     const fam = ref.kind === 'semaphore' ? `${base}:sem` : base
     // The records live in the holders hash itself (KEYS[2] = KEYS[1]): one key to write per grant.
-    return lockKeys([fam, fam, `${fam}:line`, `${fam}:expiry`, `${base}:fence`], `${fam}:released`, fam)
+    const keys = [fam, fam, `${fam}:line`, `${fam}:expiry`, `${fam}:watchers`, `${base}:fence`] as const
+    return lockKeys(keys, `${fam}:released`, fam)
   },
   fieldOf(owner: string): string {
     return owner
@@ -89,7 +93,7 @@ export const redissonLayout: KeyLayout = Object.freeze({
       const fam = prefixName('latchkey_semaphore', name)
       const token = prefixName('redisson_lock_token', name)
       return lockKeys(
-        [fam, fam, `${fam}:line`, `${fam}:expiry`, token],
+        [fam, fam, `${fam}:line`, `${fam}:expiry`, `${fam}:watchers`, token],
         prefixName('latchkey_semaphore__channel', name),
         fam,
       )
@@ -99,6 +103,7 @@ export const redissonLayout: KeyLayout = Object.freeze({
       prefixName('latchkey_lock_holders', name),
       prefixName('latchkey_lock_line', name),
       prefixName('latchkey_lock_expiry', name),
+      prefixName('latchkey_lock_watchers', name),
       prefixName('redisson_lock_token', name),
     ] as const
     return lockKeys(keys, prefixName('redisson_lock__channel', name), name)
@@ -109,7 +114,13 @@ export const redissonLayout: KeyLayout = Object.freeze({
   },
   patternsFor(prefix: string): readonly string[] {
     const p = escapeGlob(prefix)
-    const aux = ['latchkey_semaphore', 'latchkey_lock_holders', 'latchkey_lock_line', 'latchkey_lock_expiry']
+    const aux = [
+      'latchkey_semaphore',
+      'latchkey_lock_holders',
+      'latchkey_lock_line',
+      'latchkey_lock_expiry',
+      'latchkey_lock_watchers',
+    ]
     return [`${p}*`, ...['redisson_lock_token', ...aux].flatMap((a) => [`${a}:{${p}*`, `${a}:${p}*`])]
   },
 })

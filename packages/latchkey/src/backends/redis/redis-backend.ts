@@ -9,8 +9,8 @@ import type {
   RenewRequest,
 } from '../../backend/types.js'
 import { BackendUnavailableError, isLockError } from '../../errors.js'
-import { adaptClient, isReplyError, type RedisClientLike, type RedisCommander } from './client-adapter.js'
-import { CommandDeadlines, CommandTimeoutError } from './command-deadlines.js'
+import { adaptClient, isNoScript, isReplyError, type RedisClientLike, type RedisCommander } from './client-adapter.js'
+import { CommandDeadlines } from './command-deadlines.js'
 import { KeyCache, type KeyLayout, layoutNamed, type RedisLayoutName } from './key-layout.js'
 import { ReleaseNotifier } from './release-notifier.js'
 import { type LuaScript, SCRIPTS } from './scripts/index.js'
@@ -93,7 +93,7 @@ export class RedisBackend implements Backend {
     }
     const reply = (await this.run(SCRIPTS.acquire, keys, args, request, orphan)) as [number, string | number]
     if (Number(reply[0]) !== 1) {
-      if (sub !== undefined) this.notifier.ensureListening(sub)
+      if (sub !== undefined) this.notifier.waiting(sub)
       const retry = Number(reply[1])
       return { acquired: false, retryAfterMs: retry > 0 ? retry : undefined }
     }
@@ -147,27 +147,40 @@ export class RedisBackend implements Backend {
     await this.notifier.close()
   }
 
-  /** Runs one script; `late` receives the reply of a command that outlived its deadline. */
-  private async run(
+  /**
+   * Runs one script by EVALSHA (EVAL when the server lost it) under the command deadline; `late` receives the
+   * reply of a command that outlived its deadline. One promise per call: this is the hot path of every lock.
+   */
+  private run(
     script: LuaScript,
     keys: readonly string[],
     args: readonly string[],
     ref: LockRef,
     late?: (reply: unknown) => void,
-  ) {
+  ): Promise<unknown> {
     if (this.commander.offline) {
-      throw new BackendUnavailableError(
-        `Redis is unreachable (the ${this.commander.library} client is reconnecting) for lock "${ref.key}"; retry later`,
-        { lockName: ref.key },
+      return Promise.reject(
+        new BackendUnavailableError(
+          `Redis is unreachable (the ${this.commander.library} client is reconnecting) for lock "${ref.key}"; retry later`,
+          { lockName: ref.key },
+        ),
       )
     }
-    const command = this.commander.evalScript(script, keys, args)
-    try {
-      return await this.deadlines.track(command)
-    } catch (error) {
-      if (late !== undefined && error instanceof CommandTimeoutError) command.then(late, () => undefined)
-      throw toLockError(error, ref.key, script.name)
-    }
+    return new Promise((resolve, reject) => {
+      const fail = (error: unknown): void => reject(toLockError(error, ref.key, script.name))
+      const entry = this.deadlines.start(fail)
+      const done = (reply: unknown): void => {
+        if (this.deadlines.finish(entry)) resolve(reply)
+        else late?.(reply)
+      }
+      const failed = (error: unknown): void => {
+        if (this.deadlines.finish(entry)) fail(error)
+      }
+      this.commander.evalsha(script, keys, args).then(done, (error: unknown) => {
+        if (isNoScript(error)) this.commander.eval(script, keys, args).then(done, failed)
+        else failed(error)
+      })
+    })
   }
 
   /** WAITs for the configured replicas; on too few acknowledgements undoes the write and fails. */

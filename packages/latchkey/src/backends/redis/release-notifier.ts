@@ -1,8 +1,9 @@
 /**
- * Release notifications over ONE subscriber connection per backend. A message wakes one local waiter of
- * that lock (FIFO over the waiters, so each retries in turn), all local readers (they share), and, for fair
- * locks and waiting writers, the waiter the message names as head of the line. So with 100 waiters in a
- * process a release costs one retry, not 100 (a broadcast herd).
+ * Release notifications over ONE subscriber connection per backend. A release names the waiter to wake, the
+ * head of the line (fair waiters, waiting writers) or else the oldest mutex/semaphore watcher, across all
+ * processes: only the process that has it wakes it (plus local readers, which share). So with 100 waiters a
+ * release costs one retry, not 100 (a broadcast herd), and waiters are woken in order of arrival. A message
+ * `0` (the Redisson layout, whose unlock names nobody) wakes one local waiter per process instead.
  */
 import type { LockKind, ReleaseSubscription } from '../../backend/types.js'
 import type { RedisCommander, SubscriberConnection } from './client-adapter.js'
@@ -27,15 +28,15 @@ export class ReleaseNotifier {
     private readonly lingerMs: number,
   ) {}
 
+  /**
+   * Opens a waiter's subscription. On a channel with local waiters (or lingering after them) it joins them now,
+   * since a release may be published before its first try's reply comes back. Otherwise it joins only after a
+   * failed try (see {@link waiting}): an uncontended acquire then costs no bookkeeping at all.
+   */
   subscribe(channel: string, kind: LockKind): ReleaseSubscription {
-    let group = this.groups.get(channel)
-    if (group === undefined) {
-      group = new ChannelGroup(channel)
-      this.groups.set(channel, group)
-    }
-    group.idleSince = undefined
-    const sub = new RedisReleaseSubscription(group, kind, (s) => this.detach(s))
-    group.subs.add(sub)
+    const sub = new RedisReleaseSubscription(channel, kind, (s) => this.detach(s))
+    const group = this.groups.get(channel)
+    if (group !== undefined) this.join(sub, group)
     // The core tries right after subscribing, in the same synchronous run; a subscription closed before
     // any try is forgotten in detach().
     this.unlinked = sub
@@ -48,23 +49,37 @@ export class ReleaseNotifier {
    */
   claim(field: string, channel: string): RedisReleaseSubscription | undefined {
     let sub = this.links.get(field)
-    if (sub === undefined && this.unlinked?.group.channel === channel && !this.unlinked.closed) {
+    if (sub === undefined && this.unlinked?.channel === channel && !this.unlinked.closed) {
       sub = this.unlinked
       this.unlinked = undefined
       sub.field = field
-      this.links.set(field, sub)
+      if (sub.group !== undefined) this.links.set(field, sub)
     }
     if (sub !== undefined) sub.owesTry = false
     return sub
   }
 
   /**
-   * Called after a failed try of a waiting attempt: subscribes the channel if it is not (lazily, so that
-   * uncontended acquires never subscribe). Once SUBSCRIBE is acknowledged every waiter of the channel retries
-   * once, since a release published before that would have been missed.
+   * Called after a failed try of a waiting attempt: joins the channel's waiters if it has not yet, and
+   * subscribes the channel if it is not (lazily, so that uncontended acquires never subscribe). Once SUBSCRIBE
+   * is acknowledged every waiter of the channel retries once, since a release published before that would
+   * have been missed.
    */
-  ensureListening(sub: RedisReleaseSubscription): void {
-    if (sub.group.ready === undefined && !sub.closed) this.listen(sub.group)
+  waiting(sub: RedisReleaseSubscription): void {
+    if (sub.closed) return
+    if (sub.group === undefined) {
+      let group = this.groups.get(sub.channel)
+      // Subscribed by another waiter since this one's try was sent: a release in between went unseen here.
+      const missed = group?.subscribed === true
+      if (group === undefined) {
+        group = new ChannelGroup(sub.channel)
+        this.groups.set(sub.channel, group)
+      }
+      this.join(sub, group)
+      if (sub.field !== undefined) this.links.set(sub.field, sub)
+      if (missed) sub.fire()
+    }
+    if (sub.group?.ready === undefined) this.listen(sub.group as ChannelGroup)
   }
 
   /** Handles one message from Redis: `*` wakes all, otherwise see the class comment. */
@@ -76,9 +91,13 @@ export class ReleaseNotifier {
       return
     }
     for (const sub of group.subs) if (sub.kind === 'read') sub.fire()
-    const head = message === '0' ? undefined : this.links.get(message)
-    if (head !== undefined && head.group === group) head.fire()
-    else if (message === '0') for (const sub of group.subs) if (isQueued(sub.kind)) sub.fire()
+    if (message !== '0') {
+      // The message names the one waiter (across all processes) to wake: ours, or nobody here.
+      const head = this.links.get(message)
+      if (head !== undefined && head.group === group) head.fire()
+      return
+    }
+    for (const sub of group.subs) if (isQueued(sub.kind)) sub.fire()
     this.wakeOne(group)
   }
 
@@ -101,6 +120,12 @@ export class ReleaseNotifier {
     sleeper?.fire()
   }
 
+  private join(sub: RedisReleaseSubscription, group: ChannelGroup): void {
+    group.idleSince = undefined
+    group.subs.add(sub)
+    sub.group = group
+  }
+
   private listen(group: ChannelGroup): void {
     this.connection ??= this.commander.openSubscriber(
       (channel, message) => this.dispatch(channel, message),
@@ -120,10 +145,11 @@ export class ReleaseNotifier {
   }
 
   private detach(sub: RedisReleaseSubscription): void {
+    if (this.unlinked === sub) this.unlinked = undefined
     const { group } = sub
+    if (group === undefined) return
     group.subs.delete(sub)
     if (sub.field !== undefined && this.links.get(sub.field) === sub) this.links.delete(sub.field)
-    if (this.unlinked === sub) this.unlinked = undefined
     // A woken waiter leaving without retrying (timeout, abort) must not swallow the wake.
     if (sub.owesTry && sub.kind !== 'read') {
       if (isQueued(sub.kind)) for (const other of group.subs) if (isQueued(other.kind)) other.fire()

@@ -29,8 +29,11 @@ export class RedisReleaseSubscription implements ReleaseSubscription {
   field: string | undefined
   private wake: (() => void) | undefined
 
+  /** The channel's local waiters, once this subscription joined them (see ReleaseNotifier.subscribe). */
+  group: ChannelGroup | undefined
+
   constructor(
-    readonly group: ChannelGroup,
+    readonly channel: string,
     readonly kind: LockKind,
     private readonly detach: (sub: RedisReleaseSubscription) => void,
   ) {}
@@ -57,8 +60,9 @@ export class RedisReleaseSubscription implements ReleaseSubscription {
         signal?.removeEventListener('abort', onAbort)
         this.wake = undefined
         this.pending = false
-        const at = this.group.waiting.indexOf(this)
-        if (at !== -1) this.group.waiting.splice(at, 1)
+        const waiting = this.group?.waiting
+        const at = waiting?.indexOf(this) ?? -1
+        if (at !== -1) waiting?.splice(at, 1)
       }
       const onAbort = (): void => {
         done()
@@ -73,7 +77,7 @@ export class RedisReleaseSubscription implements ReleaseSubscription {
         done()
         resolve()
       }
-      this.group.waiting.push(this)
+      this.group?.waiting.push(this)
       signal?.addEventListener('abort', onAbort, { once: true })
     })
   }

@@ -22,12 +22,15 @@ local function wait_here()
     end
   elseif mode ~= 'w' then
     return
+  elseif (kind == 'mutex' or kind == 'semaphore') and redis.call('ZSCORE', W, field) == false then
+    redis.call('ZADD', W, fmt(next_fence()), field)
   end
   redis.call('ZADD', E, now + wait_ttl, field)
   -- The line and the watch list vanish with their last member.
   local keep = tonumber(redis.call('ZRANGE', E, -1, -1, 'WITHSCORES')[2]) - now
   redis.call('PEXPIRE', E, keep)
   if redis.call('EXISTS', Q) == 1 then redis.call('PEXPIRE', Q, keep) end
+  if redis.call('EXISTS', W) == 1 then redis.call('PEXPIRE', W, keep) end
 end
 
 -- The first waiter standing before a request of this kind: anyone for fair, a waiting writer otherwise.
@@ -79,10 +82,10 @@ if lined then
 end
 
 local token = fmt(next_fence())
--- E holds everyone in Q: when it is gone, there is no place in line or watch to give up.
-if (mode ~= '-' or lined) and redis.call('EXISTS', E) == 1 then
+-- E holds everyone in Q and W: when it is gone, there is no place in line or watch to give up.
+if (mode ~= '-' or lined) and redis.call('ZREM', E, field) == 1 then
   redis.call('ZREM', Q, field)
-  redis.call('ZREM', E, field)
+  redis.call('ZREM', W, field)
 end
 local exp = now + ttl
 put(field, kind, exp, exp + delay, token)

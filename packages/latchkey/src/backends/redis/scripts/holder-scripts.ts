@@ -38,11 +38,14 @@ keep_until(nexp + (dly - exp), false)
 return 1
 `
 
-/** leaveQueue: gives up a place in line and wakes the new head. ARGV: field, channel, alwaysPublish. */
+/**
+ * leaveQueue: gives up a place in line or a watch and wakes the new head (the one leaving may have been woken
+ * and not have retried). ARGV: field, channel, alwaysPublish.
+ */
 export const LEAVE_QUEUE = `${BASE}${PRUNE_LINE}${NOTIFY}
-local removed = redis.call('ZREM', Q, ARGV[1])
+local removed = redis.call('ZREM', Q, ARGV[1]) + redis.call('ZREM', W, ARGV[1])
 redis.call('ZREM', E, ARGV[1])
-if removed == 1 then notify(ARGV[2], ARGV[3] == '1') end
+if removed > 0 then notify(ARGV[2], ARGV[3] == '1') end
 return removed
 `
 
@@ -64,7 +67,7 @@ return 0
 export const FORCE_RELEASE = `${BASE}${DROP}${LIVE_HOLDERS}${FOREIGN}
 local holders = live_holders()
 local held = #holders > 0 or foreign(0) ~= nil
-redis.call('DEL', M, X, Q, E)
+redis.call('DEL', M, X, Q, E, W)
 if ARGV[2] == '1' then
   redis.call('PUBLISH', ARGV[1], '0')
 else

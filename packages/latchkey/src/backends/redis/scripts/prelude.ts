@@ -8,13 +8,15 @@
  *   where a field of M without a record is a foreign (Redisson) holder, exclusive until M expires.
  *   M and X expire when the last holder's slot (lease + lock-delay) frees.
  * - KEYS[3] Q: zset of the line (fair waiters, waiting writers), score seq*2 (+1 for a writer).
+ * - KEYS[5] W: zset of the mutex/semaphore watchers in order of arrival (score: a sequence number). A release
+ *   names the first of Q, else the first of W, so one waiter across all processes is woken, oldest first.
  * - KEYS[4] E: zset member -> expiry (ms) of everyone waiting: queued waiters and watchers (waiters of a
  *   process subscribed to the channel). A release publishes only when E is not empty.
- * - KEYS[5] F: the fencing counter; never expires, so tokens keep increasing after the lock keys vanish.
+ * - KEYS[6] F: the fencing counter; never expires, so tokens keep increasing after the lock keys vanish.
  *
  * Time is the server's (`TIME`), so every client measures leases with one clock.
  */
-export const BASE = `local M, X, Q, E, F = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+export const BASE = `local M, X, Q, E, W, F = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local SPLIT = X ~= M
 local T = redis.call('TIME')
 local now = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000)
@@ -71,8 +73,12 @@ end
 export const PRUNE_LINE = `
 local function prune_line()
   local gone = redis.call('ZRANGEBYSCORE', E, '-inf', now)
-  for i = 1, #gone do redis.call('ZREM', Q, gone[i]) end
-  if #gone > 0 then redis.call('ZREMRANGEBYSCORE', E, '-inf', now) end
+  if #gone == 0 then return end
+  for i = 1, #gone do
+    redis.call('ZREM', Q, gone[i])
+    redis.call('ZREM', W, gone[i])
+  end
+  redis.call('ZREMRANGEBYSCORE', E, '-inf', now)
 end
 `
 
@@ -113,7 +119,7 @@ end
 
 export const NOTIFY = `
 -- Publishes a release when someone waits (always in the Redisson layout, whose Java waiters do not
--- register). The message names the head of the line so a process wakes only that waiter.
+-- register). The message names the head of the line, else the oldest watcher, so only that waiter wakes.
 local function notify(channel, always)
   if always then
     redis.call('PUBLISH', channel, '0')
@@ -123,6 +129,7 @@ local function notify(channel, always)
   prune_line()
   if redis.call('EXISTS', E) == 0 then return end
   local head = redis.call('ZRANGE', Q, 0, 0)[1]
+  if head == nil then head = redis.call('ZRANGE', W, 0, 0)[1] end
   redis.call('PUBLISH', channel, head or '0')
 end
 `
