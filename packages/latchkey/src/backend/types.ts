@@ -50,7 +50,15 @@ export interface AcquireRequest extends LockRef {
 
 /** The answer to {@link Backend.tryAcquire}. */
 export type AcquireResult =
-  | { readonly acquired: true; readonly token: bigint }
+  | {
+      readonly acquired: true
+      readonly token: bigint
+      /**
+       * Set when the lease began before this try was sent (a release handed the lock to this waiter): a
+       * monotonic instant (`performance.now()`) no later than the grant. The lease is timed from it.
+       */
+      readonly grantedAt?: number | undefined
+    }
   | {
       readonly acquired: false
       /** When the blocking holder's lease (plus lock-delay) ends, if known: a bound for the fallback poll. */

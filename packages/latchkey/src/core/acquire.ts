@@ -71,7 +71,8 @@ export async function acquireLease(target: LockTarget, settings: AcquireSettings
       }
       if (result?.acquired === true) {
         granted = true
-        const lease = new HeldLease(target, request.owner, result.token, sentAt, settings.ttlMs, settings.autoRenew)
+        const leaseStart = Math.min(sentAt, result.grantedAt ?? sentAt)
+        const lease = new HeldLease(target, request.owner, result.token, leaseStart, settings.ttlMs, settings.autoRenew)
         const waitedMs = monotonicNow() - started
         emitSafely(ctx.onEvent, {
           type: 'acquired',

@@ -12,11 +12,11 @@ export type RedisLayoutName = 'latchkey' | 'redisson'
 export interface LockKeys {
   /**
    * KEYS for the scripts: holders, holder records (may be the same key), line, waiter expiries, watchers in
-   * order of arrival, fencing counter.
+   * order of arrival, watchers' acquire specs, fencing counter (scripts/prelude.ts says what each holds).
    */
-  readonly keys: readonly [string, string, string, string, string, string]
-  /** The first five: what every script but acquire needs (fewer arguments to send). */
-  readonly stateKeys: readonly [string, string, string, string, string]
+  readonly keys: readonly [string, string, string, string, string, string, string]
+  /** All but the fencing counter: what every script but acquire and release needs. */
+  readonly stateKeys: readonly [string, string, string, string, string, string]
   /** The pub/sub channel a release is published on. */
   readonly channel: string
   /** Identifies the family in this process (the channel is unique per family). */
@@ -45,8 +45,8 @@ function escapeTag(name: string): string {
 }
 
 function lockKeys(keys: LockKeys['keys'], channel: string, id: string): LockKeys {
-  const [m, x, q, e, w] = keys
-  return { keys, stateKeys: [m, x, q, e, w], channel, id }
+  const [m, x, q, e, w, p] = keys
+  return { keys, stateKeys: [m, x, q, e, w, p], channel, id }
 }
 
 /** Escapes Redis glob metacharacters. */
@@ -62,7 +62,7 @@ export const latchkeyLayout: KeyLayout = Object.freeze({
     const base = `latchkey:{${escapeTag(ref.key)}}`
     const fam = ref.kind === 'semaphore' ? `${base}:sem` : base
     // The records live in the holders hash itself (KEYS[2] = KEYS[1]): one key to write per grant.
-    const keys = [fam, fam, `${fam}:line`, `${fam}:expiry`, `${fam}:watchers`, `${base}:fence`] as const
+    const keys = [fam, fam, `${fam}:line`, `${fam}:expiry`, `${fam}:watchers`, `${fam}:specs`, `${base}:fence`] as const
     return lockKeys(keys, `${fam}:released`, fam)
   },
   fieldOf(owner: string): string {
@@ -93,7 +93,7 @@ export const redissonLayout: KeyLayout = Object.freeze({
       const fam = prefixName('latchkey_semaphore', name)
       const token = prefixName('redisson_lock_token', name)
       return lockKeys(
-        [fam, fam, `${fam}:line`, `${fam}:expiry`, `${fam}:watchers`, token],
+        [fam, fam, `${fam}:line`, `${fam}:expiry`, `${fam}:watchers`, `${fam}:specs`, token],
         prefixName('latchkey_semaphore__channel', name),
         fam,
       )
@@ -104,6 +104,7 @@ export const redissonLayout: KeyLayout = Object.freeze({
       prefixName('latchkey_lock_line', name),
       prefixName('latchkey_lock_expiry', name),
       prefixName('latchkey_lock_watchers', name),
+      prefixName('latchkey_lock_specs', name),
       prefixName('redisson_lock_token', name),
     ] as const
     return lockKeys(keys, prefixName('redisson_lock__channel', name), name)
@@ -120,6 +121,7 @@ export const redissonLayout: KeyLayout = Object.freeze({
       'latchkey_lock_line',
       'latchkey_lock_expiry',
       'latchkey_lock_watchers',
+      'latchkey_lock_specs',
     ]
     return [`${p}*`, ...['redisson_lock_token', ...aux].flatMap((a) => [`${a}:{${p}*`, `${a}:${p}*`])]
   },

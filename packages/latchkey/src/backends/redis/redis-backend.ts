@@ -13,6 +13,7 @@ import { adaptClient, isNoScript, isReplyError, type RedisClientLike, type Redis
 import { CommandDeadlines } from './command-deadlines.js'
 import { KeyCache, type KeyLayout, layoutNamed, type RedisLayoutName } from './key-layout.js'
 import { ReleaseNotifier } from './release-notifier.js'
+import type { RedisReleaseSubscription } from './release-subscription.js'
 import { type LuaScript, SCRIPTS } from './scripts/index.js'
 
 /** Options of {@link redisBackend}. */
@@ -80,6 +81,7 @@ export class RedisBackend implements Backend {
     const { keys, channel } = this.keys.keysOf(request)
     const field = this.layout.fieldOf(request.owner)
     const sub = this.notifier.claim(field, channel)
+    if (sub?.granted !== undefined) return this.takeHandoff(request, sub)
     const mode = request.queue ? 'q' : sub === undefined ? '-' : 'w'
     const waitTtl = request.queue ? request.queueTtlMs : WATCH_TTL_MS
     // Packed into one argument: each argument costs the client more than Lua's string.match costs Redis.
@@ -91,7 +93,9 @@ export class RedisBackend implements Backend {
       const [granted, token] = late as [number, string]
       if (Number(granted) === 1) this.releaseGrant(request, String(token)).catch(() => undefined)
     }
-    const reply = (await this.run(SCRIPTS.acquire, keys, args, request, orphan)) as [number, string | number]
+    const sentAt = performance.now()
+    if (sub !== undefined) sub.triedAt = sentAt
+    const reply = (await this.run(SCRIPTS.acquire, keys, args, request, orphan)) as [number, string | number, number?]
     if (Number(reply[0]) !== 1) {
       if (sub !== undefined) this.notifier.waiting(sub)
       const retry = Number(reply[1])
@@ -99,7 +103,21 @@ export class RedisBackend implements Backend {
     }
     const token = BigInt(reply[1])
     if (this.replicas !== undefined) await this.replicated(request, () => this.releaseGrant(request, String(reply[1])))
-    return { acquired: true, token }
+    // Granted earlier by a release (see HANDOFF): the lease started `ttl - remaining` before this try ran.
+    const remaining = reply[2]
+    if (remaining === undefined) return { acquired: true, token }
+    return { acquired: true, token, grantedAt: sentAt - (request.ttlMs - Number(remaining)) }
+  }
+
+  /**
+   * Takes the lease a release granted to this waiter (named in its message): no round trip. The grant ran
+   * after this waiter's last failed try was sent, so the lease is timed from then.
+   */
+  private async takeHandoff(request: AcquireRequest, sub: RedisReleaseSubscription): Promise<AcquireResult> {
+    const token = sub.granted as string
+    sub.granted = undefined
+    if (this.replicas !== undefined) await this.replicated(request, () => this.releaseGrant(request, token))
+    return { acquired: true, token: BigInt(token), grantedAt: sub.triedAt }
   }
 
   async renew(request: RenewRequest): Promise<boolean> {
@@ -111,20 +129,20 @@ export class RedisBackend implements Backend {
   }
 
   async release(request: HolderRef): Promise<boolean> {
-    const { stateKeys: keys, channel } = this.keys.keysOf(request)
+    const { keys, channel } = this.keys.keysOf(request)
     const args = [this.layout.fieldOf(request.owner), channel, this.publishAlways]
     return Number(await this.run(SCRIPTS.release, keys, args, request)) === 1
   }
 
   /** Gives back the grant `token` of `request.owner`, unless the owner was granted again since. */
   private async releaseGrant(request: HolderRef, token: string): Promise<void> {
-    const { stateKeys: keys, channel } = this.keys.keysOf(request)
+    const { keys, channel } = this.keys.keysOf(request)
     const args = [this.layout.fieldOf(request.owner), channel, this.publishAlways, token]
     await this.run(SCRIPTS.release, keys, args, request)
   }
 
   async leaveQueue(request: HolderRef): Promise<void> {
-    const { stateKeys: keys, channel } = this.keys.keysOf(request)
+    const { keys, channel } = this.keys.keysOf(request)
     await this.run(SCRIPTS.leaveQueue, keys, [this.layout.fieldOf(request.owner), channel, this.publishAlways], request)
   }
 

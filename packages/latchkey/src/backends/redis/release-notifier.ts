@@ -2,7 +2,9 @@
  * Release notifications over ONE subscriber connection per backend. A release names the waiter to wake, the
  * head of the line (fair waiters, waiting writers) or else the oldest mutex/semaphore watcher, across all
  * processes: only the process that has it wakes it (plus local readers, which share). So with 100 waiters a
- * release costs one retry, not 100 (a broadcast herd), and waiters are woken in order of arrival. A message
+ * release costs one retry, not 100 (a broadcast herd), and waiters are woken in order of arrival. When the
+ * oldest waiter is a mutex/semaphore watcher, the release grants it the lock itself and the message carries the
+ * grant (`g <field> <token>`), so the waiter needs no round trip at all. A message
  * `0` (the Redisson layout, whose unlock names nobody) wakes one local waiter per process instead.
  */
 import type { LockKind, ReleaseSubscription } from '../../backend/types.js'
@@ -82,10 +84,18 @@ export class ReleaseNotifier {
     if (sub.group?.ready === undefined) this.listen(sub.group as ChannelGroup)
   }
 
-  /** Handles one message from Redis: `*` wakes all, otherwise see the class comment. */
+  /** Handles one message from Redis: `*` wakes all, `g <field> <token>` hands over a grant, else see above. */
   dispatch(channel: string, message: string): void {
     const group = this.groups.get(channel)
     if (group === undefined || group.subs.size === 0) return
+    if (message.startsWith('g ')) {
+      const at = message.lastIndexOf(' ')
+      const head = this.links.get(message.slice(2, at))
+      if (head === undefined || head.group !== group) return
+      head.granted = message.slice(at + 1)
+      head.fire()
+      return
+    }
     if (message === '*') {
       for (const sub of group.subs) sub.fire()
       return

@@ -27,6 +27,10 @@ export class RedisReleaseSubscription implements ReleaseSubscription {
   closed = false
   /** The holder field of the acquire attempt this subscription serves, once linked by `tryAcquire`. */
   field: string | undefined
+  /** The fencing token of a grant a release made to this waiter, until its next `tryAcquire` takes it. */
+  granted: string | undefined
+  /** When this waiter's last try was sent (monotonic ms): a grant made after it is timed from here. */
+  triedAt = 0
   private wake: (() => void) | undefined
 
   /** The channel's local waiters, once this subscription joined them (see ReleaseNotifier.subscribe). */

@@ -3,8 +3,9 @@ import { BASE, DROP, FOREIGN, KEEP_UNTIL, LIVE_HOLDERS, NEXT_FENCE, PRUNE_LINE, 
 /**
  * tryAcquire: the grant rules of grant-rules.ts `decideGrant` in one script.
  * ARGV: field, "kind ttlMs lockDelayMs permits mode waitTtlMs" where mode is `q` (keep a place in line),
- * `w` (watch: a waiter of this process is subscribed) or `-`. Returns {1, token} when granted, else
- * {0, retryAfterMs} (-1: unknown).
+ * `w` (watch: a waiter of this process is subscribed) or `-`. Returns {1, token} when granted, {1, token,
+ * remainingMs} when a release had already granted it to this watcher (see HANDOFF), else {0, retryAfterMs}
+ * (-1: unknown).
  */
 export const ACQUIRE = `${BASE}${DROP}${LIVE_HOLDERS}${FOREIGN}${PRUNE_LINE}${PUT}${KEEP_UNTIL}${NEXT_FENCE}
 local field = ARGV[1]
@@ -24,13 +25,17 @@ local function wait_here()
     return
   elseif (kind == 'mutex' or kind == 'semaphore') and redis.call('ZSCORE', W, field) == false then
     redis.call('ZADD', W, fmt(next_fence()), field)
+    redis.call('HSET', P, field, ARGV[2])
   end
   redis.call('ZADD', E, now + wait_ttl, field)
   -- The line and the watch list vanish with their last member.
   local keep = tonumber(redis.call('ZRANGE', E, -1, -1, 'WITHSCORES')[2]) - now
   redis.call('PEXPIRE', E, keep)
   if redis.call('EXISTS', Q) == 1 then redis.call('PEXPIRE', Q, keep) end
-  if redis.call('EXISTS', W) == 1 then redis.call('PEXPIRE', W, keep) end
+  if redis.call('EXISTS', W) == 1 then
+    redis.call('PEXPIRE', W, keep)
+    redis.call('PEXPIRE', P, keep)
+  end
 end
 
 -- The first waiter standing before a request of this kind: anyone for fair, a waiting writer otherwise.
@@ -44,6 +49,10 @@ local function first_in_line()
 end
 
 local holders = live_holders()
+-- Granted already, by a release handing the lock to this watcher (see HANDOFF).
+for _, h in ipairs(holders) do
+  if h.f == field and h.exp > now then return { 1, h.tok, h.exp - now } end
+end
 local blocked, frees = false, nil
 if kind == 'semaphore' then
   if #holders >= permits then
@@ -86,6 +95,7 @@ local token = fmt(next_fence())
 if (mode ~= '-' or lined) and redis.call('ZREM', E, field) == 1 then
   redis.call('ZREM', Q, field)
   redis.call('ZREM', W, field)
+  redis.call('HDEL', P, field)
 end
 local exp = now + ttl
 put(field, kind, exp, exp + delay, token)

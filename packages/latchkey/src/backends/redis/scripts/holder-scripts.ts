@@ -1,4 +1,15 @@
-import { BASE, DROP, FOREIGN, KEEP_UNTIL, LIVE_HOLDERS, NOTIFY, PRUNE_LINE, PUT } from './prelude.js'
+import {
+  BASE,
+  DROP,
+  FOREIGN,
+  HANDOFF,
+  KEEP_UNTIL,
+  LIVE_HOLDERS,
+  NEXT_FENCE,
+  NOTIFY,
+  PRUNE_LINE,
+  PUT,
+} from './prelude.js'
 
 /** The record of ARGV[1] while its lease is valid (expiresAt > now), else nil. */
 const VALID_RECORD = `
@@ -12,16 +23,19 @@ end
 `
 
 /**
- * release: drops a holder whose lease is still valid and publishes the release when someone waits.
+ * release: drops a holder whose lease is still valid and hands the lock to the oldest watcher, or publishes
+ * the release, when someone waits.
  * ARGV: field, channel, alwaysPublish (0/1), optionally the token the lease must have (an orphaned grant
  * is given back only if it was not granted again since). Returns 1, or 0 (no effect) when `field` holds
  * no valid lease.
  */
-export const RELEASE = `${BASE}${VALID_RECORD}${DROP}${PRUNE_LINE}${NOTIFY}
+const GIVE_AWAY = `${VALID_RECORD}${DROP}${LIVE_HOLDERS}${FOREIGN}${PRUNE_LINE}${PUT}${KEEP_UNTIL}${NEXT_FENCE}${NOTIFY}${HANDOFF}`
+
+export const RELEASE = `${BASE}${GIVE_AWAY}
 local kind, _, _, tok = valid_record(ARGV[1])
 if kind == nil or (ARGV[4] ~= nil and ARGV[4] ~= tok) then return 0 end
 drop(ARGV[1])
-notify(ARGV[2], ARGV[3] == '1')
+handoff(ARGV[2], ARGV[3] == '1')
 return 1
 `
 
@@ -40,11 +54,18 @@ return 1
 
 /**
  * leaveQueue: gives up a place in line or a watch and wakes the new head (the one leaving may have been woken
- * and not have retried). ARGV: field, channel, alwaysPublish.
+ * and not have retried). A grant a release made to this watcher that it never took is passed on.
+ * ARGV: field, channel, alwaysPublish.
  */
-export const LEAVE_QUEUE = `${BASE}${PRUNE_LINE}${NOTIFY}
+export const LEAVE_QUEUE = `${BASE}${GIVE_AWAY}
+if valid_record(ARGV[1]) ~= nil then
+  drop(ARGV[1])
+  handoff(ARGV[2], ARGV[3] == '1')
+  return 1
+end
 local removed = redis.call('ZREM', Q, ARGV[1]) + redis.call('ZREM', W, ARGV[1])
 redis.call('ZREM', E, ARGV[1])
+redis.call('HDEL', P, ARGV[1])
 if removed > 0 then notify(ARGV[2], ARGV[3] == '1') end
 return removed
 `
@@ -67,7 +88,7 @@ return 0
 export const FORCE_RELEASE = `${BASE}${DROP}${LIVE_HOLDERS}${FOREIGN}
 local holders = live_holders()
 local held = #holders > 0 or foreign(0) ~= nil
-redis.call('DEL', M, X, Q, E, W)
+redis.call('DEL', M, X, Q, E, W, P)
 if ARGV[2] == '1' then
   redis.call('PUBLISH', ARGV[1], '0')
 else

@@ -12,11 +12,13 @@
  *   names the first of Q, else the first of W, so one waiter across all processes is woken, oldest first.
  * - KEYS[4] E: zset member -> expiry (ms) of everyone waiting: queued waiters and watchers (waiters of a
  *   process subscribed to the channel). A release publishes only when E is not empty.
- * - KEYS[6] F: the fencing counter; never expires, so tokens keep increasing after the lock keys vanish.
+ * - KEYS[6] P: hash watcher field -> its acquire spec ("kind ttlMs lockDelayMs permits ..."), so a release can
+ *   grant the lock to the oldest watcher itself (see HANDOFF).
+ * - KEYS[7] F: the fencing counter; never expires, so tokens keep increasing after the lock keys vanish.
  *
  * Time is the server's (`TIME`), so every client measures leases with one clock.
  */
-export const BASE = `local M, X, Q, E, W, F = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+export const BASE = `local M, X, Q, E, W, P, F = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local SPLIT = X ~= M
 local T = redis.call('TIME')
 local now = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000)
@@ -49,9 +51,9 @@ local function live_holders()
   local raw = redis.call('HGETALL', X)
   for i = 1, #raw, 2 do
     local f = raw[i]
-    local kind, exp, dly = parse(raw[i + 1])
+    local kind, exp, dly, tok = parse(raw[i + 1])
     if dly ~= nil and dly > now and (not SPLIT or redis.call('HEXISTS', M, f) == 1) then
-      list[#list + 1] = { kind = kind, exp = exp, dly = dly }
+      list[#list + 1] = { f = f, kind = kind, exp = exp, dly = dly, tok = tok }
     else
       drop(f)
     end
@@ -77,6 +79,7 @@ local function prune_line()
   for i = 1, #gone do
     redis.call('ZREM', Q, gone[i])
     redis.call('ZREM', W, gone[i])
+    redis.call('HDEL', P, gone[i])
   end
   redis.call('ZREMRANGEBYSCORE', E, '-inf', now)
 end
@@ -131,5 +134,34 @@ local function notify(channel, always)
   local head = redis.call('ZRANGE', Q, 0, 0)[1]
   if head == nil then head = redis.call('ZRANGE', W, 0, 0)[1] end
   redis.call('PUBLISH', channel, head or '0')
+end
+`
+
+export const HANDOFF = `
+-- After a release: grants the lock to the oldest mutex/semaphore watcher when the rules let it in now, and
+-- publishes "g <field> <token>", so its process hands the lease over without another round trip (the
+-- watcher's next try would find the grant too). Otherwise wakes a waiter as notify() does.
+local function handoff(channel, always)
+  if always or redis.call('EXISTS', E) == 0 then return notify(channel, always) end
+  prune_line()
+  if redis.call('EXISTS', Q) == 1 then return notify(channel, false) end
+  local head = redis.call('ZRANGE', W, 0, 0)[1]
+  local spec = head and redis.call('HGET', P, head)
+  if not spec then return notify(channel, false) end
+  local kind, ttl, delay, permits = string.match(spec, '^(%a+) (%d+) (%d+) (%d+) ')
+  if kind == nil then return notify(channel, false) end
+  local holders = live_holders()
+  if (kind == 'semaphore' and #holders >= tonumber(permits)) or (kind ~= 'semaphore' and #holders > 0)
+      or foreign(#holders) ~= nil then
+    return notify(channel, false)
+  end
+  local token = fmt(next_fence())
+  redis.call('ZREM', W, head)
+  redis.call('ZREM', E, head)
+  redis.call('HDEL', P, head)
+  local exp = now + tonumber(ttl)
+  put(head, kind, exp, exp + tonumber(delay), token)
+  keep_until(exp + tonumber(delay), #holders == 0)
+  redis.call('PUBLISH', channel, 'g ' .. head .. ' ' .. token)
 end
 `

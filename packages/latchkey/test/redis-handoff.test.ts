@@ -1,0 +1,150 @@
+/**
+ * The Redis release handoff, driven through the backend contract on the shared server: a release grants the
+ * lock to the oldest mutex/semaphore watcher itself, the watcher takes it from the message (or, without the
+ * message, from its next try), and a watcher that gives up passes an untaken grant on.
+ */
+import { randomUUID } from 'node:crypto'
+import { afterAll, afterEach, describe, expect, it } from 'vitest'
+import type { AcquireRequest, AcquireResult, LockKind } from '../src/backend/types.js'
+import { RedisBackend, redisBackend } from '../src/backends/redis/index.js'
+import { ioredisClient } from './support/redis-backend-module.js'
+
+const client = ioredisClient()
+const opened: RedisBackend[] = []
+const names: string[] = []
+const clients: ReturnType<typeof ioredisClient>[] = []
+
+function backend(): RedisBackend {
+  const b = redisBackend({ client }) as RedisBackend
+  opened.push(b)
+  return b
+}
+
+/** A backend on a client of its own whose commands are counted. */
+function countedBackend(): { b: RedisBackend; commands: () => number } {
+  const own = ioredisClient()
+  clients.push(own)
+  let commands = 0
+  const send = own.sendCommand.bind(own)
+  own.sendCommand = ((...args: Parameters<typeof send>) => {
+    commands++
+    return send(...args)
+  }) as typeof own.sendCommand
+  const b = redisBackend({ client: own }) as RedisBackend
+  opened.push(b)
+  return { b, commands: () => commands }
+}
+
+function request(key: string, kind: LockKind = 'mutex', permits = 1): AcquireRequest {
+  return { key, kind, owner: randomUUID(), ttlMs: 10_000, permits, lockDelayMs: 0, queue: false, queueTtlMs: 5_000 }
+}
+
+/** A waiting try: subscribed first, as the core does before the first try of a waiting acquire. */
+async function waitingTry(b: RedisBackend, req: AcquireRequest) {
+  const sub = b.subscribe(req)
+  const result = await b.tryAcquire(req)
+  return { sub, result }
+}
+
+function tokenOf(result: AcquireResult): bigint {
+  if (!result.acquired) throw new Error('not acquired')
+  return result.token
+}
+
+const until = async (check: () => Promise<boolean>, ms = 2_000) => {
+  const end = Date.now() + ms
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error('condition not met in time')
+    await new Promise((r) => setTimeout(r, 5))
+  }
+}
+
+afterEach(async () => {
+  for (const b of opened.splice(0)) await b.close()
+  for (const c of clients.splice(0)) await c.quit()
+  for (const name of names.splice(0)) {
+    const keys = await client.keys(`latchkey:{${name}}*`)
+    if (keys.length > 0) await client.del(...keys)
+  }
+})
+afterAll(async () => {
+  await client.quit()
+})
+
+describe('redis release handoff', () => {
+  it('a release grants the oldest watcher, which takes the lease from the message without a round trip', async () => {
+    const name = `handoff-${randomUUID()}`
+    names.push(name)
+    const counted = countedBackend()
+    const [b1, b2, b3] = [backend(), counted.b, backend()]
+    const holder = request(name)
+    const first = tokenOf(await b1.tryAcquire(holder))
+    const a = request(name)
+    const b = request(name)
+    const waitA = await waitingTry(b2, a)
+    const waitB = await waitingTry(b3, b)
+    expect(waitA.result.acquired).toBe(false)
+    expect(waitB.result.acquired).toBe(false)
+    await new Promise((r) => setTimeout(r, 50)) // both channels subscribed
+    expect(await b1.release(holder)).toBe(true)
+    // The lock is A's before A asks again: a newcomer is refused.
+    expect((await b1.tryAcquire(request(name))).acquired).toBe(false)
+    await waitA.sub.wait(2_000)
+    const sent = counted.commands()
+    const took = await b2.tryAcquire(a)
+    expect(tokenOf(took)).toBeGreaterThan(first)
+    expect(took.acquired && took.grantedAt).toBeGreaterThan(0)
+    expect(counted.commands()).toBe(sent)
+    waitA.sub.close()
+    // B still waits; A's release hands over to B in turn.
+    expect(await b2.release(a)).toBe(true)
+    await waitB.sub.wait(2_000)
+    expect(tokenOf(await b3.tryAcquire(b))).toBeGreaterThan(tokenOf(took))
+    waitB.sub.close()
+    expect(await b3.release(b)).toBe(true)
+    expect(await b1.isLocked({ key: name, kind: 'mutex', permits: 1 })).toBe(false)
+  })
+
+  it('a watcher that missed the message finds its grant on its next try, timed from before that try', async () => {
+    const name = `handoff-${randomUUID()}`
+    names.push(name)
+    const [b1, b2, b3] = [backend(), backend(), backend()]
+    const holder = request(name)
+    await b1.tryAcquire(holder)
+    const a = request(name)
+    const waitA = await waitingTry(b2, a)
+    expect(waitA.result.acquired).toBe(false)
+    await b1.release(holder)
+    // Another connection (no subscription, so no message) asks on A's behalf.
+    const before = performance.now()
+    const took = await b3.tryAcquire(a)
+    expect(took.acquired).toBe(true)
+    expect(took.acquired && (took.grantedAt as number)).toBeLessThan(before)
+    waitA.sub.close()
+    expect(await b3.release(a)).toBe(true)
+  })
+
+  it('a watcher that gives up without taking its grant passes it on to the next', async () => {
+    const name = `handoff-${randomUUID()}`
+    names.push(name)
+    const [b1, b2, b3] = [backend(), backend(), backend()]
+    const holder = request(name, 'semaphore', 1)
+    await b1.tryAcquire(holder)
+    const a = request(name, 'semaphore', 1)
+    const b = request(name, 'semaphore', 1)
+    const waitA = await waitingTry(b2, a)
+    const waitB = await waitingTry(b3, b)
+    await new Promise((r) => setTimeout(r, 50))
+    await b1.release(holder)
+    await until(async () => (await b1.tryAcquire(request(name, 'semaphore', 1))).acquired === false)
+    // A leaves (timeout, abort) with the grant untaken: B gets the permit, the lock is never stuck.
+    waitA.sub.close()
+    await b2.leaveQueue(a)
+    await waitB.sub.wait(2_000)
+    expect((await b3.tryAcquire(b)).acquired).toBe(true)
+    expect(await b2.release(a)).toBe(false)
+    waitB.sub.close()
+    expect(await b3.release(b)).toBe(true)
+    expect(await b1.isLocked({ key: name, kind: 'semaphore', permits: 1 })).toBe(false)
+  })
+})
