@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import type { AcquireRequest, AcquireResult, LockKind } from '../src/backend/types.js'
-import { RedisBackend, redisBackend } from '../src/backends/redis/index.js'
+import { type RedisBackend, redisBackend } from '../src/backends/redis/index.js'
 import { ioredisClient } from './support/redis-backend-module.js'
 
 const client = ioredisClient()
