@@ -24,7 +24,11 @@ export {
 /**
  * Locks in one Redis server (or one Cluster slot per lock): reentrant-by-core mutex, fair (FIFO) mutex,
  * read-write lock, semaphore; fencing tokens; lease timed by the server clock; waiters woken by one shared
- * subscriber connection, one waiter per release. Takes an ioredis client or a connected node-redis client,
+ * subscriber connection, one waiter per release, oldest first across processes. A mutex or semaphore release
+ * hands the lock straight to the oldest waiter and names it in the message, so it takes the lease without
+ * another round trip. The price of that handoff: a waiter whose process died less than 5 s
+ * ({@link WATCH_TTL_MS}) after its last try can still be handed the lock, which then stays taken until that
+ * lease's TTL runs out, as if the process had died holding it. Takes an ioredis client or a connected node-redis client,
  * which it never closes; `close()` closes only the subscriber connection it opened itself.
  * `layout: 'redisson'` stores mutexes exactly as Redisson's RLock (hash `<name>`, field `<uuid>:<threadId>`,
  * channel `redisson_lock__channel:{<name>}`, message `0`), so Java services using Redisson and Node services

@@ -142,7 +142,8 @@ export const HANDOFF = `
 -- publishes "g <field> <token>", so its process hands the lease over without another round trip (the
 -- watcher's next try would find the grant too). Otherwise wakes a waiter as notify() does.
 local function handoff(channel, always)
-  if always or redis.call('EXISTS', E) == 0 then return notify(channel, always) end
+  if always then return notify(channel, always) end
+  if redis.call('EXISTS', E) == 0 then return end
   prune_line()
   if redis.call('EXISTS', Q) == 1 then return notify(channel, false) end
   local head = redis.call('ZRANGE', W, 0, 0)[1]
