@@ -82,7 +82,7 @@ export class RedisBackend implements Backend {
     const field = this.layout.fieldOf(request.owner)
     const sub = this.notifier.claim(field, channel)
     if (sub?.granted !== undefined) return this.takeHandoff(request, sub)
-    const mode = request.queue ? 'q' : sub === undefined ? '-' : 'w'
+    const mode = request.queue ? 'q' : sub === undefined ? '-' : sub.triedAt === 0 ? 'f' : 'w'
     const waitTtl = request.queue ? request.queueTtlMs : WATCH_TTL_MS
     // Packed into one argument: each argument costs the client more than Lua's string.match costs Redis.
     const spec = `${request.kind} ${request.ttlMs} ${request.lockDelayMs} ${request.permits} ${mode} ${waitTtl}`
@@ -103,10 +103,11 @@ export class RedisBackend implements Backend {
     }
     const token = BigInt(reply[1])
     if (this.replicas !== undefined) await this.replicated(request, () => this.releaseGrant(request, String(reply[1])))
-    // Granted earlier by a release (see HANDOFF): the lease started `ttl - remaining` before this try ran.
+    // Granted earlier by a release (see HANDOFF): the lease started `ttl - remaining` before this try ran
+    // (in whole server milliseconds, hence one more).
     const remaining = reply[2]
     if (remaining === undefined) return { acquired: true, token }
-    return { acquired: true, token, grantedAt: sentAt - (request.ttlMs - Number(remaining)) }
+    return { acquired: true, token, grantedAt: sentAt - (request.ttlMs - Number(remaining)) - 1 }
   }
 
   /**

@@ -3,13 +3,14 @@ import { BASE, DROP, FOREIGN, KEEP_UNTIL, LIVE_HOLDERS, NEXT_FENCE, PRUNE_LINE, 
 /**
  * tryAcquire: the grant rules of grant-rules.ts `decideGrant` in one script.
  * ARGV: field, "kind ttlMs lockDelayMs permits mode waitTtlMs" where mode is `q` (keep a place in line),
- * `w` (watch: a waiter of this process is subscribed) or `-`. Returns {1, token} when granted, {1, token,
+ * `w` (watch: a waiter of this process is subscribed), `f` (as `w`, on the attempt's first try: nothing of it
+ * is registered yet, so a grant has nothing to clean up) or `-`. Returns {1, token} when granted, {1, token,
  * remainingMs} when a release had already granted it to this watcher (see HANDOFF), else {0, retryAfterMs}
  * (-1: unknown).
  */
 export const ACQUIRE = `${BASE}${DROP}${LIVE_HOLDERS}${FOREIGN}${PRUNE_LINE}${PUT}${KEEP_UNTIL}${NEXT_FENCE}
 local field = ARGV[1]
-local kind, ttl, delay, permits, mode, wait_ttl = string.match(ARGV[2], '^(%a+) (%d+) (%d+) (%d+) ([qw-]) (%d+)$')
+local kind, ttl, delay, permits, mode, wait_ttl = string.match(ARGV[2], '^(%a+) (%d+) (%d+) (%d+) ([qwf-]) (%d+)$')
 if kind == nil then return redis.error_reply('latchkey: bad acquire arguments') end
 ttl, delay, permits, wait_ttl = tonumber(ttl), tonumber(delay), tonumber(permits), tonumber(wait_ttl)
 local lined = kind == 'fair' or kind == 'read' or kind == 'write'
@@ -21,7 +22,7 @@ local function wait_here()
       if kind == 'write' then w = 1 end
       redis.call('ZADD', Q, fmt(next_fence() * 2 + w), field)
     end
-  elseif mode ~= 'w' then
+  elseif mode ~= 'w' and mode ~= 'f' then
     return
   elseif (kind == 'mutex' or kind == 'semaphore') and redis.call('ZSCORE', W, field) == false then
     redis.call('ZADD', W, fmt(next_fence()), field)
@@ -92,7 +93,7 @@ end
 
 local token = fmt(next_fence())
 -- E holds everyone in Q and W: when it is gone, there is no place in line or watch to give up.
-if (mode ~= '-' or lined) and redis.call('ZREM', E, field) == 1 then
+if ((mode ~= '-' and mode ~= 'f') or lined) and redis.call('ZREM', E, field) == 1 then
   redis.call('ZREM', Q, field)
   redis.call('ZREM', W, field)
   redis.call('HDEL', P, field)
