@@ -1,10 +1,13 @@
 /**
  * `flash-sale serve | load | demo`.
  *
- *   serve  --store URL --backend URL --port 3000 --workers 1 --host 127.0.0.1 --lock-ttl-ms 5000
+ *   serve  --store URL --backend URL [--redis URL] --port 3000 --workers 1 --host 127.0.0.1 --lock-ttl-ms 5000
  *   load   --url http://127.0.0.1:3000[,more] --strategy lock[,sharded] --stock 100 --buyers 10000
  *          --processes 2 --concurrency 64 --dup-rate 0.05 [--sale ID]
- *   demo   --workers 3 --buyers 10000 --stock 100 [--backend URL --store URL --strategy ...]
+ *   demo   --workers 3 --buyers 10000 --stock 100 [--backend URL --store URL --redis URL --strategy ...]
+ *
+ * `--redis URL` enables the `reserve` strategy (Redis reserve + outbox relay). The demo also takes it from a
+ * `--backend redis://...`, and without either it skips `reserve` and says so.
  */
 import { parseArgs } from 'node:util'
 import { startCluster } from './cluster.js'
@@ -15,14 +18,17 @@ import { startService } from './service.js'
 import { STRATEGIES, type Strategy } from './store/types.js'
 
 const USAGE = `usage: flash-sale <serve|load|demo> [options]
-  serve  --store sqlite:./flash-sale.db --backend sqlite:./flash-sale-locks.db --port 3000 --workers 1
-  load   --url http://127.0.0.1:3000[,http://127.0.0.1:3001] --strategy db-atomic,lock,sharded
+  serve  --store sqlite:./flash-sale.db --backend sqlite:./flash-sale-locks.db [--redis redis://127.0.0.1:6379]
+         --port 3000 --workers 1
+  load   --url http://127.0.0.1:3000[,http://127.0.0.1:3001] --strategy db-atomic,lock,reserve,sharded
          --stock 100 --buyers 10000 --processes 2 --concurrency 64 --dup-rate 0.05 [--sale ID]
-  demo   --workers 3 --buyers 10000 --stock 100 [--backend URL] [--store URL] [--strategy ...]`
+  demo   --workers 3 --buyers 10000 --stock 100 [--backend URL] [--store URL] [--redis URL] [--strategy ...]
+--redis enables the reserve strategy (the demo skips it without Redis; a redis:// --backend counts as --redis).`
 
 const OPTIONS = {
   store: { type: 'string' },
   backend: { type: 'string' },
+  redis: { type: 'string' },
   host: { type: 'string' },
   port: { type: 'string' },
   workers: { type: 'string' },
@@ -66,13 +72,17 @@ async function serve(values: Values): Promise<void> {
     backendUrl: values.backend ?? 'sqlite:./flash-sale-locks.db',
     host: values.host ?? '127.0.0.1',
     lockTtlMs: num(values, 'lock-ttl-ms', 5_000),
+    ...(values.redis === undefined ? {} : { redisUrl: values.redis }),
   }
   const port = num(values, 'port', 3000)
   const running =
     workers <= 1
       ? await startService({ ...common, port }).then((s) => ({ urls: [s.url], close: s.close }))
       : await startCluster({ ...common, workers, basePort: port })
-  console.log(`flash-sale serving on ${running.urls.join(' ')} (store ${common.storeUrl}, locks ${common.backendUrl})`)
+  const reserve = values.redis === undefined ? 'reserve off: no --redis' : `reserve on ${values.redis}`
+  console.log(
+    `flash-sale serving on ${running.urls.join(' ')} (store ${common.storeUrl}, locks ${common.backendUrl}, ${reserve})`,
+  )
   await new Promise<void>((resolve) => {
     process.once('SIGINT', resolve)
     process.once('SIGTERM', resolve)
@@ -101,6 +111,12 @@ async function load(values: Values): Promise<boolean> {
   return rows.every((row) => row.checks.every((c) => c.ok))
 }
 
+/** The demo's Redis for `reserve`: `--redis`, else a `redis://` lock backend's server, else none. */
+function demoRedis(values: Values): { redisUrl?: string } {
+  const url = values.redis ?? (/^rediss?:\/\//i.test(values.backend ?? '') ? values.backend : undefined)
+  return url === undefined ? {} : { redisUrl: url }
+}
+
 async function main(argv: readonly string[]): Promise<number> {
   const { values, positionals } = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true })
   const command = positionals[0]
@@ -120,9 +136,10 @@ async function main(argv: readonly string[]): Promise<number> {
       stock: num(values, 'stock', 100),
       processes: num(values, 'processes', 2),
       concurrency: num(values, 'concurrency', 64),
-      strategies: strategies(values.strategy),
+      ...(values.strategy === undefined ? {} : { strategies: strategies(values.strategy) }),
       ...(values.backend === undefined ? {} : { backendUrl: values.backend }),
       ...(values.store === undefined ? {} : { storeUrl: values.store }),
+      ...demoRedis(values),
     })
     return ok ? 0 : 1
   }

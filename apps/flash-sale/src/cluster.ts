@@ -10,6 +10,8 @@ export interface ClusterOptions extends Omit<ServiceOptions, 'port'> {
   readonly basePort?: number
   /** Exact port of each worker (overrides `workers` and `basePort`), e.g. to restart on the same ports. */
   readonly ports?: readonly number[]
+  /** Options of worker `index` only, over the shared ones (e.g. a fault hook in one process). */
+  readonly perWorker?: (index: number) => Partial<ServiceOptions>
 }
 
 /** N service processes sharing one store and one lock backend. */
@@ -33,7 +35,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
   if (workers > 1 && (options.backendUrl ?? '').startsWith('memory:')) {
     throw new RangeError('memory: locks live inside one process; with several workers use --backend sqlite:./locks.db')
   }
-  const { workers: _w, basePort, ports, ...service } = options
+  const { workers: _w, basePort, ports, perWorker, ...service } = options
   const children: ChildProcess[] = []
   const urls: string[] = []
   const close = async (): Promise<void> => {
@@ -50,7 +52,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
   }
   const launch = async (i: number): Promise<string> => {
     const port = ports?.[i] ?? (basePort === undefined || basePort === 0 ? 0 : basePort + i)
-    const child = forkEntry('service-worker.ts', [JSON.stringify({ ...service, port })])
+    const child = forkEntry('service-worker.ts', [JSON.stringify({ ...service, ...perWorker?.(i), port })])
     children[i] = child
     const ready = await nextMessage(child, (m) =>
       (m as { type?: string }).type === 'ready' ? (m as { url: string }) : undefined,

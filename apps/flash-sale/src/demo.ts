@@ -1,9 +1,11 @@
+import { randomUUID } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startCluster } from './cluster.js'
 import { formatChecks, formatTable, type ResultRow } from './load/report.js'
 import { runSale } from './load/run-sale.js'
+import { deleteReserveKeys } from './reserve/open-reserve.js'
 import { STRATEGIES, type Strategy } from './store/types.js'
 
 /** What the table's columns mean. */
@@ -24,80 +26,111 @@ export interface DemoOptions {
   readonly processes?: number
   /** Requests in flight per buyer process. Default 64. */
   readonly concurrency?: number
-  /** Default every strategy this build has. */
+  /** Default every strategy (`reserve` only with `redisUrl`). */
   readonly strategies?: readonly Strategy[]
   /** Lock backend URL. Default a SQLite file in a temporary folder. */
   readonly backendUrl?: string
   /** Store URL. Default a SQLite file in a temporary folder. */
   readonly storeUrl?: string
+  /** Redis for the `reserve` strategy. Default none: `reserve` is skipped, with a line saying so. */
+  readonly redisUrl?: string
   /** Where the report goes. Default stdout. */
   readonly write?: (text: string) => void
 }
 
 /**
+ * The strategies to run and what to say about the ones left out: `reserve` needs Redis. Asked for by name
+ * without Redis, it is an error; left out of the default list, it is said, not silently dropped.
+ */
+function strategiesToRun(options: DemoOptions): { strategies: Strategy[]; skipped?: string } {
+  const asked = options.strategies ?? STRATEGIES
+  if (options.redisUrl !== undefined || !asked.includes('reserve')) return { strategies: [...asked] }
+  if (options.strategies !== undefined) {
+    throw new RangeError('the reserve strategy needs Redis: pass --redis redis://127.0.0.1:6379')
+  }
+  return {
+    strategies: asked.filter((s) => s !== 'reserve'),
+    skipped: 'reserve: skipped, it needs Redis (add --redis redis://127.0.0.1:6379 to run it)',
+  }
+}
+
+/**
  * The README's first command: starts the service (SQLite store + SQLite locks, several processes), sells
  * `stock` items to `buyers` buyers under each strategy, prints the comparison table and the invariant
- * checks. Resolves true only if every invariant held.
+ * checks. Resolves true only if every invariant held. With `redisUrl` it also runs `reserve`, under a key
+ * prefix of its own that it deletes afterwards.
  *
  * @example
  * process.exitCode = (await runDemo()) ? 0 : 1
  */
 export async function runDemo(options: DemoOptions = {}): Promise<boolean> {
   const write = options.write ?? ((text: string) => process.stdout.write(`${text}\n`))
+  const { strategies, skipped } = strategiesToRun(options)
   const dir = mkdtempSync(join(tmpdir(), 'flash-sale-demo-'))
-  const workers = options.workers ?? 3
-  const buyers = options.buyers ?? 10_000
-  const stock = options.stock ?? 100
-  const backendUrl = options.backendUrl ?? `sqlite:${join(dir, 'locks.db')}`
-  const storeUrl = options.storeUrl ?? `sqlite:${join(dir, 'store.db')}`
-  write(`flash-sale demo: ${stock} items, ${buyers} buyers, ${workers} service processes`)
-  write(`store ${storeUrl}, locks ${backendUrl}\n`)
-  const cluster = await startCluster({ workers, storeUrl, backendUrl }).catch((error: unknown) => {
+  const keyPrefix = `flash-sale-demo-${randomUUID().slice(0, 8)}`
+  const cleanup = async (): Promise<void> => {
     rmSync(dir, { recursive: true, force: true })
+    if (options.redisUrl !== undefined) await deleteReserveKeys(options.redisUrl, keyPrefix)
+  }
+  const workers = options.workers ?? 3
+  const storeUrl = options.storeUrl ?? `sqlite:${join(dir, 'store.db')}`
+  const backendUrl = options.backendUrl ?? `sqlite:${join(dir, 'locks.db')}`
+  write(
+    `flash-sale demo: ${options.stock ?? 100} items, ${options.buyers ?? 10_000} buyers, ${workers} service processes`,
+  )
+  write(
+    `store ${storeUrl}, locks ${backendUrl}${options.redisUrl === undefined ? '' : `, reserve on ${options.redisUrl}`}\n`,
+  )
+  if (skipped !== undefined) write(skipped)
+  const redis = options.redisUrl === undefined ? {} : { redisUrl: options.redisUrl, reserve: { keyPrefix } }
+  const cluster = await startCluster({ workers, storeUrl, backendUrl, ...redis }).catch(async (error: unknown) => {
+    await cleanup()
     throw error
   })
-  // Ctrl-C or a kill must not leave service processes or the temporary folder behind.
+  // Ctrl-C or a kill must not leave service processes, the temporary folder or Redis keys behind.
   const interrupted = (): void => {
-    void cluster.close().finally(() => {
-      rmSync(dir, { recursive: true, force: true })
-      process.exit(130)
-    })
+    void cluster
+      .close()
+      .then(cleanup)
+      .finally(() => process.exit(130))
   }
   process.once('SIGINT', interrupted)
   process.once('SIGTERM', interrupted)
-  const rows: ResultRow[] = []
   try {
-    // Unreported warm-up, so the first strategy measured does not also pay for JIT compilation.
-    await runSale({
-      urls: cluster.urls,
-      strategy: 'db-atomic',
-      stock: 10,
-      buyers: 1_000,
-      processes: 1,
-      progress: false,
-    })
-    for (const strategy of options.strategies ?? STRATEGIES) {
-      rows.push(
-        await runSale({
-          urls: cluster.urls,
-          strategy,
-          stock,
-          buyers,
-          processes: options.processes ?? 2,
-          concurrency: options.concurrency ?? 64,
-        }),
-      )
-    }
+    return report(await runSales(cluster.urls, strategies, options), write)
   } finally {
     process.off('SIGINT', interrupted)
     process.off('SIGTERM', interrupted)
     await cluster.close()
-    rmSync(dir, { recursive: true, force: true })
+    await cleanup()
   }
+}
+
+/** A warm-up, then one sale per strategy. */
+async function runSales(urls: readonly string[], strategies: readonly Strategy[], options: DemoOptions) {
+  // Unreported warm-up, so the first strategy measured does not also pay for JIT compilation.
+  await runSale({ urls, strategy: 'db-atomic', stock: 10, buyers: 1_000, processes: 1, progress: false })
+  const rows: ResultRow[] = []
+  for (const strategy of strategies) {
+    rows.push(
+      await runSale({
+        urls,
+        strategy,
+        stock: options.stock ?? 100,
+        buyers: options.buyers ?? 10_000,
+        processes: options.processes ?? 2,
+        concurrency: options.concurrency ?? 64,
+      }),
+    )
+  }
+  return rows
+}
+
+/** Prints the table, the legend and the checks; true if every invariant held. */
+function report(rows: readonly ResultRow[], write: (text: string) => void): boolean {
   const ok = rows.every((row) => row.checks.every((c) => c.ok))
   write(`\n${formatTable(rows)}\n`)
-  write(LEGEND)
-  write('(reserve, a Redis Lua reserve with an outbox, is not part of this app yet.)\n')
+  write(`${LEGEND}\n`)
   write(formatChecks(rows))
   write(`\n${ok ? 'All invariants hold.' : 'INVARIANT VIOLATED.'}`)
   return ok

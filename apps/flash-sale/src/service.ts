@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import type { Backend, Locks } from 'latchkey'
 import { backendFromUrl, createLocks } from 'latchkey'
+import { type OpenReserve, openReserve, type ReserveOptions } from './reserve/open-reserve.js'
 import { buildApp } from './server/app.js'
 import { createMetrics } from './server/metrics.js'
 import { openStore } from './store/open-store.js'
@@ -21,6 +22,13 @@ export interface ServiceOptions {
   /** Longest wait for a stock lock before answering 503. Default 2 000. */
   readonly lockWaitMs?: number
   readonly logger?: boolean
+  /**
+   * Redis for the `reserve` strategy (`redis://host:6379/db`): the reserve script's data and the outbox this
+   * process's relay settles into the store. Default none: `reserve` sales are refused.
+   */
+  readonly redisUrl?: string
+  /** Key prefix and relay settings of the `reserve` strategy (see {@link ReserveOptions}). */
+  readonly reserve?: ReserveOptions
 }
 
 /** A running service. */
@@ -29,6 +37,8 @@ export interface RunningService {
   readonly store: SaleStore
   readonly locks: Locks
   readonly backend: Backend
+  /** The `reserve` strategy's Redis side and relay, when `redisUrl` was given. */
+  readonly reserve: OpenReserve | undefined
   readonly url: string
   readonly port: number
   /** Stops listening, releases held locks, closes the backend and the store. */
@@ -44,26 +54,23 @@ export interface RunningService {
  * await service.close()
  */
 export async function startService(options: ServiceOptions = {}): Promise<RunningService> {
-  const store = await openStore(options.storeUrl ?? 'sqlite:./flash-sale.db')
-  let backend: Backend
-  try {
-    backend = await backendFromUrl(options.backendUrl ?? 'sqlite:./flash-sale-locks.db')
-  } catch (error) {
-    await store.close()
-    throw error
-  }
+  const { store, backend, reserve } = await openParts(options)
   const metrics = createMetrics()
   const locks = createLocks({ backend, namespace: 'flash-sale', onEvent: metrics.onLockEvent })
   const app = buildApp({
     store,
     locks,
     metrics,
+    reserve: reserve?.reserve,
+    relay: reserve?.relay,
     ...(options.lockTtlMs === undefined ? {} : { lockTtlMs: options.lockTtlMs }),
     ...(options.lockWaitMs === undefined ? {} : { lockWaitMs: options.lockWaitMs }),
     ...(options.logger === undefined ? {} : { logger: options.logger }),
   })
   const close = async (): Promise<void> => {
     await app.close()
+    // After the app (no new reservations here), before the store (the relay writes to it).
+    await reserve?.close()
     await locks.close()
     await backend.close()
     await store.close()
@@ -77,5 +84,23 @@ export async function startService(options: ServiceOptions = {}): Promise<Runnin
   const address = app.server.address()
   const port = typeof address === 'object' && address !== null ? address.port : 0
   const host = options.host ?? '127.0.0.1'
-  return { app, store, locks, backend, url: `http://${host}:${port}`, port, close }
+  return { app, store, locks, backend, reserve, url: `http://${host}:${port}`, port, close }
+}
+
+/** Opens the store, the lock backend and (with a Redis URL) the reserve strategy; closes what opened on failure. */
+async function openParts(
+  options: ServiceOptions,
+): Promise<{ store: SaleStore; backend: Backend; reserve: OpenReserve | undefined }> {
+  const store = await openStore(options.storeUrl ?? 'sqlite:./flash-sale.db')
+  let backend: Backend | undefined
+  try {
+    backend = await backendFromUrl(options.backendUrl ?? 'sqlite:./flash-sale-locks.db')
+    const reserve =
+      options.redisUrl === undefined ? undefined : await openReserve(options.redisUrl, store, options.reserve)
+    return { store, backend, reserve }
+  } catch (error) {
+    await backend?.close()
+    await store.close()
+    throw error
+  }
 }

@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis'
-import { latchkeyLayout } from 'latchkey/redis'
+import { latchkeyLayout, REDLOCK_KEY_PREFIX } from 'latchkey/redis'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import { type Instance, post, startInstances, tempDir } from './support.js'
 
@@ -8,19 +8,23 @@ const STOCK = 100
 
 /** The lock backends on servers, as the service would be given them (`--backend URL`). */
 const REDIS_URL = process.env.LATCHKEY_REDIS_URL ?? 'redis://127.0.0.1:6379/0'
+/** The five RedLock masters of scripts/servers/redlock.sh (`LATCHKEY_REDLOCK_URLS`: redis:// URLs, comma-separated). */
+const REDLOCK_URLS = (
+  process.env.LATCHKEY_REDLOCK_URLS ?? [6381, 6382, 6383, 6384, 6385].map((p) => `redis://127.0.0.1:${p}`).join(',')
+).split(',')
 const BACKENDS = [
   ['redis', REDIS_URL],
+  ['redlock', `redlock://${REDLOCK_URLS.map((url) => new URL(url).host).join(',')}`],
   ['postgres', process.env.LATCHKEY_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test'],
   ['mysql', process.env.LATCHKEY_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test'],
   ['etcd', `etcd://${new URL(process.env.LATCHKEY_ETCD_URL ?? 'http://127.0.0.1:2379').host}`],
   ['zookeeper', `zookeeper://${process.env.LATCHKEY_ZK_URL ?? '127.0.0.1:2181'}`],
 ] as const
 
-// The service's locks live under the namespace `test:`; remove what they left in Redis (fencing counters).
-afterAll(async () => {
-  const client = new Redis(REDIS_URL)
+async function deleteKeys(url: string, patterns: readonly string[]): Promise<void> {
+  const client = new Redis(url)
   try {
-    for (const pattern of latchkeyLayout.patternsFor('test:')) {
+    for (const pattern of patterns) {
       let cursor = '0'
       do {
         const [next, keys] = await client.scan(cursor, 'MATCH', pattern, 'COUNT', 1000)
@@ -31,6 +35,13 @@ afterAll(async () => {
   } finally {
     await client.quit()
   }
+}
+
+// The service's locks live under the namespace `test:`; remove what they left in Redis (fencing counters) and,
+// should a lease have been left to expire, on the RedLock masters (stock locks are named `sale:<id>:<bucket>`).
+afterAll(async () => {
+  await deleteKeys(REDIS_URL, latchkeyLayout.patternsFor('test:'))
+  await Promise.all(REDLOCK_URLS.map((url) => deleteKeys(url, [`${REDLOCK_KEY_PREFIX}test:sale:*`])))
 })
 
 // db-atomic takes no lock, so only the lock-based strategies are run against each lock backend.

@@ -5,7 +5,7 @@ import { sqliteStore } from '../src/store/sqlite-store.js'
 import type { SaleStore } from '../src/store/types.js'
 import { buyInBucket, StaleWriteError } from '../src/strategies/buy.js'
 import type { LocalQueue } from '../src/strategies/local-queue.js'
-import { type Instance, jitterStore, post, startInstances, tempDir, testStores } from './support.js'
+import { type Instance, jitterStore, post, startInstances, startingSale, tempDir, testStores } from './support.js'
 
 const BUYERS = 1_000
 const STOCK = 100
@@ -27,8 +27,7 @@ describe.each([
     const { instances, close } = await startInstances(dir.path, backend, 2, true, storeKind)
     cleanups.push(close)
     const [a, b] = instances as [Instance, Instance]
-    const created = await post(a.app, '/sales', { item: 'phone', stock: STOCK, strategy })
-    const id = created.body.id as string
+    const id = await startingSale(instances, { item: 'phone', stock: STOCK, strategy })
     // Every 20th buyer also sends a second order through the other instance, at the same time.
     const requests: Array<Promise<{ user: number; status: number; body: Record<string, unknown> }>> = []
     for (let user = 0; user < BUYERS; user++) {

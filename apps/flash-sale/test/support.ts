@@ -9,6 +9,7 @@ import { memoryBackend } from 'latchkey/memory'
 import { sqliteBackend } from 'latchkey/sqlite'
 import mysql from 'mysql2/promise'
 import pg from 'pg'
+import { deleteReserveKeys, type OpenReserve, openReserve, type ReserveOptions } from '../src/reserve/open-reserve.js'
 import { buildApp } from '../src/server/app.js'
 import { createMetrics } from '../src/server/metrics.js'
 import { mysqlStore } from '../src/store/mysql-store.js'
@@ -30,15 +31,20 @@ export function tempDir(): { path: string; remove(): void } {
 export function jitterStore(store: SaleStore): SaleStore {
   const pause = (): Promise<void> =>
     new Promise((resolve) => (Math.random() < 0.8 ? setImmediate(resolve) : setTimeout(resolve, 1)))
-  const wrapped = { ...store } as Record<string, unknown>
-  for (const key of ['hasOrder', 'buckets', 'buyAtomic', 'claimBucket', 'commitFenced'] as const) {
-    const fn = store[key] as (...args: unknown[]) => Promise<unknown>
-    wrapped[key] = async (...args: unknown[]) => {
-      await pause()
-      return fn(...args)
-    }
-  }
-  return wrapped as unknown as SaleStore
+  const jittered = new Set<PropertyKey>(['orderIdOf', 'buckets', 'buyAtomic', 'claimBucket', 'commitFenced'])
+  // A proxy, not a copy: the stores are class instances whose methods live on the prototype.
+  return new Proxy(store, {
+    get(target, key) {
+      const value = Reflect.get(target, key, target) as unknown
+      if (typeof value !== 'function') return value
+      const method = value.bind(target) as (...args: unknown[]) => Promise<unknown>
+      if (!jittered.has(key)) return method
+      return async (...args: unknown[]) => {
+        await pause()
+        return method(...args)
+      }
+    },
+  })
 }
 
 /** Where the tests' PostgreSQL store lives (the same server the latchkey SQL backend tests use). */
@@ -96,53 +102,114 @@ function mysqlTestStores(): { open(): Promise<SaleStore>; drop(): Promise<void> 
   }
 }
 
-/** One in-process service instance (its own store connection, Locks and app). */
+/** One in-process service instance (its own store connection, Locks and app, and reserve if asked). */
 export interface Instance {
   readonly app: FastifyInstance
   readonly store: SaleStore
   readonly locks: Locks
+  readonly reserve: OpenReserve | undefined
 }
+
+/** The `reserve` strategy for test instances: Redis and a key prefix of the test's own (see {@link redisKeys}). */
+export interface TestReserve extends ReserveOptions {
+  readonly url: string
+  readonly keyPrefix: string
+}
+
+type BackendKind = 'memory' | 'sqlite' | `${string}://${string}`
 
 /**
  * `count` service instances in this process over one store and one lock backend: `memory` (one backend
  * object shared, as by services in one process), `sqlite`, or a server URL for `backendFromUrl` (a
- * connection each, as by separate processes).
+ * connection each, as by separate processes). With `reserve`, each instance also runs its outbox relay.
  */
 export async function startInstances(
   dir: string,
-  backendKind: 'memory' | 'sqlite' | `${string}://${string}`,
+  backendKind: BackendKind,
   count = 2,
   jitter = false,
   storeKind: StoreKind = 'sqlite',
+  reserve?: TestReserve,
 ): Promise<{ instances: Instance[]; close(): Promise<void> }> {
   const stores = testStores(storeKind, dir)
   const shared = backendKind === 'memory' ? memoryBackend() : undefined
-  const backends: Backend[] = []
+  const backends: Backend[] = shared === undefined ? [] : [shared]
   const instances: Instance[] = []
-  for (let i = 0; i < count; i++) {
-    const backend =
-      shared ??
-      (backendKind === 'sqlite' ? sqliteBackend({ path: join(dir, 'locks.db') }) : await backendFromUrl(backendKind))
-    if (shared === undefined || i === 0) backends.push(backend)
-    const metrics = createMetrics()
-    const locks = createLocks({ backend, namespace: 'test', onEvent: metrics.onLockEvent })
-    const store = await stores.open()
-    const app = buildApp({ store: jitter ? jitterStore(store) : store, locks, metrics, lockWaitMs: 10_000 })
-    await app.ready()
-    instances.push({ app, store, locks })
+  const close = async (): Promise<void> => {
+    for (const { app, locks, store, reserve } of instances) {
+      await app.close()
+      await reserve?.close()
+      await locks.close()
+      await store.close()
+    }
+    for (const backend of backends) await backend.close()
+    await stores.drop()
   }
-  return {
-    instances,
-    async close() {
-      for (const { app, locks, store } of instances) {
-        await app.close()
-        await locks.close()
-        await store.close()
-      }
-      for (const backend of backends) await backend.close()
-      await stores.drop()
-    },
+  try {
+    for (let i = 0; i < count; i++) {
+      const backend = shared ?? (await openBackend(backendKind, dir))
+      if (shared === undefined) backends.push(backend)
+      instances.push(await startInstance(backend, await stores.open(), jitter, reserve))
+    }
+  } catch (error) {
+    await close()
+    throw error
   }
+  return { instances, close }
+}
+
+function openBackend(kind: BackendKind, dir: string): Promise<Backend> {
+  return kind === 'sqlite' ? Promise.resolve(sqliteBackend({ path: join(dir, 'locks.db') })) : backendFromUrl(kind)
+}
+
+async function startInstance(
+  backend: Backend,
+  store: SaleStore,
+  jitter: boolean,
+  reserveOptions: TestReserve | undefined,
+): Promise<Instance> {
+  const metrics = createMetrics()
+  const locks = createLocks({ backend, namespace: 'test', onEvent: metrics.onLockEvent })
+  const reserve =
+    reserveOptions === undefined ? undefined : await openReserve(reserveOptions.url, store, reserveOptions)
+  const app = buildApp({
+    store: jitter ? jitterStore(store) : store,
+    locks,
+    metrics,
+    lockWaitMs: 10_000,
+    reserve: reserve?.reserve,
+    relay: reserve?.relay,
+  })
+  await app.ready()
+  return { app, store, locks, reserve }
+}
+
+/** Where the tests' Redis lives (`LATCHKEY_REDIS_URL`). */
+export const REDIS_URL = process.env.LATCHKEY_REDIS_URL ?? 'redis://127.0.0.1:6379/0'
+
+/**
+ * A key prefix of one test's own in Redis, and `remove()`, which deletes every key under it (the reserve
+ * strategy's keys are `{prefix}:...`).
+ */
+export function redisKeys(url = REDIS_URL): { prefix: string; remove(): Promise<void> } {
+  const prefix = `fs-test-${randomUUID().slice(0, 8)}`
+  return { prefix, remove: () => deleteReserveKeys(url, prefix) }
+}
+
+/**
+ * Creates a sale through `instances[0]` that starts in 500 ms, lets every instance learn it before then (an
+ * early order answered 425 caches the sale), and resolves with its id once it has started: so no instance
+ * lags the others (reading the sale from a network store) when the concurrent buyers come.
+ */
+export async function startingSale(instances: readonly Instance[], body: Record<string, unknown>): Promise<string> {
+  const startsAt = Date.now() + 500
+  const id = (await post((instances[0] as Instance).app, '/sales', { ...body, startsAt })).body.id as string
+  for (const { app } of instances) {
+    const early = await post(app, `/sales/${id}/orders`, { userId: 'early-bird', quantity: 1 })
+    if (early.status !== 425) throw new Error(`expected 425 before the sale starts, got ${early.status}`)
+  }
+  await new Promise((resolve) => setTimeout(resolve, Math.max(0, startsAt - Date.now() + 5)))
+  return id
 }
 
 /** POSTs JSON through `app.inject` and returns status and parsed body. */

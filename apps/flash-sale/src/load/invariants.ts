@@ -9,6 +9,13 @@ export interface AuditSnapshot {
   readonly orders: number
   readonly usersWithSeveralOrders: number
   readonly orderIds: readonly string[]
+  /** Reserve sales only: the Redis view (reservations), and how many the store has not settled yet. */
+  readonly reserved?: {
+    readonly remaining: number
+    readonly sold: number
+    readonly orders: number
+    readonly unsettled: number
+  }
 }
 
 /** One invariant and whether it held. */
@@ -50,5 +57,15 @@ export function checkInvariants(audit: AuditSnapshot, load: LoadResult, quantity
       detail: `${audit.orders} stored, ${told} confirmed to buyers, ${missing} confirmed but missing`,
     },
     { name: 'oversold = 0', ok: oversold === 0, detail: `oversold ${oversold}` },
+    ...(audit.reserved === undefined ? [] : [reservedCheck(audit, audit.reserved)]),
   ]
+}
+
+/** Reserve sales: every reservation in Redis became exactly one order in the store (after the relay drained). */
+function reservedCheck(audit: AuditSnapshot, reserved: NonNullable<AuditSnapshot['reserved']>): InvariantCheck {
+  return {
+    name: 'Redis reserved = store settled',
+    ok: reserved.orders === audit.orders && reserved.sold === audit.sold && reserved.remaining === audit.remaining,
+    detail: `Redis ${reserved.orders} orders / ${reserved.sold} units, store ${audit.orders} / ${audit.sold}`,
+  }
 }

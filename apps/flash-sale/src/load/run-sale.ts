@@ -3,7 +3,7 @@ import { checkInvariants } from './invariants.js'
 import type { ResultRow } from './report.js'
 import { progressLine } from './report.js'
 import { type LoadOptions, runLoad } from './run-load.js'
-import { createSale, getAudit } from './sale-client.js'
+import { createSale, getAudit, waitSettled } from './sale-client.js'
 
 /** Options of {@link runSale}. */
 export interface SaleRunOptions extends Omit<LoadOptions, 'saleId' | 'onProgress'> {
@@ -55,6 +55,7 @@ export async function runSale(options: SaleRunOptions): Promise<ResultRow> {
     process.stderr.write(`${progressLine(options.strategy, result.buyers, result.buyers, started).slice(1)}\n`)
   }
   // Any surviving service can answer the audit (a fault test may have killed some).
+  await firstAnswer(options.urls, (url) => waitSettled(url, saleId))
   const audit = await firstAnswer(options.urls, (url) => getAudit(url, saleId))
   const quantity = options.quantity ?? 1
   const checks = checkInvariants(audit, result, quantity)

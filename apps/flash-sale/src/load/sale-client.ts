@@ -29,3 +29,19 @@ export async function createSale(
 export async function getAudit(url: string, saleId: string): Promise<AuditSnapshot> {
   return json(await fetch(`${url}/sales/${saleId}/audit`), 'GET /sales/:id/audit')
 }
+
+/**
+ * For a reserve sale: waits until the store has settled every reservation Redis made (the relay drained the
+ * outbox), or `timeoutMs` passed; the audit that follows then compares the two. Other sales return at once.
+ */
+export async function waitSettled(url: string, saleId: string, timeoutMs = 30_000): Promise<void> {
+  const giveUpAt = performance.now() + timeoutMs
+  for (;;) {
+    const sale = await json<{ reserved?: { unsettled: number } }>(
+      await fetch(`${url}/sales/${saleId}`),
+      'GET /sales/:id',
+    )
+    if (sale.reserved === undefined || sale.reserved.unsettled === 0 || performance.now() > giveUpAt) return
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}

@@ -1,5 +1,7 @@
 import Fastify, { type FastifyInstance } from 'fastify'
 import type { Locks } from 'latchkey'
+import type { OutboxRelay } from '../reserve/outbox-relay.js'
+import type { RedisReserve } from '../reserve/redis-reserve.js'
 import type { Sale, SaleStore } from '../store/types.js'
 import type { BuyContext } from '../strategies/buy.js'
 import { LocalQueue } from '../strategies/local-queue.js'
@@ -19,6 +21,10 @@ export interface AppOptions {
   readonly lockTtlMs?: number
   /** Fastify logger. Default off (the load test would drown in it). */
   readonly logger?: boolean
+  /** The `reserve` strategy's Redis side. Default none: `reserve` sales are refused with 400. */
+  readonly reserve?: RedisReserve | undefined
+  /** This process's outbox relay, reported by `/healthz`. */
+  readonly relay?: OutboxRelay | undefined
 }
 
 /**
@@ -38,6 +44,7 @@ export function buildApp(options: AppOptions): FastifyInstance {
     lockWaitMs: options.lockWaitMs ?? 2_000,
     lockTtlMs: options.lockTtlMs ?? 5_000,
     queue: new LocalQueue(),
+    reserve: options.reserve,
   }
   const app = Fastify({
     logger: options.logger ?? false,
@@ -54,12 +61,17 @@ export function buildApp(options: AppOptions): FastifyInstance {
     if (sale !== undefined) remember(sale)
     return sale
   }
-  app.get('/healthz', async () => ({ ok: true, store: store.name, backend: locks.backend.name }))
+  app.get('/healthz', async () => ({
+    ok: true,
+    store: store.name,
+    backend: locks.backend.name,
+    ...(options.relay === undefined ? {} : { relay: options.relay.stats }),
+  }))
   app.get('/metrics', async (_request, reply) => {
     reply.header('content-type', metrics.registry.contentType)
     return metrics.registry.metrics()
   })
-  registerSaleRoutes(app, store, remember)
+  registerSaleRoutes(app, store, remember, options.reserve)
   registerOrderRoute(app, ctx, metrics, findSale)
   registerDashboardRoutes(app, store, metrics.live)
   return app

@@ -1,16 +1,21 @@
 import type { FastifyInstance, FastifyReply } from 'fastify'
 import { isLockError } from 'latchkey'
+import { ReserveUnavailableError } from '../reserve/redis-reserve.js'
 import type { BuyOutcome, Sale } from '../store/types.js'
-import { BUY, type BuyContext, StaleWriteError } from '../strategies/buy.js'
+import { BUY, type BuyContext, ReserveNotConfiguredError, StaleWriteError } from '../strategies/buy.js'
 import type { RejectReason, ServiceMetrics } from './metrics.js'
 import { refuse } from './replies.js'
 import { orderSchema } from './schemas.js'
 
 type OrderRequest = { Params: { id: string }; Body: { userId: string; quantity: number } }
 
-/** Errors worth a 503 + retry: lock waits that ran out, lost leases, fenced-off writes, a busy database. */
+/**
+ * Errors worth a 503 + retry: lock waits that ran out, lost leases, fenced-off writes, a busy database, Redis
+ * not answering (or not configured) for a reserve sale.
+ */
 function isBusy(error: unknown): boolean {
   if (error instanceof StaleWriteError || isLockError(error)) return true
+  if (error instanceof ReserveUnavailableError || error instanceof ReserveNotConfiguredError) return true
   return (error as { code?: unknown } | null)?.code === 'SQLITE_BUSY'
 }
 

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify'
-import type { Sale, SaleStore, Strategy } from '../store/types.js'
+import type { RedisReserve, ReservedView } from '../reserve/redis-reserve.js'
+import type { Sale, SaleInput, SaleStore, Strategy } from '../store/types.js'
 import { badRequest, refuse } from './replies.js'
 import { createSaleSchema, saleSchema } from './schemas.js'
 
@@ -19,35 +20,53 @@ function parseStartsAt(value: number | string | undefined): number | undefined {
   return Number.isNaN(ms) ? undefined : ms
 }
 
+/** The Redis view of a reserve sale, and how many of its reservations the store has not settled yet. */
+export interface ReservedSummary extends ReservedView {
+  readonly unsettled: number
+}
+
+/**
+ * The Redis view of a reserve sale next to `settledOrders`, the store's count. Read the store FIRST: both
+ * counts only grow and a reservation is settled only after it was made, so read in this order the difference
+ * is never negative (0 once the relay has drained the outbox).
+ */
+async function reservedSummary(reserve: RedisReserve, sale: Sale, settledOrders: number): Promise<ReservedSummary> {
+  const view = await reserve.view(sale)
+  return { ...view, unsettled: view.orders - settledOrders }
+}
+
+/** What `POST /sales` creates from a valid body, or the 400 message that refuses it. */
+function saleInput(body: CreateSaleBody, hasReserve: boolean): SaleInput | string {
+  if (body.strategy === 'reserve' && !hasReserve) {
+    return 'body/strategy reserve needs a service started with Redis (--redis redis://host:6379)'
+  }
+  const startsAt = parseStartsAt(body.startsAt)
+  if (startsAt === undefined) {
+    return `body/startsAt must be epoch milliseconds or an ISO 8601 date-time, received ${JSON.stringify(body.startsAt)}`
+  }
+  // Sharded sales default to 8 buckets (fewer for tiny stock, so none starts empty).
+  const buckets = body.buckets ?? (body.strategy === 'sharded' ? Math.min(8, body.stock) : 1)
+  if (body.strategy !== 'sharded' && buckets !== 1) {
+    return `body/buckets applies to the sharded strategy only (received ${buckets} with ${body.strategy})`
+  }
+  return { item: body.item, stock: body.stock, startsAt, strategy: body.strategy, buckets }
+}
+
 /**
  * `POST /sales`, `GET /sales/:id` and `GET /sales/:id/audit`. `remember` receives each created sale
- * (the order route caches sales: they never change once created).
+ * (the order route caches sales: they never change once created). For a `reserve` sale both reads add
+ * `reserved`, the Redis view (what buyers were promised); their other counters are the store's settled view.
  */
-export function registerSaleRoutes(app: FastifyInstance, store: SaleStore, remember: (sale: Sale) => void): void {
+export function registerSaleRoutes(
+  app: FastifyInstance,
+  store: SaleStore,
+  remember: (sale: Sale) => void,
+  reserve?: RedisReserve,
+): void {
   app.post<{ Body: CreateSaleBody }>('/sales', { schema: createSaleSchema }, async (request, reply) => {
-    const body = request.body
-    const startsAt = parseStartsAt(body.startsAt)
-    if (startsAt === undefined) {
-      return badRequest(
-        reply,
-        `body/startsAt must be epoch milliseconds or an ISO 8601 date-time, received ${JSON.stringify(body.startsAt)}`,
-      )
-    }
-    // Sharded sales default to 8 buckets (fewer for tiny stock, so none starts empty).
-    const buckets = body.buckets ?? (body.strategy === 'sharded' ? Math.min(8, body.stock) : 1)
-    if (body.strategy !== 'sharded' && buckets !== 1) {
-      return badRequest(
-        reply,
-        `body/buckets applies to the sharded strategy only (received ${buckets} with ${body.strategy})`,
-      )
-    }
-    const sale = await store.createSale({
-      item: body.item,
-      stock: body.stock,
-      startsAt,
-      strategy: body.strategy,
-      buckets,
-    })
+    const input = saleInput(request.body, reserve !== undefined)
+    if (typeof input === 'string') return badRequest(reply, input)
+    const sale = await store.createSale(input)
     remember(sale)
     return reply.code(201).send(sale)
   })
@@ -55,13 +74,17 @@ export function registerSaleRoutes(app: FastifyInstance, store: SaleStore, remem
   app.get<{ Params: { id: string } }>('/sales/:id', { schema: saleSchema }, async (request, reply) => {
     const summary = await store.summary(request.params.id)
     if (summary === undefined) return refuse(reply, 404, 'UNKNOWN_SALE', `No sale ${request.params.id}`)
-    return summary
+    if (summary.strategy !== 'reserve' || reserve === undefined) return summary
+    return { ...summary, reserved: await reservedSummary(reserve, summary, summary.orders) }
   })
 
   // Everything the load generator's invariant checks need, read from the store in one snapshot.
   app.get<{ Params: { id: string } }>('/sales/:id/audit', { schema: saleSchema }, async (request, reply) => {
     const audit = await store.audit(request.params.id)
     if (audit === undefined) return refuse(reply, 404, 'UNKNOWN_SALE', `No sale ${request.params.id}`)
-    return { ...audit, orderIds: [...audit.orderIds] }
+    const body = { ...audit, orderIds: [...audit.orderIds] }
+    const sale = await store.getSale(request.params.id)
+    if (sale?.strategy !== 'reserve' || reserve === undefined) return body
+    return { ...body, reserved: await reservedSummary(reserve, sale, audit.orders) }
   })
 }

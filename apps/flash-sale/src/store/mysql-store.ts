@@ -1,8 +1,26 @@
-import { randomUUID } from 'node:crypto'
 import { fencedUpdate } from 'latchkey/fence'
 import mysql from 'mysql2/promise'
-import { splitStock } from './sqlite-store.js'
-import type { BucketStock, BuyOutcome, Sale, SaleAudit, SaleStore, SaleSummary, Strategy } from './types.js'
+import {
+  auditFromOrders,
+  newSale,
+  type OrderRow,
+  orderToWrite,
+  SALE_COLUMNS,
+  type SaleRow,
+  saleValues,
+  splitStock,
+  toSale,
+} from './rows.js'
+import type {
+  BucketStock,
+  BuyOutcome,
+  OrderToWrite,
+  Sale,
+  SaleAudit,
+  SaleInput,
+  SaleStore,
+  SaleSummary,
+} from './types.js'
 
 const SCHEMA = [
   `CREATE TABLE IF NOT EXISTS fs_sales (
@@ -16,38 +34,26 @@ const SCHEMA = [
     bucket INT NOT NULL, created_at BIGINT NOT NULL, UNIQUE KEY fs_orders_user (sale_id, user_id)) ENGINE=InnoDB`,
 ]
 
-const FENCED_WRITE = fencedUpdate({
-  table: 'fs_stock',
-  set: { remain: 0 },
-  where: { sale_id: '', bucket: 0 },
-  token: 0n,
-}).sql
-const INSERT_ORDER =
-  'INSERT INTO fs_orders (id, sale_id, user_id, quantity, bucket, created_at) VALUES (?, ?, ?, ?, ?, ?)'
-
-interface SaleRow {
-  id: string
-  item: string
-  stock: number
-  starts_at: string | number
-  strategy: string
-  buckets: number
-  created_at: string | number
-}
+const SQL = {
+  fencedWrite: fencedUpdate({ table: 'fs_stock', set: { remain: 0 }, where: { sale_id: '', bucket: 0 }, token: 0n })
+    .sql,
+  insertOrder: 'INSERT INTO fs_orders (id, sale_id, user_id, quantity, bucket, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+  decrement: 'UPDATE fs_stock SET remain = remain - ? WHERE sale_id = ? AND bucket = 0 AND remain >= ?',
+  claim: 'UPDATE fs_stock SET fence_token = ? WHERE sale_id = ? AND bucket = ? AND fence_token <= ?',
+  remain: 'SELECT remain FROM fs_stock WHERE sale_id = ? AND bucket = ?',
+  sale: 'SELECT * FROM fs_sales WHERE id = ?',
+  recent: 'SELECT * FROM fs_sales ORDER BY created_at DESC, id LIMIT ?',
+  orderIdOf: 'SELECT id FROM fs_orders WHERE sale_id = ? AND user_id = ?',
+  buckets: 'SELECT bucket, remain FROM fs_stock WHERE sale_id = ? ORDER BY bucket',
+  counts: 'SELECT COUNT(*) AS orders, COALESCE(SUM(quantity), 0) AS sold FROM fs_orders WHERE sale_id = ?',
+  totals:
+    'SELECT COALESCE(SUM(remain), 0) AS remaining, COALESCE(MIN(remain), 0) AS min_remain FROM fs_stock WHERE sale_id = ?',
+  orders: 'SELECT id, user_id, quantity FROM fs_orders WHERE sale_id = ?',
+  insertSale: `INSERT INTO fs_sales (${SALE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+  insertBucket: 'INSERT INTO fs_stock (sale_id, bucket, remain) VALUES (?, ?, ?)',
+} as const
 
 type Db = mysql.Pool | mysql.PoolConnection
-
-function toSale(row: SaleRow): Sale {
-  return Object.freeze({
-    id: row.id,
-    item: row.item,
-    stock: row.stock,
-    startsAt: Number(row.starts_at),
-    strategy: row.strategy as Strategy,
-    buckets: row.buckets,
-    createdAt: Number(row.created_at),
-  })
-}
 
 async function rows<T>(db: Db, sql: string, params: unknown[]): Promise<T[]> {
   const [result] = await db.query(sql, params)
@@ -59,24 +65,37 @@ async function affected(db: Db, sql: string, params: unknown[]): Promise<number>
   return (result as mysql.ResultSetHeader).affectedRows
 }
 
-/** Rolls back unless `fn` resolves; a duplicate order (ER_DUP_ENTRY) becomes `duplicate`. */
-async function inTransaction(
+/** Runs `fn` in a transaction on one connection; commits when `commits(result)`, else rolls back. */
+async function inTransaction<T>(
   pool: mysql.Pool,
-  fn: (c: mysql.PoolConnection) => Promise<BuyOutcome>,
-): Promise<BuyOutcome> {
+  fn: (c: mysql.PoolConnection) => Promise<T>,
+  commits: (result: T) => boolean = () => true,
+): Promise<T> {
   const c = await pool.getConnection()
   try {
     await c.beginTransaction()
-    const outcome = await fn(c)
-    if (outcome.status === 'ordered') await c.commit()
+    const result = await fn(c)
+    if (commits(result)) await c.commit()
     else await c.rollback()
-    return outcome
+    return result
   } catch (error) {
     await c.rollback().catch(() => undefined)
-    if ((error as { code?: unknown }).code === 'ER_DUP_ENTRY') return { status: 'duplicate' }
     throw error
   } finally {
     c.release()
+  }
+}
+
+/** A buy transaction: commits only an order; a duplicate order (ER_DUP_ENTRY) becomes `duplicate`. */
+async function buyTransaction(
+  pool: mysql.Pool,
+  fn: (c: mysql.PoolConnection) => Promise<BuyOutcome>,
+): Promise<BuyOutcome> {
+  try {
+    return await inTransaction(pool, fn, (outcome) => outcome.status === 'ordered')
+  } catch (error) {
+    if ((error as { code?: unknown }).code === 'ER_DUP_ENTRY') return { status: 'duplicate' }
+    throw error
   }
 }
 
@@ -95,124 +114,102 @@ export async function mysqlStore(url: string, options: { max?: number } = {}): P
     await pool.end()
     throw error
   }
-  return makeStore(pool)
+  return new MysqlStore(pool)
 }
 
-function makeStore(pool: mysql.Pool): SaleStore {
-  const summarize = async (row: SaleRow): Promise<SaleSummary> => {
-    const [t] = await rows<{ remaining: string }>(
-      pool,
-      'SELECT COALESCE(SUM(remain), 0) AS remaining FROM fs_stock WHERE sale_id = ?',
-      [row.id],
-    )
-    const [c] = await rows<{ orders: number; sold: string }>(
-      pool,
-      'SELECT COUNT(*) AS orders, COALESCE(SUM(quantity), 0) AS sold FROM fs_orders WHERE sale_id = ?',
-      [row.id],
-    )
+class MysqlStore implements SaleStore {
+  readonly name = 'mysql'
+
+  constructor(private readonly pool: mysql.Pool) {}
+
+  async createSale(input: SaleInput): Promise<Sale> {
+    const sale = newSale(input)
+    await inTransaction(this.pool, async (c) => {
+      await c.execute(SQL.insertSale, saleValues(sale) as mysql.ExecuteValues)
+      for (const [bucket, remain] of splitStock(sale.stock, sale.buckets).entries()) {
+        await c.execute(SQL.insertBucket, [sale.id, bucket, remain])
+      }
+    })
+    return sale
+  }
+
+  async getSale(id: string): Promise<Sale | undefined> {
+    const [row] = await rows<SaleRow>(this.pool, SQL.sale, [id])
+    return row === undefined ? undefined : toSale(row)
+  }
+
+  async summary(id: string): Promise<SaleSummary | undefined> {
+    const [row] = await rows<SaleRow>(this.pool, SQL.sale, [id])
+    return row === undefined ? undefined : this.summarize(row)
+  }
+
+  async listSales(limit: number): Promise<SaleSummary[]> {
+    const list = await rows<SaleRow>(this.pool, SQL.recent, [limit])
+    return Promise.all(list.map((row) => this.summarize(row)))
+  }
+
+  async orderIdOf(saleId: string, userId: string): Promise<string | undefined> {
+    return (await rows<{ id: string }>(this.pool, SQL.orderIdOf, [saleId, userId]))[0]?.id
+  }
+
+  async buckets(saleId: string): Promise<BucketStock[]> {
+    return rows<BucketStock>(this.pool, SQL.buckets, [saleId])
+  }
+
+  buyAtomic(saleId: string, userId: string, quantity: number, order?: OrderToWrite): Promise<BuyOutcome> {
+    const { id, createdAt } = orderToWrite(order)
+    return buyTransaction(this.pool, async (c) => {
+      if ((await affected(c, SQL.decrement, [quantity, saleId, quantity])) === 0) return { status: 'sold-out' }
+      await c.execute(SQL.insertOrder, [id, saleId, userId, quantity, 0, createdAt])
+      return { status: 'ordered', orderId: id, bucket: 0 }
+    })
+  }
+
+  claimBucket(saleId: string, bucket: number, token: bigint): Promise<number | undefined> {
+    return inTransaction(this.pool, async (c) => {
+      const claimed = await affected(c, SQL.claim, [String(token), saleId, bucket, String(token)])
+      if (claimed !== 1) return undefined
+      return (await rows<{ remain: number }>(c, SQL.remain, [saleId, bucket]))[0]?.remain
+    })
+  }
+
+  commitFenced(
+    saleId: string,
+    bucket: number,
+    remain: number,
+    token: bigint,
+    userId: string,
+    quantity: number,
+  ): Promise<BuyOutcome> {
+    const { id, createdAt } = orderToWrite(undefined)
+    return buyTransaction(this.pool, async (c) => {
+      if ((await affected(c, SQL.fencedWrite, [remain, String(token), saleId, bucket, String(token)])) === 0) {
+        return { status: 'stale' }
+      }
+      await c.execute(SQL.insertOrder, [id, saleId, userId, quantity, bucket, createdAt])
+      return { status: 'ordered', orderId: id, bucket }
+    })
+  }
+
+  audit(saleId: string): Promise<SaleAudit | undefined> {
+    return auditOf(this.pool, saleId)
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end()
+  }
+
+  private async summarize(row: SaleRow): Promise<SaleSummary> {
+    const [[t], [c]] = await Promise.all([
+      rows<{ remaining: string }>(this.pool, SQL.totals, [row.id]),
+      rows<{ orders: number; sold: string }>(this.pool, SQL.counts, [row.id]),
+    ])
     return {
       ...toSale(row),
       remaining: Number(t?.remaining ?? 0),
       sold: Number(c?.sold ?? 0),
       orders: Number(c?.orders ?? 0),
     }
-  }
-  const saleRow = async (id: string) => (await rows<SaleRow>(pool, 'SELECT * FROM fs_sales WHERE id = ?', [id]))[0]
-  return {
-    name: 'mysql',
-    async createSale(input) {
-      const sale: Sale = Object.freeze({ ...input, id: randomUUID().slice(0, 8), createdAt: Date.now() })
-      const c = await pool.getConnection()
-      try {
-        await c.beginTransaction()
-        await c.execute(
-          'INSERT INTO fs_sales (id, item, stock, starts_at, strategy, buckets, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
-          [sale.id, sale.item, sale.stock, sale.startsAt, sale.strategy, sale.buckets, sale.createdAt],
-        )
-        for (const [bucket, remain] of splitStock(sale.stock, sale.buckets).entries()) {
-          await c.execute('INSERT INTO fs_stock (sale_id, bucket, remain) VALUES (?, ?, ?)', [sale.id, bucket, remain])
-        }
-        await c.commit()
-      } catch (error) {
-        await c.rollback().catch(() => undefined)
-        throw error
-      } finally {
-        c.release()
-      }
-      return sale
-    },
-    async getSale(id) {
-      const row = await saleRow(id)
-      return row === undefined ? undefined : toSale(row)
-    },
-    async summary(id) {
-      const row = await saleRow(id)
-      return row === undefined ? undefined : summarize(row)
-    },
-    async listSales(limit) {
-      const list = await rows<SaleRow>(pool, 'SELECT * FROM fs_sales ORDER BY created_at DESC, id LIMIT ?', [limit])
-      return Promise.all(list.map(summarize))
-    },
-    async hasOrder(saleId, userId) {
-      return (
-        (await rows(pool, 'SELECT 1 FROM fs_orders WHERE sale_id = ? AND user_id = ?', [saleId, userId])).length > 0
-      )
-    },
-    async buckets(saleId) {
-      return rows<BucketStock>(pool, 'SELECT bucket, remain FROM fs_stock WHERE sale_id = ? ORDER BY bucket', [saleId])
-    },
-    buyAtomic: (saleId, userId, quantity) =>
-      inTransaction(pool, async (c) => {
-        const taken = await affected(
-          c,
-          'UPDATE fs_stock SET remain = remain - ? WHERE sale_id = ? AND bucket = 0 AND remain >= ?',
-          [quantity, saleId, quantity],
-        )
-        if (taken === 0) return { status: 'sold-out' }
-        const orderId = randomUUID()
-        await c.execute(INSERT_ORDER, [orderId, saleId, userId, quantity, 0, Date.now()])
-        return { status: 'ordered', orderId, bucket: 0 }
-      }),
-    async claimBucket(saleId, bucket, token) {
-      const c = await pool.getConnection()
-      try {
-        await c.beginTransaction()
-        const claimed = await affected(
-          c,
-          'UPDATE fs_stock SET fence_token = ? WHERE sale_id = ? AND bucket = ? AND fence_token <= ?',
-          [String(token), saleId, bucket, String(token)],
-        )
-        const [row] =
-          claimed === 1
-            ? await rows<{ remain: number }>(c, 'SELECT remain FROM fs_stock WHERE sale_id = ? AND bucket = ?', [
-                saleId,
-                bucket,
-              ])
-            : []
-        await c.commit()
-        return row?.remain
-      } catch (error) {
-        await c.rollback().catch(() => undefined)
-        throw error
-      } finally {
-        c.release()
-      }
-    },
-    commitFenced: (saleId, bucket, remain, token, userId, quantity) =>
-      inTransaction(pool, async (c) => {
-        if ((await affected(c, FENCED_WRITE, [remain, String(token), saleId, bucket, String(token)])) === 0) {
-          return { status: 'stale' }
-        }
-        const orderId = randomUUID()
-        await c.execute(INSERT_ORDER, [orderId, saleId, userId, quantity, bucket, Date.now()])
-        return { status: 'ordered', orderId, bucket }
-      }),
-    async audit(saleId) {
-      return auditOf(pool, saleId)
-    },
-    async close() {
-      await pool.end()
-    },
   }
 }
 
@@ -221,29 +218,11 @@ async function auditOf(pool: mysql.Pool, saleId: string): Promise<SaleAudit | un
   const c = await pool.getConnection()
   try {
     await c.query('START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY')
-    const [sale] = await rows<{ stock: number }>(c, 'SELECT stock FROM fs_sales WHERE id = ?', [saleId])
+    const [sale] = await rows<{ stock: number }>(c, SQL.sale, [saleId])
     if (sale === undefined) return undefined
-    const [t] = await rows<{ remaining: string; min_remain: number }>(
-      c,
-      'SELECT COALESCE(SUM(remain), 0) AS remaining, COALESCE(MIN(remain), 0) AS min_remain FROM fs_stock WHERE sale_id = ?',
-      [saleId],
-    )
-    const orders = await rows<{ id: string; user_id: string; quantity: number }>(
-      c,
-      'SELECT id, user_id, quantity FROM fs_orders WHERE sale_id = ?',
-      [saleId],
-    )
-    const perUser = new Map<string, number>()
-    for (const o of orders) perUser.set(o.user_id, (perUser.get(o.user_id) ?? 0) + 1)
-    return {
-      initial: sale.stock,
-      remaining: Number(t?.remaining ?? 0),
-      minRemain: Number(t?.min_remain ?? 0),
-      sold: orders.reduce((n, o) => n + o.quantity, 0),
-      orders: orders.length,
-      usersWithSeveralOrders: [...perUser.values()].filter((n) => n > 1).length,
-      orderIds: new Set(orders.map((o) => o.id)),
-    }
+    const [t] = await rows<{ remaining: string; min_remain: number }>(c, SQL.totals, [saleId])
+    const totals = { remaining: Number(t?.remaining ?? 0), minRemain: Number(t?.min_remain ?? 0) }
+    return auditFromOrders(sale.stock, totals, await rows<OrderRow>(c, SQL.orders, [saleId]))
   } finally {
     await c.query('COMMIT').catch(() => undefined)
     c.release()

@@ -1,8 +1,26 @@
-import { randomUUID } from 'node:crypto'
 import { fencedUpdate } from 'latchkey/fence'
 import pg from 'pg'
-import { splitStock } from './sqlite-store.js'
-import type { BucketStock, BuyOutcome, Sale, SaleAudit, SaleStore, SaleSummary, Strategy } from './types.js'
+import {
+  auditFromOrders,
+  newSale,
+  type OrderRow,
+  orderToWrite,
+  SALE_COLUMNS,
+  type SaleRow,
+  saleValues,
+  splitStock,
+  toSale,
+} from './rows.js'
+import type {
+  BucketStock,
+  BuyOutcome,
+  OrderToWrite,
+  Sale,
+  SaleAudit,
+  SaleInput,
+  SaleStore,
+  SaleSummary,
+} from './types.js'
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS fs_sales (
@@ -19,7 +37,7 @@ CREATE UNIQUE INDEX IF NOT EXISTS fs_orders_user ON fs_orders (sale_id, user_id)
 
 /**
  * Note 004's conditional decrement and the order insert as ONE statement: a unique violation on the order
- * (a second order of the user) aborts the decrement with it.
+ * (a second order of the user, or an order id already written) aborts the decrement with it.
  */
 const BUY_ATOMIC = `
 WITH taken AS (
@@ -33,33 +51,29 @@ WITH written AS (${fencedUpdate({ table: 'fs_stock', set: { remain: 0 }, where: 
 INSERT INTO fs_orders (id, sale_id, user_id, quantity, bucket, created_at)
 SELECT $6, $3, $7, $8, bucket, $9 FROM written`
 
-const CLAIM =
-  'UPDATE fs_stock SET fence_token = $1 WHERE sale_id = $2 AND bucket = $3 AND fence_token <= $1 RETURNING remain'
+const SQL = {
+  claim:
+    'UPDATE fs_stock SET fence_token = $1 WHERE sale_id = $2 AND bucket = $3 AND fence_token <= $1 RETURNING remain',
+  sale: 'SELECT * FROM fs_sales WHERE id = $1',
+  recent: 'SELECT * FROM fs_sales ORDER BY created_at DESC, id LIMIT $1',
+  orderIdOf: 'SELECT id FROM fs_orders WHERE sale_id = $1 AND user_id = $2',
+  buckets: 'SELECT bucket, remain FROM fs_stock WHERE sale_id = $1 ORDER BY bucket',
+  counts: 'SELECT COUNT(*) AS orders, COALESCE(SUM(quantity), 0) AS sold FROM fs_orders WHERE sale_id = $1',
+  totals:
+    'SELECT COALESCE(SUM(remain), 0) AS remaining, COALESCE(MIN(remain), 0) AS min_remain FROM fs_stock WHERE sale_id = $1',
+  orders: 'SELECT id, user_id, quantity FROM fs_orders WHERE sale_id = $1',
+  insertSale: `INSERT INTO fs_sales (${SALE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+  insertBucket: 'INSERT INTO fs_stock (sale_id, bucket, remain) VALUES ($1, $2, $3)',
+} as const
 
-interface SaleRow {
-  id: string
-  item: string
-  stock: number
-  starts_at: string
-  strategy: string
-  buckets: number
-  created_at: string
-}
-
-function toSale(row: SaleRow): Sale {
-  return Object.freeze({
-    id: row.id,
-    item: row.item,
-    stock: row.stock,
-    startsAt: Number(row.starts_at),
-    strategy: row.strategy as Strategy,
-    buckets: row.buckets,
-    createdAt: Number(row.created_at),
-  })
-}
+type Queryable = pg.Pool | pg.PoolClient
 
 function isUniqueViolation(error: unknown): boolean {
   return (error as { code?: unknown } | null)?.code === '23505'
+}
+
+async function one<T>(db: Queryable, sql: string, params: unknown[]): Promise<T | undefined> {
+  return (await db.query(sql, params)).rows[0] as T | undefined
 }
 
 /**
@@ -87,124 +101,113 @@ export async function postgresStore(url: string, options: { schema?: string; max
     await pool.end()
     throw error
   }
-  return makeStore(pool)
+  return new PostgresStore(pool)
 }
 
-function makeStore(pool: pg.Pool): SaleStore {
-  const one = async <T>(sql: string, params: unknown[]): Promise<T | undefined> =>
-    (await pool.query(sql, params)).rows[0] as T | undefined
-  const counts = async (id: string) =>
-    (await one<{ orders: string; sold: string }>(
-      'SELECT COUNT(*) AS orders, COALESCE(SUM(quantity), 0) AS sold FROM fs_orders WHERE sale_id = $1',
-      [id],
-    )) as { orders: string; sold: string }
-  const totals = async (id: string) =>
-    (await one<{ remaining: string; min_remain: number | null }>(
-      'SELECT COALESCE(SUM(remain), 0) AS remaining, MIN(remain) AS min_remain FROM fs_stock WHERE sale_id = $1',
-      [id],
-    )) as { remaining: string; min_remain: number | null }
-  const summarize = async (row: SaleRow): Promise<SaleSummary> => {
-    const [t, c] = await Promise.all([totals(row.id), counts(row.id)])
-    return { ...toSale(row), remaining: Number(t.remaining), sold: Number(c.sold), orders: Number(c.orders) }
+class PostgresStore implements SaleStore {
+  readonly name = 'postgres'
+
+  constructor(private readonly pool: pg.Pool) {}
+
+  async createSale(input: SaleInput): Promise<Sale> {
+    const sale = newSale(input)
+    await inTransaction(this.pool, async (client) => {
+      await client.query(SQL.insertSale, saleValues(sale))
+      for (const [bucket, remain] of splitStock(sale.stock, sale.buckets).entries()) {
+        await client.query(SQL.insertBucket, [sale.id, bucket, remain])
+      }
+    })
+    return sale
   }
-  return {
-    name: 'postgres',
-    async createSale(input) {
-      const sale: Sale = Object.freeze({ ...input, id: randomUUID().slice(0, 8), createdAt: Date.now() })
-      await inTransaction(pool, async (client) => {
-        await client.query(
-          'INSERT INTO fs_sales (id, item, stock, starts_at, strategy, buckets, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)',
-          [sale.id, sale.item, sale.stock, sale.startsAt, sale.strategy, sale.buckets, sale.createdAt],
-        )
-        for (const [bucket, remain] of splitStock(sale.stock, sale.buckets).entries()) {
-          await client.query('INSERT INTO fs_stock (sale_id, bucket, remain) VALUES ($1, $2, $3)', [
-            sale.id,
-            bucket,
-            remain,
-          ])
-        }
-      })
-      return sale
-    },
-    async getSale(id) {
-      const row = await one<SaleRow>('SELECT * FROM fs_sales WHERE id = $1', [id])
-      return row === undefined ? undefined : toSale(row)
-    },
-    async summary(id): Promise<SaleSummary | undefined> {
-      const row = await one<SaleRow>('SELECT * FROM fs_sales WHERE id = $1', [id])
-      return row === undefined ? undefined : summarize(row)
-    },
-    async listSales(limit) {
-      const { rows } = await pool.query('SELECT * FROM fs_sales ORDER BY created_at DESC, id LIMIT $1', [limit])
-      return Promise.all((rows as SaleRow[]).map(summarize))
-    },
-    async hasOrder(saleId, userId) {
-      return (await one('SELECT 1 FROM fs_orders WHERE sale_id = $1 AND user_id = $2', [saleId, userId])) !== undefined
-    },
-    async buckets(saleId) {
-      const { rows } = await pool.query('SELECT bucket, remain FROM fs_stock WHERE sale_id = $1 ORDER BY bucket', [
-        saleId,
-      ])
-      return rows as BucketStock[]
-    },
-    async buyAtomic(saleId, userId, quantity): Promise<BuyOutcome> {
-      const orderId = randomUUID()
-      try {
-        const { rowCount } = await pool.query(BUY_ATOMIC, [saleId, userId, quantity, orderId, Date.now()])
-        return rowCount === 1 ? { status: 'ordered', orderId, bucket: 0 } : { status: 'sold-out' }
-      } catch (error) {
-        if (isUniqueViolation(error)) return { status: 'duplicate' }
-        throw error
-      }
-    },
-    async claimBucket(saleId, bucket, token) {
-      return (await one<{ remain: number }>(CLAIM, [token, saleId, bucket]))?.remain
-    },
-    async commitFenced(saleId, bucket, remain, token, userId, quantity): Promise<BuyOutcome> {
-      const orderId = randomUUID()
-      const params = [remain, token, saleId, bucket, token, orderId, userId, quantity, Date.now()]
-      try {
-        const { rowCount } = await pool.query(COMMIT_FENCED, params)
-        return rowCount === 1 ? { status: 'ordered', orderId, bucket } : { status: 'stale' }
-      } catch (error) {
-        if (isUniqueViolation(error)) return { status: 'duplicate' }
-        throw error
-      }
-    },
-    async audit(saleId) {
-      return inTransaction(pool, (client) => auditIn(client, saleId), 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY')
-    },
-    async close() {
-      await pool.end()
-    },
+
+  async getSale(id: string): Promise<Sale | undefined> {
+    const row = await one<SaleRow>(this.pool, SQL.sale, [id])
+    return row === undefined ? undefined : toSale(row)
+  }
+
+  async summary(id: string): Promise<SaleSummary | undefined> {
+    const row = await one<SaleRow>(this.pool, SQL.sale, [id])
+    return row === undefined ? undefined : this.summarize(row)
+  }
+
+  async listSales(limit: number): Promise<SaleSummary[]> {
+    const { rows } = await this.pool.query(SQL.recent, [limit])
+    return Promise.all((rows as SaleRow[]).map((row) => this.summarize(row)))
+  }
+
+  async orderIdOf(saleId: string, userId: string): Promise<string | undefined> {
+    return (await one<{ id: string }>(this.pool, SQL.orderIdOf, [saleId, userId]))?.id
+  }
+
+  async buckets(saleId: string): Promise<BucketStock[]> {
+    return (await this.pool.query(SQL.buckets, [saleId])).rows as BucketStock[]
+  }
+
+  async buyAtomic(saleId: string, userId: string, quantity: number, order?: OrderToWrite): Promise<BuyOutcome> {
+    const { id, createdAt } = orderToWrite(order)
+    try {
+      const { rowCount } = await this.pool.query(BUY_ATOMIC, [saleId, userId, quantity, id, createdAt])
+      return rowCount === 1 ? { status: 'ordered', orderId: id, bucket: 0 } : { status: 'sold-out' }
+    } catch (error) {
+      if (isUniqueViolation(error)) return { status: 'duplicate' }
+      throw error
+    }
+  }
+
+  async claimBucket(saleId: string, bucket: number, token: bigint): Promise<number | undefined> {
+    return (await one<{ remain: number }>(this.pool, SQL.claim, [token, saleId, bucket]))?.remain
+  }
+
+  async commitFenced(
+    saleId: string,
+    bucket: number,
+    remain: number,
+    token: bigint,
+    userId: string,
+    quantity: number,
+  ): Promise<BuyOutcome> {
+    const { id, createdAt } = orderToWrite(undefined)
+    const params = [remain, token, saleId, bucket, token, id, userId, quantity, createdAt]
+    try {
+      const { rowCount } = await this.pool.query(COMMIT_FENCED, params)
+      return rowCount === 1 ? { status: 'ordered', orderId: id, bucket } : { status: 'stale' }
+    } catch (error) {
+      if (isUniqueViolation(error)) return { status: 'duplicate' }
+      throw error
+    }
+  }
+
+  async audit(saleId: string): Promise<SaleAudit | undefined> {
+    return inTransaction(
+      this.pool,
+      (client) => auditIn(client, saleId),
+      'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY',
+    )
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end()
+  }
+
+  private async summarize(row: SaleRow): Promise<SaleSummary> {
+    const [t, c] = await Promise.all([
+      one<{ remaining: string }>(this.pool, SQL.totals, [row.id]),
+      one<{ orders: string; sold: string }>(this.pool, SQL.counts, [row.id]),
+    ])
+    return { ...toSale(row), remaining: Number(t?.remaining), sold: Number(c?.sold), orders: Number(c?.orders) }
   }
 }
 
 /** Everything {@link SaleAudit} holds, from one snapshot. */
 async function auditIn(client: pg.PoolClient, saleId: string): Promise<SaleAudit | undefined> {
-  const sale = (await client.query('SELECT stock FROM fs_sales WHERE id = $1', [saleId])).rows[0] as
-    | { stock: number }
-    | undefined
+  const sale = await one<{ stock: number }>(client, SQL.sale, [saleId])
   if (sale === undefined) return undefined
-  const t = (
-    await client.query(
-      'SELECT COALESCE(SUM(remain), 0) AS remaining, COALESCE(MIN(remain), 0) AS min_remain FROM fs_stock WHERE sale_id = $1',
-      [saleId],
-    )
-  ).rows[0] as { remaining: string; min_remain: number }
-  const orders = (await client.query('SELECT id, user_id, quantity FROM fs_orders WHERE sale_id = $1', [saleId]))
-    .rows as Array<{ id: string; user_id: string; quantity: number }>
-  const perUser = new Map<string, number>()
-  for (const o of orders) perUser.set(o.user_id, (perUser.get(o.user_id) ?? 0) + 1)
-  return {
-    initial: sale.stock,
-    remaining: Number(t.remaining),
-    minRemain: t.min_remain,
-    sold: orders.reduce((n, o) => n + o.quantity, 0),
-    orders: orders.length,
-    usersWithSeveralOrders: [...perUser.values()].filter((n) => n > 1).length,
-    orderIds: new Set(orders.map((o) => o.id)),
+  const t = (await one<{ remaining: string; min_remain: number }>(client, SQL.totals, [saleId])) ?? {
+    remaining: '0',
+    min_remain: 0,
   }
+  const orders = (await client.query(SQL.orders, [saleId])).rows as OrderRow[]
+  return auditFromOrders(sale.stock, { remaining: Number(t.remaining), minRemain: Number(t.min_remain) }, orders)
 }
 
 async function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>, begin = 'BEGIN'): Promise<T> {

@@ -1,8 +1,8 @@
 /** How a sale protects its stock. */
-export type Strategy = 'db-atomic' | 'lock' | 'sharded'
+export type Strategy = 'db-atomic' | 'lock' | 'reserve' | 'sharded'
 
-/** Every strategy this build serves (`reserve` needs the Redis backend, which latchkey does not ship yet). */
-export const STRATEGIES: readonly Strategy[] = Object.freeze(['db-atomic', 'lock', 'sharded'])
+/** Every strategy; `reserve` is served only by a service given a Redis URL. */
+export const STRATEGIES: readonly Strategy[] = Object.freeze(['db-atomic', 'lock', 'reserve', 'sharded'])
 
 /** What `POST /sales` stores. */
 export interface SaleInput {
@@ -40,6 +40,13 @@ export type BuyOutcome =
   /** A fenced write was refused: a holder with a higher token touched the stock since our read. */
   | { readonly status: 'stale' }
 
+/** The id and time of an order to write. */
+export interface OrderToWrite {
+  readonly id: string
+  /** Epoch ms. */
+  readonly createdAt: number
+}
+
 /** One stock bucket. */
 export interface BucketStock {
   readonly bucket: number
@@ -72,11 +79,16 @@ export interface SaleStore {
   summary(id: string): Promise<SaleSummary | undefined>
   /** The `limit` most recently created sales, newest first, with their counters. */
   listSales(limit: number): Promise<SaleSummary[]>
-  hasOrder(saleId: string, userId: string): Promise<boolean>
+  /** The id of the user's order in this sale, if any (one order per user per sale). */
+  orderIdOf(saleId: string, userId: string): Promise<string | undefined>
   /** Unlocked read of every bucket. Stock only ever decreases, so a bucket seen short stays short. */
   buckets(saleId: string): Promise<BucketStock[]>
-  /** Note 004's conditional decrement plus the order insert, in one transaction. */
-  buyAtomic(saleId: string, userId: string, quantity: number): Promise<BuyOutcome>
+  /**
+   * Note 004's conditional decrement plus the order insert, in one transaction: `sold-out` when the stock is
+   * short, `duplicate` when the user has an order (or `order.id` exists). `order` defaults to a new id and now;
+   * the `reserve` strategy's relay passes the id and time of the reservation it settles.
+   */
+  buyAtomic(saleId: string, userId: string, quantity: number, order?: OrderToWrite): Promise<BuyOutcome>
   /**
    * Fenced read: records `token` as the bucket's fence (if no higher token has been seen) and returns its
    * stock; `undefined` if a higher token got there first. Claiming at read time is what makes a later

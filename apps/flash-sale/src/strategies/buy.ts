@@ -1,4 +1,5 @@
 import { type Locks, LockTimeoutError } from 'latchkey'
+import type { RedisReserve } from '../reserve/redis-reserve.js'
 import type { BuyOutcome, Sale, SaleStore } from '../store/types.js'
 import type { LocalQueue } from './local-queue.js'
 
@@ -12,6 +13,8 @@ export interface BuyContext {
   readonly lockTtlMs: number
   /** One waiter per process on each lock; the others queue here. */
   readonly queue: LocalQueue
+  /** The `reserve` strategy's Redis side; undefined when the service has no Redis. */
+  readonly reserve?: RedisReserve | undefined
 }
 
 /** How many times a buyer retries after its fenced write was refused (a lease lost mid-write). */
@@ -36,7 +39,7 @@ async function precheck(
   userId: string,
   quantity: number,
 ): Promise<BuyOutcome | undefined> {
-  if (await ctx.store.hasOrder(sale.id, userId)) return { status: 'duplicate' }
+  if ((await ctx.store.orderIdOf(sale.id, userId)) !== undefined) return { status: 'duplicate' }
   const buckets = await ctx.store.buckets(sale.id)
   if (buckets.every((b) => b.remain < quantity)) return { status: 'sold-out' }
   return undefined
@@ -118,9 +121,29 @@ export async function buySharded(ctx: BuyContext, sale: Sale, userId: string, qu
   return { status: 'sold-out' }
 }
 
+/** Thrown for a `reserve` sale on a service started without Redis; the service answers 503. */
+export class ReserveNotConfiguredError extends Error {
+  constructor(saleId: string) {
+    super(`flash-sale: sale ${saleId} uses the reserve strategy, but this service was started without --redis`)
+    this.name = 'ReserveNotConfiguredError'
+  }
+}
+
+/**
+ * `reserve`: one Redis Lua script checks the buyer, takes the stock and appends the reservation to the
+ * outbox, atomically; the relay writes the durable order to the store afterwards (see reserve/). No lock and
+ * no SQL on the buyer's path: Redis alone decides, so no SQL pre-check either (it would lag the reservations);
+ * once Redis answered "sold out", this process answers it from memory (stock only decreases).
+ */
+export async function buyReserved(ctx: BuyContext, sale: Sale, userId: string, quantity: number): Promise<BuyOutcome> {
+  if (ctx.reserve === undefined) throw new ReserveNotConfiguredError(sale.id)
+  return ctx.reserve.reserve(sale, userId, quantity)
+}
+
 /** The buy function of each strategy. */
 export const BUY = Object.freeze({
   'db-atomic': buyAtomic,
   lock: buyLocked,
+  reserve: buyReserved,
   sharded: buySharded,
 })

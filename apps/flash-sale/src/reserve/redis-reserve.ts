@@ -1,0 +1,127 @@
+import { createHash, randomUUID } from 'node:crypto'
+import { readFileSync } from 'node:fs'
+import type { Redis } from 'ioredis'
+import type { BuyOutcome, Sale } from '../store/types.js'
+
+/** A Lua script run by EVALSHA, loaded with EVAL the first time a server does not know it. */
+export class LuaScript {
+  private readonly sha: string
+
+  constructor(readonly source: string) {
+    this.sha = createHash('sha1').update(source).digest('hex')
+  }
+
+  /** Loads `<name>.lua` from this folder. */
+  static load(name: string): LuaScript {
+    return new LuaScript(readFileSync(new URL(`./${name}.lua`, import.meta.url), 'utf8'))
+  }
+
+  async run(client: Redis, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown> {
+    try {
+      return await client.evalsha(this.sha, keys.length, ...keys, ...args)
+    } catch (error) {
+      if (!String((error as Error).message).startsWith('NOSCRIPT')) throw error
+      return client.eval(this.source, keys.length, ...keys, ...args)
+    }
+  }
+}
+
+const RESERVE = LuaScript.load('reserve')
+
+/** Thrown when Redis could not be asked; the service answers 503 (retry). */
+export class ReserveUnavailableError extends Error {
+  constructor(saleId: string, cause: unknown) {
+    super(`flash-sale: Redis did not answer the reservation for sale ${saleId}: ${String(cause)}`, { cause })
+    this.name = 'ReserveUnavailableError'
+  }
+}
+
+/** The Redis side of a reserve sale: what buyers have been promised (settled in SQL or not yet). */
+export interface ReservedView {
+  /** Units not reserved yet. */
+  readonly remaining: number
+  /** Units reserved (initial - remaining). */
+  readonly sold: number
+  /** Reservations (one per buyer). */
+  readonly orders: number
+}
+
+/**
+ * The Redis keys of one deployment. Every key carries the hash tag `{prefix}`, so the reserve script's keys
+ * (a sale's stock and buyers, and the shared outbox) sit in one Redis Cluster slot.
+ */
+export class ReserveKeys {
+  readonly outbox: string
+  /** Outbox entries the relay could not settle (malformed, or refused by the store), kept for a human. */
+  readonly deadLetters: string
+
+  constructor(readonly prefix: string) {
+    this.outbox = `{${prefix}}:outbox`
+    this.deadLetters = `{${prefix}}:dead-letters`
+  }
+
+  stock(saleId: string): string {
+    return `{${this.prefix}}:stock:${saleId}`
+  }
+
+  buyers(saleId: string): string {
+    return `{${this.prefix}}:buyers:${saleId}`
+  }
+}
+
+/**
+ * The `reserve` strategy's front half: one Lua script checks the buyer, takes the stock and appends the
+ * reservation to the outbox stream, atomically; the {@link OutboxRelay} writes it to the SQL store later.
+ * A buyer's 201 therefore means "reserved in Redis"; the durable order follows within milliseconds, and
+ * survives any crash in between because the reservation and its outbox entry were written together.
+ *
+ * @example
+ * const reserve = new RedisReserve(new Redis(url), 'flash-sale')
+ * await reserve.reserve(sale, 'alice', 1) // { status: 'ordered', orderId, bucket: 0 }
+ */
+export class RedisReserve {
+  readonly keys: ReserveKeys
+  /** Per sale, the smallest quantity Redis refused as sold out: final, since stock only decreases. */
+  private readonly shortFrom = new Map<string, number>()
+
+  /** `client` is used, never closed. `prefix` names the deployment (default `flash-sale`). */
+  constructor(
+    readonly client: Redis,
+    prefix = 'flash-sale',
+  ) {
+    this.keys = new ReserveKeys(prefix)
+  }
+
+  /** Reserves `quantity` units for `userId`: ordered, duplicate (one order per user) or sold out. */
+  async reserve(sale: Sale, userId: string, quantity: number): Promise<BuyOutcome> {
+    // The seckill "sold out" flag: once Redis refused q units, q or more are refused here without a round trip.
+    if (quantity >= (this.shortFrom.get(sale.id) ?? Number.POSITIVE_INFINITY)) return { status: 'sold-out' }
+    const orderId = randomUUID()
+    const keys = [this.keys.stock(sale.id), this.keys.buyers(sale.id), this.keys.outbox]
+    const args = [sale.stock, sale.id, userId, quantity, orderId, Date.now()]
+    let reply: unknown
+    try {
+      // ioredis re-sends the call after a reconnect: the same order id makes that harmless (see reserve.lua).
+      reply = await RESERVE.run(this.client, keys, args)
+    } catch (error) {
+      throw new ReserveUnavailableError(sale.id, error)
+    }
+    const [status] = reply as [string, string]
+    if (status === 'ordered') return { status: 'ordered', orderId, bucket: 0 }
+    if (status === 'duplicate') return { status: 'duplicate' }
+    if (status === 'sold-out') {
+      this.shortFrom.set(sale.id, Math.min(quantity, this.shortFrom.get(sale.id) ?? quantity))
+      return { status: 'sold-out' }
+    }
+    throw new Error(`flash-sale: unexpected reply of reserve.lua: ${JSON.stringify(reply)}`)
+  }
+
+  /** The Redis view of `sale`, read in one MULTI (a consistent snapshot). */
+  async view(sale: Sale): Promise<ReservedView> {
+    const replies = await this.client.multi().get(this.keys.stock(sale.id)).hlen(this.keys.buyers(sale.id)).exec()
+    const [[stockError, stock] = [], [buyersError, buyers] = []] = replies ?? []
+    if (stockError || buyersError) throw stockError ?? buyersError
+    const remaining = stock === null || stock === undefined ? sale.stock : Number(stock)
+    return { remaining, sold: sale.stock - remaining, orders: Number(buyers) }
+  }
+}
