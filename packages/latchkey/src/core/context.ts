@@ -1,5 +1,6 @@
 import type { Backend, LockKind, LockRef } from '../backend/types.js'
 import type { LockEventHandler } from './events.js'
+import type { LeaseTimers } from './lease-timers.js'
 
 /** What a lock handle needs from its `Locks` instance. */
 export interface LocksContext {
@@ -15,6 +16,8 @@ export interface LocksContext {
   /** Aborts when `close()` is called. */
   readonly closing: AbortSignal
   readonly active: Set<{ forget(): Promise<void> }>
+  /** The watchdog clock shared by this context's leases. */
+  readonly timers: LeaseTimers
 }
 
 /** A lock as the core sees it: its context, public name, backend ref and semaphore size. */

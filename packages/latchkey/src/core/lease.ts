@@ -2,6 +2,7 @@ import { LockLostError, NotLockHolderError } from '../errors.js'
 import { driftMs, monotonicNow, wallTimeAt } from './clock.js'
 import type { LockTarget } from './context.js'
 import { emitSafely } from './events.js'
+import type { LeaseTimers, TimedEntry } from './lease-timers.js'
 import { checkDuration, MAX_TIMER_MS } from './validate.js'
 
 /**
@@ -29,7 +30,7 @@ export interface Lease extends AsyncDisposable {
 type LeaseState = 'held' | 'released' | 'lost'
 
 /** A lease granted by the backend, with its watchdog. */
-export class HeldLease implements Lease {
+export class HeldLease implements Lease, TimedEntry {
   readonly name: string
   readonly token: bigint
   /** Created on first use of `signal`: most leases are released without anyone reading it. */
@@ -41,9 +42,9 @@ export class HeldLease implements Lease {
   private deadline: number
   /** When the watchdog renews next (monotonic ms); Infinity while a renewal is in flight or autoRenew is off. */
   private renewAt: number
-  /** The lease's one timer, armed for the earlier of `renewAt` and `deadline`. */
-  private timer: NodeJS.Timeout | undefined
-  private timerAt = Number.POSITIVE_INFINITY
+  /** Heap slot in the context's {@link LeaseTimers}, due at the earlier of `renewAt` and `deadline`. */
+  heapIndex = -1
+  dueAt = Number.POSITIVE_INFINITY
   private releasing: Promise<void> | undefined
   private unwatch: (() => void) | undefined
 
@@ -138,19 +139,14 @@ export class HeldLease implements Lease {
     this.emit({ type: 'released', token: this.token, heldMs: monotonicNow() - this.acquiredAt })
   }
 
-  /** Arms the one timer for the next thing due: a renewal, or the deadline. Keeps an earlier-armed timer. */
+  /** Schedules the watchdog for the next thing due: a renewal, or the deadline. */
   private arm(): void {
     const due = Math.min(this.renewAt, this.deadline)
-    if (this.timer !== undefined && this.timerAt <= due) return
-    clearTimeout(this.timer)
-    this.timerAt = due
-    this.timer = setTimeout(() => this.onTimer(), Math.max(0, due - monotonicNow()))
-    this.timer.unref()
+    if (due !== this.dueAt || this.heapIndex < 0) this.target.ctx.timers.schedule(this, due)
   }
 
-  private onTimer(): void {
-    this.timer = undefined
-    this.timerAt = Number.POSITIVE_INFINITY
+  /** Called by the context's {@link LeaseTimers} once `dueAt` has passed. */
+  onDue(): void {
     if (this.state !== 'held') return
     const now = monotonicNow()
     if (now >= this.deadline) {
@@ -185,8 +181,6 @@ export class HeldLease implements Lease {
   private renewed(sentAt: number): void {
     this.deadline = sentAt + this.ttlMs - driftMs(this.ttlMs)
     this.renewAt = this.autoRenew ? sentAt + this.ttlMs / 3 : Number.POSITIVE_INFINITY
-    // The deadline moved later: re-arm from scratch rather than keep a timer set for the old one.
-    this.stopTimers()
     this.arm()
     this.emit({ type: 'renewed', token: this.token, expiresAt: this.expiresAt })
   }
@@ -203,9 +197,7 @@ export class HeldLease implements Lease {
   }
 
   private stopTimers(): void {
-    clearTimeout(this.timer)
-    this.timer = undefined
-    this.timerAt = Number.POSITIVE_INFINITY
+    this.target.ctx.timers.cancel(this)
     if (this.state !== 'held') {
       this.target.ctx.active.delete(this)
       this.unwatch?.()

@@ -3,6 +3,7 @@ import type { Backend, LockKind } from '../backend/types.js'
 import { UnsupportedError } from '../errors.js'
 import type { LocksContext } from './context.js'
 import type { LockEventHandler } from './events.js'
+import { LeaseTimers } from './lease-timers.js'
 import { type Lock, LockHandle } from './lock.js'
 import { canonicalHandles, MultiLock } from './multi.js'
 import {
@@ -97,6 +98,7 @@ export function createLocks(options: LocksOptions): Locks {
     onEvent: o.onEvent === undefined ? undefined : checkFunction<LockEventHandler>('onEvent', o.onEvent),
     closing: closer.signal,
     active: new Set<{ forget(): Promise<void> }>(),
+    timers: new LeaseTimers(),
   })
   const requireFencing = o.requireFencing === undefined ? false : checkBoolean('requireFencing', o.requireFencing)
   if (requireFencing && backend.capabilities.fencing !== 'native') {
@@ -137,6 +139,7 @@ export function createLocks(options: LocksOptions): Locks {
       closing ??= (async () => {
         closer.abort()
         await Promise.all([...ctx.active].map((lease) => lease.forget()))
+        ctx.timers.close()
       })()
       return closing
     },
