@@ -1,14 +1,14 @@
 /**
- * The contenders of bench/redis-locks.ts behind one shape: raw ioredis SET NX PX + DEL, latchkey's Redis
- * backend, redlock 4.2 / 5.0-beta and redis-semaphore 5.8 (installed in bench/ only), each at its defaults on
- * its own ioredis connection, and an in-process FIFO mutex as the floor of the contended scenarios.
+ * The Redis peers behind the harness's {@link Contender} shape: raw ioredis SET NX PX + DEL, redlock 4.2 /
+ * 5.0-beta and redis-semaphore 5.8 (installed in bench/ only), each at its defaults on its own ioredis
+ * connection (one per process, shared by that process's waiters, as an application would).
  */
 import { randomUUID } from 'node:crypto'
+import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { Redis } from 'ioredis'
 import { Mutex } from 'redis-semaphore'
-import { redisBackend } from '../packages/latchkey/src/backends/redis/index.js'
-import { createLocks } from '../packages/latchkey/src/index.js'
+import type { Contender } from './lib/contender.js'
 
 const require = createRequire(import.meta.url)
 // redlock 5 beta: its package "exports" hide its typings from NodeNext resolution; typed here.
@@ -24,20 +24,23 @@ const RedlockV4 = require('redlock') as new (
   options?: Record<string, unknown>,
 ) => { lock(resource: string, ttl: number): Promise<{ unlock(): Promise<unknown> }> }
 
-export const TTL_MS = 10_000
+/** The peers by name. */
+export type PeerName = 'raw' | 'redlock4' | 'redlock5' | 'redis-semaphore'
 
-/** A lock held by a contender. */
-export interface Held {
-  release(): Promise<unknown>
-}
-
-/** One library under test. `acquire` resolves undefined when the library gave up waiting. */
-export interface Contender {
-  readonly name: string
-  /** Whether it can wait for a taken lock (raw cannot). */
-  readonly waits: boolean
-  acquire(key: string): Promise<Held | undefined>
-  close(): Promise<void>
+/** Installed versions, for the report. */
+export function peerVersions(): Record<string, string> {
+  // Read from the files: redlock 5's "exports" hide its package.json from require.
+  const version = (name: string) =>
+    (
+      JSON.parse(readFileSync(new URL(`./node_modules/${name}/package.json`, import.meta.url), 'utf8')) as {
+        version: string
+      }
+    ).version
+  return {
+    redlock: version('redlock'),
+    'redlock (v5)': version('redlock-v5'),
+    'redis-semaphore': version('redis-semaphore'),
+  }
 }
 
 function client(url: string): Redis {
@@ -48,99 +51,49 @@ function client(url: string): Redis {
 
 const gaveUp = () => undefined
 
-export function raw(url: string): Contender {
-  const c = client(url)
-  return {
-    name: 'raw ioredis SET NX PX + DEL',
-    waits: false,
-    async acquire(key) {
-      const ok = await c.set(key, randomUUID(), 'PX', TTL_MS, 'NX')
-      return ok === 'OK' ? { release: () => c.del(key) } : undefined
-    },
-    close: async () => void (await c.quit()),
+function raw(c: Redis, ns: string): Contender['acquire'] {
+  return async (key) => {
+    const k = `${ns}:${key}`
+    const ok = await c.set(k, randomUUID(), 'PX', 10_000, 'NX')
+    return ok === 'OK' ? { release: () => c.del(k) } : undefined
   }
 }
 
-export function latchkey(url: string): Contender {
-  const c = client(url)
-  const backend = redisBackend({ client: c })
-  const locks = createLocks({ backend, ttlMs: TTL_MS })
-  return {
-    name: 'latchkey redis',
-    waits: true,
-    acquire: (key) => locks.mutex(key).acquire({ waitMs: 60_000 }),
-    async close() {
-      await locks.close()
-      await backend.close()
-      await c.quit()
-    },
-  }
-}
-
-export function redlock4(url: string): Contender {
-  const c = client(url)
+function redlock4(c: Redis, ns: string, ttlMs: number): Contender['acquire'] {
   const redlock = new RedlockV4([c])
-  return {
-    name: 'redlock 4.2.0',
-    waits: true,
-    acquire: (key) => redlock.lock(key, TTL_MS).then((lock) => ({ release: () => lock.unlock() }), gaveUp),
-    close: async () => void (await c.quit()),
-  }
+  return (key) => redlock.lock(`${ns}:${key}`, ttlMs).then((lock) => ({ release: () => lock.unlock() }), gaveUp)
 }
 
-export function redlock5(url: string): Contender {
-  const c = client(url)
+function redlock5(c: Redis, ns: string, ttlMs: number): Contender['acquire'] {
   const redlock = new RedlockV5([c])
   // v5 emits an `error` event for every failed poll; without a listener it would throw.
   redlock.on('error', () => undefined)
-  return {
-    name: 'redlock 5.0.0-beta.2',
-    waits: true,
-    acquire: (key) => redlock.acquire([key], TTL_MS).then((lock) => ({ release: () => lock.release() }), gaveUp),
-    close: async () => void (await c.quit()),
+  return (key) => redlock.acquire([`${ns}:${key}`], ttlMs).then((lock) => ({ release: () => lock.release() }), gaveUp)
+}
+
+/** redis-semaphore at its defaults (fixed 10 ms retry interval); its acquireTimeout bounded by the caller's wait. */
+function semaphore(c: Redis, ns: string, ttlMs: number): Contender['acquire'] {
+  return async (key, waitMs) => {
+    const mutex = new Mutex(c, `${ns}:${key}`, { lockTimeout: ttlMs, acquireTimeout: Math.max(1, waitMs) })
+    try {
+      await mutex.acquire()
+    } catch {
+      return undefined
+    }
+    return { release: () => mutex.release() }
   }
 }
 
-export function redisSemaphore(url: string): Contender {
+/** Opens one peer on its own connection to `url`; every key it writes starts with `ns:`. */
+export function openPeer(peer: PeerName, url: string, ns: string, ttlMs: number): Contender {
   const c = client(url)
-  return {
-    name: 'redis-semaphore 5.8.0',
-    waits: true,
-    async acquire(key) {
-      const mutex = new Mutex(c, key, { lockTimeout: TTL_MS })
-      try {
-        await mutex.acquire()
-      } catch {
-        return undefined
-      }
-      return { release: () => mutex.release() }
-    },
-    close: async () => void (await c.quit()),
-  }
-}
-
-/** An in-process FIFO mutex: the floor a Redis lock can approach in the contended scenarios. */
-export function local(): Contender {
-  const held = new Set<string>()
-  const queues = new Map<string, (() => void)[]>()
-  const release = (key: string) => {
-    const next = queues.get(key)?.shift()
-    if (next !== undefined) next()
-    else held.delete(key)
-  }
-  return {
-    name: 'local (in-process FIFO, no Redis)',
-    waits: true,
-    async acquire(key) {
-      if (held.has(key)) {
-        await new Promise<void>((resolve) => {
-          const q = queues.get(key) ?? []
-          q.push(resolve)
-          queues.set(key, q)
-        })
-      } else held.add(key)
-      return { release: async () => release(key) }
-    },
-    close: async () => undefined,
-  }
+  const acquire =
+    peer === 'raw'
+      ? raw(c, ns)
+      : peer === 'redlock4'
+        ? redlock4(c, ns, ttlMs)
+        : peer === 'redlock5'
+          ? redlock5(c, ns, ttlMs)
+          : semaphore(c, ns, ttlMs)
+  return { acquire, close: async () => void (await c.quit()) }
 }

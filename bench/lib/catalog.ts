@@ -1,0 +1,151 @@
+/**
+ * Every contender of the report: the Redis peers (on a private redis-server), every latchkey backend, and
+ * the raw floors, with the servers they need (loopback defaults, overridable by the tests' variables).
+ */
+import type { ContenderSpec } from './contender.js'
+
+/** Where the servers are. */
+export interface Servers {
+  /** The private redis-server of this run. */
+  readonly redis: string
+  readonly redlock: readonly string[]
+  readonly zk: string
+  readonly zkEnsemble: string
+  readonly etcd: string
+  readonly mysql: string
+  readonly postgres: string
+  /** A folder for the SQLite lock file. */
+  readonly tmpDir: string
+}
+
+/** The servers from the environment (the same variables as the tests), given the private Redis and a folder. */
+export function serversFromEnv(redis: string, tmpDir: string): Servers {
+  const env = process.env
+  const ports = (env.LATCHKEY_ZK_ENSEMBLE_PORTS ?? '2291,2292,2293').split(',')
+  return {
+    redis,
+    redlock: (
+      env.LATCHKEY_REDLOCK_URLS ?? [6381, 6382, 6383, 6384, 6385].map((p) => `redis://127.0.0.1:${p}`).join(',')
+    )
+      .split(',')
+      .map((u) => u.trim()),
+    zk: env.LATCHKEY_ZK_URL ?? '127.0.0.1:2181',
+    zkEnsemble: ports.map((p) => `127.0.0.1:${p.trim()}`).join(','),
+    etcd: env.LATCHKEY_ETCD_URL ?? 'http://127.0.0.1:2379',
+    mysql: env.LATCHKEY_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test',
+    postgres: env.LATCHKEY_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
+    tmpDir,
+  }
+}
+
+/** One row of the report. */
+export interface ContenderDef {
+  readonly id: string
+  readonly label: string
+  /** Shown in the peers table (Redis libraries), the backends table, or both. */
+  readonly tables: readonly ('peers' | 'backends')[]
+  /** Can wait for a taken lock (contended scenarios). */
+  readonly waits: boolean
+  /** Its waiters can live in several OS processes (false: all in one). */
+  readonly crossProcess: boolean
+  /** The most waiters it is given on one lock (the report says where this scales a scenario down). */
+  readonly maxWaiters: number
+  /** Redis servers whose INFO commandstats count its server commands. */
+  readonly probeUrls: readonly string[]
+  /** `concurrency`: locks one process may hold at once (sizes SQL pools; default the URL's own). */
+  readonly spec: (namespace: string, ttlMs: number, concurrency?: number) => ContenderSpec
+}
+
+const WAITER_CAP = Number(process.env.BENCH_MAX_WAITERS ?? 1_000)
+
+function latchkey(
+  id: string,
+  label: string,
+  url: string | ((concurrency?: number) => string),
+  o: Partial<ContenderDef> & { pollMs?: number } = {},
+): ContenderDef {
+  return {
+    id,
+    label,
+    tables: o.tables ?? ['backends'],
+    waits: true,
+    crossProcess: o.crossProcess ?? true,
+    maxWaiters: Math.min(WAITER_CAP, o.maxWaiters ?? 1_000),
+    probeUrls: o.probeUrls ?? [],
+    spec: (namespace, ttlMs, concurrency) => ({
+      type: 'latchkey',
+      url: typeof url === 'string' ? url : url(concurrency),
+      namespace,
+      ttlMs,
+      ...(o.pollMs === undefined ? {} : { pollMs: o.pollMs }),
+    }),
+  }
+}
+
+function peer(id: string, label: string, name: 'raw' | 'redlock4' | 'redlock5' | 'redis-semaphore', url: string) {
+  const def: ContenderDef = {
+    id,
+    label,
+    tables: ['peers'],
+    waits: name !== 'raw',
+    crossProcess: true,
+    maxWaiters: WAITER_CAP,
+    probeUrls: [url],
+    spec: (namespace, ttlMs) => ({ type: 'peer', peer: name, url, namespace, ttlMs }),
+  }
+  return def
+}
+
+function floor(id: string, label: string, name: 'znode' | 'etcd-txn', url: string): ContenderDef {
+  return {
+    id,
+    label,
+    tables: ['backends'],
+    waits: false,
+    crossProcess: true,
+    maxWaiters: 0,
+    probeUrls: [],
+    spec: (namespace, ttlMs) => ({ type: 'floor', floor: name, url, namespace, ttlMs }),
+  }
+}
+
+/** The polling interval of latchkey's polling configuration (note 000's clients sleep 20 ms between tries). */
+export const POLL_MS = 20
+
+/** Every contender, in report order. */
+export function catalog(s: Servers): ContenderDef[] {
+  // Session strategies pin a pool connection per held lock (for_update a second one at acquire): a cell
+  // holding many locks at once in one process gets a pool that large; otherwise the URL default (10).
+  const pool = (name: string, concurrency?: number) =>
+    concurrency === undefined || concurrency <= 5 ? '' : `&${name}=${concurrency + 10}`
+  const mysql = (strategy: string) => (c?: number) =>
+    `${s.mysql}${s.mysql.includes('?') ? '&' : '?'}strategy=${strategy}${pool('connectionLimit', c)}`
+  const pg = (strategy: string) => (c?: number) =>
+    `${s.postgres}${s.postgres.includes('?') ? '&' : '?'}strategy=${strategy}${pool('max', c)}`
+  const redlockUrl = `redlock://${s.redlock.map((u) => new URL(u).host).join(',')}`
+  return [
+    peer('raw', 'raw ioredis SET NX PX + DEL', 'raw', s.redis),
+    latchkey('redis', 'latchkey Redis', s.redis, { tables: ['peers', 'backends'], probeUrls: [s.redis] }),
+    latchkey('redis-poll', `latchkey Redis, polling (notifications hidden, ≤ ${POLL_MS} ms)`, s.redis, {
+      tables: ['peers', 'backends'],
+      probeUrls: [s.redis],
+      pollMs: POLL_MS,
+    }),
+    peer('redlock4', 'redlock 4.2 (default: 10 retries, 200±100 ms)', 'redlock4', s.redis),
+    peer('redlock5', 'redlock 5.0-beta (default: 10 retries, 200±100 ms)', 'redlock5', s.redis),
+    peer('redis-semaphore', 'redis-semaphore 5.8 (default: fixed 10 ms polling)', 'redis-semaphore', s.redis),
+    latchkey('memory', 'memory (one process)', 'memory:', { crossProcess: false }),
+    latchkey('sqlite', 'SQLite', `sqlite:${s.tmpDir}/locks.db`),
+    latchkey('redlock', 'RedLock (5 nodes)', redlockUrl, { probeUrls: s.redlock }),
+    latchkey('zk', 'ZooKeeper standalone', `zookeeper://${s.zk}`),
+    latchkey('zk3', 'ZooKeeper 3-node ensemble', `zookeeper://${s.zkEnsemble}`),
+    latchkey('etcd', 'etcd', `etcd://${new URL(s.etcd).host}`),
+    latchkey('mariadb-table', 'MariaDB table', mysql('table')),
+    latchkey('mariadb-get_lock', 'MariaDB get_lock', mysql('get_lock')),
+    latchkey('mariadb-for_update', 'MariaDB for_update', mysql('for_update')),
+    latchkey('pg-table', 'PostgreSQL table', pg('table')),
+    latchkey('pg-advisory', 'PostgreSQL advisory', pg('advisory')),
+    floor('znode', 'floor: raw znode create+delete (ZooKeeper standalone)', 'znode', s.zk),
+    floor('etcd-txn', 'floor: raw etcd txn put + delete (one lease)', 'etcd-txn', s.etcd),
+  ]
+}

@@ -1,0 +1,82 @@
+/**
+ * One lock implementation under test, behind one shape, opened inside a bench worker process from a
+ * serialisable spec: latchkey on any backend URL (optionally with release notifications hidden, so its core
+ * polls), a Redis peer library, or a raw floor (what the server itself costs per lock+unlock).
+ */
+import { randomUUID } from 'node:crypto'
+// The built package (packages/latchkey/dist, built by session.ts ensureBuilt), as users run it: the sources
+// through tsx measured several times slower on the hot path than the same code compiled by tsc.
+import type { Backend } from 'latchkey'
+import { backendFromUrl, createLocks, isLockError } from 'latchkey'
+import { openPeer, type PeerName } from '../redis-peers.js'
+
+/** A held lock. */
+export interface Held {
+  release(): Promise<unknown>
+}
+
+/** A lock implementation as the harness drives it. */
+export interface Contender {
+  /** Waits up to `waitMs`; undefined when it gave up (its own retry limit, or the wait ran out). */
+  acquire(key: string, waitMs: number): Promise<Held | undefined>
+  close(): Promise<void>
+}
+
+/** How a worker opens a contender. Keys are always prefixed by `namespace`. */
+export type ContenderSpec =
+  | { type: 'latchkey'; url: string; namespace: string; ttlMs: number; pollMs?: number }
+  | { type: 'peer'; peer: PeerName; url: string; namespace: string; ttlMs: number }
+  | { type: 'floor'; floor: 'znode' | 'etcd-txn'; url: string; namespace: string; ttlMs: number }
+
+/** Opens `spec` in this process. */
+export async function openContender(spec: ContenderSpec): Promise<Contender> {
+  if (spec.type === 'peer') return openPeer(spec.peer, spec.url, spec.namespace, spec.ttlMs)
+  if (spec.type === 'floor') {
+    const { openFloor } = await import('./floors.js')
+    return openFloor(spec.floor, spec.url, spec.namespace)
+  }
+  const opened = await backendFromUrl(spec.url)
+  const backend = spec.pollMs === undefined ? opened : polling(opened)
+  const locks = createLocks({
+    backend,
+    namespace: spec.namespace,
+    ttlMs: spec.ttlMs,
+    ...(spec.pollMs === undefined ? {} : { maxPollMs: spec.pollMs }),
+  })
+  return {
+    async acquire(key, waitMs) {
+      try {
+        return await locks.mutex(key).acquire({ waitMs })
+      } catch (error) {
+        if (isLockError(error) && error.code === 'LOCK_TIMEOUT') return undefined
+        throw error
+      }
+    },
+    async close() {
+      await locks.close()
+      await backend.close()
+    },
+  }
+}
+
+/**
+ * The same backend without its release notifications: the core then polls (backoff from 2 ms up to
+ * `maxPollMs`, jittered), as the spinning clients of note 000 do. Built on the public Backend contract only.
+ */
+export function polling(inner: Backend): Backend {
+  return {
+    name: `${inner.name}-polling`,
+    capabilities: { ...inner.capabilities, notifications: 'none' },
+    tryAcquire: (r) => inner.tryAcquire(r),
+    renew: (r) => inner.renew(r),
+    release: (r) => inner.release(r),
+    leaveQueue: (r) => inner.leaveQueue(r),
+    isLocked: (r) => inner.isLocked(r),
+    forceRelease: (r) => inner.forceRelease(r),
+    close: () => inner.close(),
+    ...(inner.watchLease === undefined ? {} : { watchLease: inner.watchLease.bind(inner) }),
+  }
+}
+
+/** A namespace unique to one bench run. */
+export const runNamespace = (): string => `lkbench-${randomUUID().slice(0, 8)}`

@@ -1,0 +1,139 @@
+/**
+ * The flash-sale app (apps/flash-sale) under its own load generator: orders/s and latency per strategy x
+ * lock backend, through the app's exports (startCluster, createSale, runSale), without changing the app.
+ * The store is SQLite in every row, so the lock backend is what varies. Strategies that take no latchkey
+ * lock (db-atomic, reserve) run once, on the first backend.
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { type ClusterOptions, startCluster } from '../../apps/flash-sale/src/cluster.js'
+import { quantile } from '../../apps/flash-sale/src/load/run-load.js'
+import { runSale } from '../../apps/flash-sale/src/load/run-sale.js'
+import { createSale } from '../../apps/flash-sale/src/load/sale-client.js'
+import { STRATEGIES, type Strategy } from '../../apps/flash-sale/src/store/types.js'
+import { runOrder } from './matrix.js'
+
+/** A lock backend the service is given. */
+export interface SaleBackend {
+  readonly id: string
+  readonly label: string
+  readonly url: string
+  /** Service processes (1 for memory: its locks do not cross processes). */
+  readonly workers: number
+  /** Removes what the sales left on the lock server, by lock-name prefix. */
+  readonly cleanup?: (prefix: string) => Promise<void>
+}
+
+/** Sizes of the section. */
+export interface SaleConfig {
+  readonly runs: number
+  readonly buyers: number
+  readonly stock: number
+  readonly processes: number
+  readonly concurrency: number
+  /** How many of the backends to run (the first ones). */
+  readonly backends: number
+  /** Redis for the `reserve` strategy (the private server of the run). */
+  readonly redisUrl: string
+}
+
+/** One sale. */
+export interface SaleRecord {
+  readonly backend: string
+  readonly strategy: string
+  readonly run: number
+  readonly ordersPerSecond?: number
+  readonly p50?: number
+  readonly p99?: number
+  readonly soldInSeconds?: number
+  readonly sold?: number
+  readonly oversold?: number
+  readonly invariantsHold?: boolean
+  readonly error?: string
+}
+
+const LOCK_FREE = new Set<string>(['db-atomic', 'reserve'])
+
+async function oneSale(urls: readonly string[], strategy: Strategy, cfg: SaleConfig, saleIds: string[]) {
+  const { id } = await createSale(urls[0] as string, { item: `bench-${strategy}`, stock: cfg.stock, strategy })
+  saleIds.push(id)
+  const row = await runSale({
+    urls,
+    strategy,
+    saleId: id,
+    stock: cfg.stock,
+    buyers: cfg.buyers,
+    processes: cfg.processes,
+    concurrency: cfg.concurrency,
+    progress: false,
+  })
+  const { counts, latencies, elapsedMs, soldInMs } = row.result
+  return {
+    ordersPerSecond: (latencies.length / elapsedMs) * 1000,
+    p50: quantile(latencies, 0.5),
+    p99: quantile(latencies, 0.99),
+    soldInSeconds: soldInMs / 1000,
+    sold: counts.ordered + counts.recovered,
+    oversold: row.oversold,
+    invariantsHold: row.checks.every((c) => c.ok),
+  }
+}
+
+async function onBackend(b: SaleBackend, strategies: readonly Strategy[], cfg: SaleConfig): Promise<SaleRecord[]> {
+  const dir = mkdtempSync(join(tmpdir(), 'latchkey-bench-sale-'))
+  // redisUrl only matters to the reserve strategy; built apart so an app without it simply ignores it.
+  const options: Record<string, unknown> = {
+    workers: b.workers,
+    storeUrl: `sqlite:${join(dir, 'store.db')}`,
+    backendUrl: b.url,
+    redisUrl: cfg.redisUrl,
+  }
+  const saleIds: string[] = []
+  const records: SaleRecord[] = []
+  const cluster = await startCluster(options as ClusterOptions)
+  try {
+    // Unreported warm-up (JIT, connections), as the app's demo does.
+    await runSale({ urls: cluster.urls, strategy: 'db-atomic', stock: 10, buyers: 500, processes: 1, progress: false })
+    for (let run = 0; run < cfg.runs; run++) {
+      for (const strategy of runOrder(strategies, run)) {
+        try {
+          records.push({ backend: b.id, strategy, run, ...(await oneSale(cluster.urls, strategy, cfg, saleIds)) })
+        } catch (error) {
+          const message = error instanceof Error ? error.message : String(error)
+          records.push({ backend: b.id, strategy, run, error: message.split('\n')[0] ?? message })
+        }
+      }
+    }
+  } finally {
+    await cluster.close()
+    for (const id of saleIds) await b.cleanup?.(`flash-sale:sale:${id}`).catch(() => undefined)
+    rmSync(dir, { recursive: true, force: true })
+  }
+  return records
+}
+
+/** Runs every strategy the app has on every backend. */
+export async function runFlashSale(
+  backends: readonly SaleBackend[],
+  cfg: SaleConfig,
+  log: (line: string) => void,
+): Promise<{ records: SaleRecord[]; strategies: string[] }> {
+  const records: SaleRecord[] = []
+  for (const [i, b] of backends.slice(0, cfg.backends).entries()) {
+    const strategies = STRATEGIES.filter((s) => i === 0 || !LOCK_FREE.has(s))
+    const t0 = performance.now()
+    try {
+      records.push(...(await onBackend(b, strategies, cfg)))
+    } catch (error) {
+      records.push({
+        backend: b.id,
+        strategy: '*',
+        run: 0,
+        error: error instanceof Error ? error.message : String(error),
+      })
+    }
+    log(`flash-sale ${b.id}: ${((performance.now() - t0) / 1000).toFixed(1)} s`)
+  }
+  return { records, strategies: [...STRATEGIES] }
+}

@@ -1,0 +1,143 @@
+/**
+ * The main matrix: every contender (Redis peers and every latchkey backend) on the same scenarios, several
+ * runs, the contender order rotated and reversed between runs so that drift on a shared machine hits all alike.
+ */
+import type { ContenderDef } from '../lib/catalog.js'
+import { type CellFigures, contendedCell, uncontendedCell } from '../lib/cells.js'
+import type { WorkerPool } from '../lib/pool.js'
+
+/** Scenario ids: uncontended at concurrency 1 / 50, contended with W waiters on one key. */
+export type ScenarioId = 'c1' | 'c50' | `w${number}`
+
+/** How long and how often. */
+export interface MatrixConfig {
+  readonly runs: number
+  readonly uncontendedMs: number
+  readonly contendedMs: number
+  /** Contended cells: waiters start max(rampMs, rampPerWaiterMs × W) before the measured window (they queue up first). */
+  readonly rampMs: number
+  readonly rampPerWaiterMs: number
+  readonly concurrency: readonly number[]
+  readonly waiters: readonly number[]
+  readonly holdMs: number
+  readonly thinkMs: number
+}
+
+/** Longest a cell may take (open, window, drain, close) before its workers are restarted. */
+const CELL_TIMEOUT_MS = 90_000
+
+/** Waiters start this long before the window: enough for W of them to queue up (a znode, a key, a row each). */
+export function rampFor(cfg: MatrixConfig, waiters: number): number {
+  return Math.max(cfg.rampMs, cfg.rampPerWaiterMs * waiters)
+}
+
+/** One cell of one run. */
+export interface CellRecord {
+  readonly id: string
+  readonly scenario: ScenarioId
+  readonly run: number
+  readonly figures?: CellFigures
+  readonly error?: string
+  readonly seconds: number
+}
+
+/** Scenario ids of a config, in report order. */
+export function scenarios(cfg: MatrixConfig): ScenarioId[] {
+  return [...cfg.concurrency.map((c) => `c${c}` as ScenarioId), ...cfg.waiters.map((w) => `w${w}` as ScenarioId)]
+}
+
+/** The order of run `run`: rotated by the run, reversed every other run. */
+export function runOrder<T>(items: readonly T[], run: number): T[] {
+  const k = items.length === 0 ? 0 : run % items.length
+  const rotated = [...items.slice(k), ...items.slice(0, k)]
+  return run % 2 === 1 ? rotated.reverse() : rotated
+}
+
+async function cell(
+  pool: WorkerPool,
+  def: ContenderDef,
+  scenario: ScenarioId,
+  run: number,
+  cfg: MatrixConfig,
+  namespace: string,
+): Promise<CellRecord> {
+  const t0 = performance.now()
+  const place = { pool, namespace, key: `${def.id}:${scenario}:r${run}` }
+  const n = Number(scenario.slice(1))
+  const waiters = Math.min(n, def.maxWaiters)
+  const timing = { holdMs: cfg.holdMs, thinkMs: cfg.thinkMs, rampMs: rampFor(cfg, waiters) }
+  try {
+    await pool.heal()
+    const figures = await withTimeout(
+      scenario.startsWith('c')
+        ? uncontendedCell(place, def, n, cfg.uncontendedMs)
+        : contendedCell(place, def, waiters, cfg.contendedMs, timing),
+      CELL_TIMEOUT_MS,
+    )
+    return { id: def.id, scenario, run, figures, seconds: (performance.now() - t0) / 1000 }
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error)
+    // A hung cell leaves workers busy: start fresh ones for the next cell.
+    if (message.startsWith('no answer within')) await pool.restart()
+    return {
+      id: def.id,
+      scenario,
+      run,
+      error: message.split('\n')[0] ?? message,
+      seconds: (performance.now() - t0) / 1000,
+    }
+  }
+}
+
+/** Runs every applicable (contender, scenario) cell `cfg.runs` times; `log` gets one line per cell. */
+export async function runMatrix(
+  pool: WorkerPool,
+  defs: readonly ContenderDef[],
+  cfg: MatrixConfig,
+  namespace: string,
+  log: (line: string) => void,
+): Promise<CellRecord[]> {
+  const records: CellRecord[] = []
+  for (let run = 0; run < cfg.runs; run++) {
+    for (const scenario of scenarios(cfg)) {
+      const applicable = defs.filter((d) => scenario.startsWith('c') || (d.waits && d.maxWaiters > 0))
+      for (const def of runOrder(applicable, run)) {
+        const r = await cell(pool, def, scenario, run, cfg, namespace)
+        records.push(r)
+        const f = r.figures
+        const what = f === undefined ? `ERROR ${r.error}` : `${Math.round(f.rate)}/s overlaps ${f.overlaps}`
+        log(`run ${run + 1}/${cfg.runs} ${scenario.padEnd(5)} ${def.id.padEnd(18)} ${what} (${r.seconds.toFixed(1)} s)`)
+      }
+    }
+  }
+  return records
+}
+
+/** Opens each contender once in worker 0; returns the ones that answered, and why the others were left out. */
+export async function available(
+  pool: WorkerPool,
+  defs: readonly ContenderDef[],
+  namespace: string,
+): Promise<{ ok: ContenderDef[]; skipped: { id: string; reason: string }[] }> {
+  const ok: ContenderDef[] = []
+  const skipped: { id: string; reason: string }[] = []
+  for (const def of defs) {
+    try {
+      await withTimeout(pool.request(0, { op: 'open', spec: def.spec(namespace, 10_000) }), 20_000)
+      ok.push(def)
+    } catch (error) {
+      skipped.push({ id: def.id, reason: error instanceof Error ? error.message : String(error) })
+    } finally {
+      await withTimeout(pool.request(0, { op: 'close' }), 20_000).catch(() => undefined)
+    }
+  }
+  return { ok, skipped }
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms / 1000} s`)), ms)
+  })
+  return Promise.race([p, timeout]).finally(() => clearTimeout(timer))
+}
