@@ -5,6 +5,7 @@ import { execFileSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { cpus, loadavg, release, totalmem } from 'node:os'
+import { fileURLToPath } from 'node:url'
 import { Etcd3 } from 'etcd3'
 import mysql from 'mysql2/promise'
 import pg from 'pg'
@@ -74,8 +75,12 @@ async function serverVersions(s: Servers): Promise<Record<string, string>> {
 /** Everything the header shows. */
 export async function machineInfo(s: Servers): Promise<MachineInfo> {
   const head = run('git', ['rev-parse', '--short', 'HEAD'])
-  const dirty = run('git', ['status', '--porcelain', '--', '../packages', '../apps']).length > 0
-  const root = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { name: string }
+  const root = fileURLToPath(new URL('../..', import.meta.url))
+  const status = run('git', ['-C', root, 'status', '--porcelain', '--', 'packages', 'apps'])
+  const dirty = status === 'n/a' || status.length > 0
+  const rootPackage = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+    name: string
+  }
   return {
     date: new Date().toISOString(),
     cpu: cpus()[0]?.model ?? 'unknown',
@@ -88,7 +93,7 @@ export async function machineInfo(s: Servers): Promise<MachineInfo> {
       .map((l) => l.toFixed(2))
       .join(' '),
     versions: {
-      [root.name]: 'this checkout',
+      [rootPackage.name]: 'this checkout',
       ioredis: pkg('ioredis'),
       ...peerVersions(),
       ...(await serverVersions(s)),
