@@ -175,6 +175,26 @@ describe.each(['get_lock', 'for_update'] as const)('mysql %s strategy', (strateg
   })
 })
 
+describe('mysql for_update fencing connection', () => {
+  it('acquires that pin every pool connection at once still draw their tokens (no pool deadlock)', async () => {
+    // Four acquires on a pool of four: drawing tokens from the same pool, all four would pin a connection
+    // and wait for a fifth one to draw with, until the pool gave up on every one of them.
+    const { backend, done } = open('for_update', { connectionLimit: 4 }, 1_500)
+    const locks = createLocks({ backend, namespace: ns })
+    const settled = await Promise.allSettled(
+      Array.from({ length: 4 }, (_, i) => locks.mutex(`fence-pool-${i}`).tryAcquire()),
+    )
+    const leases = settled.flatMap((r) => (r.status === 'fulfilled' && r.value !== undefined ? [r.value] : []))
+    // The backend keeps one connection for tokens, so three of the four fit; the fourth is told the pool is full.
+    expect(leases).toHaveLength(3)
+    const refused = settled.find((r) => r.status === 'rejected')
+    expect((refused as PromiseRejectedResult).reason).toBeInstanceOf(BackendUnavailableError)
+    await Promise.all(leases.map((lease) => lease.release()))
+    await locks.close()
+    await done()
+  })
+})
+
 describe('mysql get_lock names', () => {
   it('hashes names to 49 characters, so long and case-distinct names are distinct locks', async () => {
     expect(getLockName('x'.repeat(1000))).toHaveLength(49)

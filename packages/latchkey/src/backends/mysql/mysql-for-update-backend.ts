@@ -31,8 +31,10 @@ const SQL = {
  * 释放掉").
  *
  * Costs, which is why `'table'` is the default:
- * - one pool connection pinned per held lock, and a second one briefly at acquire for the fencing counter
- *   (`latchkey_fences`, incremented in autocommit so that a holder's rollback cannot take a token back);
+ * - one pool connection pinned per held lock, plus one connection of the pool kept for the fencing counter
+ *   (`latchkey_fences`, incremented in autocommit so that a holder's rollback cannot take a token back). A
+ *   draw from the shared pool would deadlock it: with every connection pinned by an acquire that holds its
+ *   row, none is left to draw a token with (seen at 50 concurrent acquires on a 10-connection pool);
  * - each held lock is an open InnoDB transaction: it holds back purge (the history list grows while any
  *   lock is held) and counts against `innodb_lock_wait_timeout`-style monitoring as a long transaction;
  * - no queue, no fairness, mutex only, no lock-delay; the lease's TTL is kept by this process;
@@ -43,6 +45,9 @@ export class MysqlForUpdateBackend extends SessionBackend<MysqlConnection> {
   readonly name = 'mysql'
   readonly capabilities = CAPABILITIES
   private migrated: Promise<void> | undefined
+  /** The connection that draws fencing tokens, one draw at a time (see the class notes). */
+  private fenceConnection: Promise<MysqlConnection> | undefined
+  private fenceQueue: Promise<unknown> = Promise.resolve()
 
   constructor(private readonly db: MysqlRunner) {
     super()
@@ -66,7 +71,7 @@ export class MysqlForUpdateBackend extends SessionBackend<MysqlConnection> {
     } else if (locked === 'busy') return false
     let header: MysqlResultHeader
     try {
-      header = await this.db.query<MysqlResultHeader>(SQL.fence, [key, connection.threadId ?? 0])
+      header = await this.drawFence(key, connection.threadId ?? 0)
       // The token counts only if the row lock was still ours after it was drawn (see the class notes).
       await this.run(connection, 'SELECT 1')
     } catch (error) {
@@ -146,6 +151,41 @@ export class MysqlForUpdateBackend extends SessionBackend<MysqlConnection> {
     if (holder === undefined || holder === null) return false
     await this.db.query('KILL CONNECTION ?', [Number(holder)]).catch(() => undefined)
     return true
+  }
+
+  /** Increments the lock's fencing counter in autocommit on the backend's own fence connection. */
+  private drawFence(key: string, holder: number): Promise<MysqlResultHeader> {
+    const draw = async (): Promise<MysqlResultHeader> => {
+      this.fenceConnection ??= this.db.connect()
+      const connection = await this.fenceConnection.catch((error: unknown) => {
+        this.fenceConnection = undefined
+        throw mapError(error, this.name)
+      })
+      try {
+        return (await this.run(connection, SQL.fence, [key, holder])) as MysqlResultHeader
+      } catch (error) {
+        if (isFatal((error as { cause?: unknown }).cause ?? error)) {
+          this.fenceConnection = undefined
+          connection.destroy()
+        }
+        throw error
+      }
+    }
+    const result = this.fenceQueue.then(draw, draw)
+    this.fenceQueue = result.catch(() => undefined)
+    return result
+  }
+
+  /** Frees the held locks, then gives the fence connection back to the pool. */
+  override async close(): Promise<void> {
+    await super.close()
+    const fence = this.fenceConnection
+    this.fenceConnection = undefined
+    if (fence !== undefined)
+      await fence.then(
+        (c) => c.release(),
+        () => undefined,
+      )
   }
 
   private migrate(): Promise<void> {
