@@ -111,6 +111,9 @@ describe('reserve through the API (SQLite store, one instance)', () => {
     expect(bob).toMatchObject({ status: 409, body: { code: 'SOLD_OUT' } })
     expect((await post(app, `/sales/${id}/orders`, { userId: 'carol', quantity: 1 })).status).toBe(201)
     expect((await post(app, `/sales/${id}/orders`, { userId: 'dave', quantity: 1 })).body.code).toBe('SOLD_OUT')
+    // Sold out now (and remembered by the service), a buyer with an order still hears that it has one.
+    const carol = await post(app, `/sales/${id}/orders`, { userId: 'carol', quantity: 1 })
+    expect(carol).toMatchObject({ status: 409, body: { code: 'ALREADY_ORDERED' } })
     expect(await settled(app, id)).toMatchObject({
       stock: 3,
       remaining: 0,

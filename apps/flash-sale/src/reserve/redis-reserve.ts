@@ -94,8 +94,10 @@ export class RedisReserve {
 
   /** Reserves `quantity` units for `userId`: ordered, duplicate (one order per user) or sold out. */
   async reserve(sale: Sale, userId: string, quantity: number): Promise<BuyOutcome> {
-    // The seckill "sold out" flag: once Redis refused q units, q or more are refused here without a round trip.
-    if (quantity >= (this.shortFrom.get(sale.id) ?? Number.POSITIVE_INFINITY)) return { status: 'sold-out' }
+    // The seckill "sold out" flag: once Redis refused q units, q or more are refused without running the script.
+    // A buyer who has an order still hears so: a retry after a lost 201 must learn its order was taken.
+    if (quantity >= (this.shortFrom.get(sale.id) ?? Number.POSITIVE_INFINITY))
+      return this.soldOutOrDuplicate(sale, userId)
     const orderId = randomUUID()
     const keys = [this.keys.stock(sale.id), this.keys.buyers(sale.id), this.keys.outbox]
     const args = [sale.stock, sale.id, userId, quantity, orderId, Date.now()]
@@ -114,6 +116,16 @@ export class RedisReserve {
       return { status: 'sold-out' }
     }
     throw new Error(`flash-sale: unexpected reply of reserve.lua: ${JSON.stringify(reply)}`)
+  }
+
+  private async soldOutOrDuplicate(sale: Sale, userId: string): Promise<BuyOutcome> {
+    let existing: string | null
+    try {
+      existing = await this.client.hget(this.keys.buyers(sale.id), userId)
+    } catch (error) {
+      throw new ReserveUnavailableError(sale.id, error)
+    }
+    return existing === null ? { status: 'sold-out' } : { status: 'duplicate' }
   }
 
   /** The Redis view of `sale`, read in one MULTI (a consistent snapshot). */
