@@ -73,14 +73,16 @@ export async function acquireLease(target: LockTarget, settings: AcquireSettings
         granted = true
         const leaseStart = Math.min(sentAt, result.grantedAt ?? sentAt)
         const lease = new HeldLease(target, request.owner, result.token, leaseStart, settings.ttlMs, settings.autoRenew)
-        const waitedMs = monotonicNow() - started
-        emitSafely(ctx.onEvent, {
-          type: 'acquired',
-          ...describe(target),
-          token: result.token,
-          waitedMs,
-          reentrant: false,
-        })
+        if (ctx.onEvent !== undefined) {
+          const waitedMs = monotonicNow() - started
+          emitSafely(ctx.onEvent, {
+            type: 'acquired',
+            ...describe(target),
+            token: result.token,
+            waitedMs,
+            reentrant: false,
+          })
+        }
         return lease
       }
       const waitedMs = monotonicNow() - started

@@ -136,7 +136,9 @@ export class HeldLease implements Lease, TimedEntry {
       this.emit({ type: 'release-failed', token: this.token, error })
       throw error
     }
-    this.emit({ type: 'released', token: this.token, heldMs: monotonicNow() - this.acquiredAt })
+    if (this.target.ctx.onEvent !== undefined) {
+      this.emit({ type: 'released', token: this.token, heldMs: monotonicNow() - this.acquiredAt })
+    }
   }
 
   /** Schedules the watchdog for the next thing due: a renewal, or the deadline. */

@@ -1,6 +1,26 @@
 import { BASE, DROP, FOREIGN, KEEP_UNTIL, LIVE_HOLDERS, NEXT_FENCE, PRUNE_LINE, PUT } from './prelude.js'
 
 /**
+ * The uncontended case first, before the general rules below define their closures (each costs Redis per call):
+ * a mutex's first try (nothing of it registered) on a free lock in the latchkey layout is granted with four
+ * commands. It must match what the general rules do in that case (new token, record, expiry).
+ */
+const FREE_MUTEX = `
+if kind == 'mutex' and (mode == '-' or mode == 'f') and KEYS[2] == KEYS[1] and redis.call('EXISTS', KEYS[1]) == 0 then
+  local T = redis.call('TIME')
+  local n = redis.call('INCR', KEYS[7])
+  if n == 1 then
+    n = tonumber(T[1]) * 1000000 + tonumber(T[2])
+    redis.call('SET', KEYS[7], string.format('%d', n))
+  end
+  local exp = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000) + ttl
+  redis.call('HSET', KEYS[1], field, string.format('mutex|%d|%d|%d', exp, exp + delay, n))
+  redis.call('PEXPIRE', KEYS[1], ttl + delay)
+  return { 1, string.format('%d', n) }
+end
+`
+
+/**
  * tryAcquire: the grant rules of grant-rules.ts `decideGrant` in one script.
  * ARGV: field, "kind ttlMs lockDelayMs permits mode waitTtlMs" where mode is `q` (keep a place in line),
  * `w` (watch: a waiter of this process is subscribed), `f` (as `w`, on the attempt's first try: nothing of it
@@ -8,11 +28,12 @@ import { BASE, DROP, FOREIGN, KEEP_UNTIL, LIVE_HOLDERS, NEXT_FENCE, PRUNE_LINE, 
  * remainingMs} when a release had already granted it to this watcher (see HANDOFF), else {0, retryAfterMs}
  * (-1: unknown).
  */
-export const ACQUIRE = `${BASE}${DROP}${LIVE_HOLDERS}${FOREIGN}${PRUNE_LINE}${PUT}${KEEP_UNTIL}${NEXT_FENCE}
+export const ACQUIRE = `
 local field = ARGV[1]
 local kind, ttl, delay, permits, mode, wait_ttl = string.match(ARGV[2], '^(%a+) (%d+) (%d+) (%d+) ([qwf-]) (%d+)$')
 if kind == nil then return redis.error_reply('latchkey: bad acquire arguments') end
 ttl, delay, permits, wait_ttl = tonumber(ttl), tonumber(delay), tonumber(permits), tonumber(wait_ttl)
+${FREE_MUTEX}${BASE}${DROP}${LIVE_HOLDERS}${FOREIGN}${PRUNE_LINE}${PUT}${KEEP_UNTIL}${NEXT_FENCE}
 local lined = kind == 'fair' or kind == 'read' or kind == 'write'
 
 local function wait_here()

@@ -23,6 +23,27 @@ end
 `
 
 /**
+ * The latchkey layout's common case, before the closures of the general code are defined (see FREE_MUTEX in
+ * acquire.ts): drops the caller's valid lease (as valid_record and drop do) and is done unless someone waits.
+ */
+const DROP_OWN = `
+local dropped = false
+if KEYS[2] == KEYS[1] then
+  local rec = redis.call('HGET', KEYS[1], ARGV[1])
+  if not rec then return 0 end
+  local T = redis.call('TIME')
+  local exp, tok = string.match(rec, '^%a+|(%d+)|%d+|(%d+)$')
+  if exp == nil or tonumber(exp) <= tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000)
+      or (ARGV[4] ~= nil and ARGV[4] ~= tok) then
+    return 0
+  end
+  redis.call('HDEL', KEYS[1], ARGV[1])
+  if ARGV[3] ~= '1' and redis.call('EXISTS', KEYS[4]) == 0 then return 1 end
+  dropped = true
+end
+`
+
+/**
  * release: drops a holder whose lease is still valid and hands the lock to the oldest watcher, or publishes
  * the release, when someone waits.
  * ARGV: field, channel, alwaysPublish (0/1), optionally the token the lease must have (an orphaned grant
@@ -31,10 +52,12 @@ end
  */
 const GIVE_AWAY = `${VALID_RECORD}${DROP}${LIVE_HOLDERS}${FOREIGN}${PRUNE_LINE}${PUT}${KEEP_UNTIL}${NEXT_FENCE}${NOTIFY}${HANDOFF}`
 
-export const RELEASE = `${BASE}${GIVE_AWAY}
-local kind, _, _, tok = valid_record(ARGV[1])
-if kind == nil or (ARGV[4] ~= nil and ARGV[4] ~= tok) then return 0 end
-drop(ARGV[1])
+export const RELEASE = `${DROP_OWN}${BASE}${GIVE_AWAY}
+if not dropped then
+  local kind, _, _, tok = valid_record(ARGV[1])
+  if kind == nil or (ARGV[4] ~= nil and ARGV[4] ~= tok) then return 0 end
+  drop(ARGV[1])
+end
 handoff(ARGV[2], ARGV[3] == '1')
 return 1
 `
