@@ -102,6 +102,45 @@ describe.each(flavours)('redis outage (%s)', (_name, open) => {
       await close()
     }
   }, 40_000)
+
+  it('a server that stops answering: a command fails after commandTimeoutMs, and its late grant is given back', async () => {
+    const { client, close } = await open()
+    const admin = ioredisClient(server.url)
+    const backend = redisBackend({ client, commandTimeoutMs: 300 })
+    const locks = createLocks({ backend, namespace: `paused-${randomUUID()}` })
+    try {
+      // CLIENT PAUSE ALL: the server holds every other client's commands (and runs them) when the pause ends.
+      await admin.call('CLIENT', 'PAUSE', '1500', 'ALL')
+      const started = performance.now()
+      const error = await locks
+        .mutex('p')
+        .tryAcquire()
+        .catch((e: unknown) => e)
+      const tookMs = performance.now() - started
+      expect(error).toBeInstanceOf(BackendUnavailableError)
+      expect((error as Error).message).toContain('commandTimeoutMs')
+      // Failed by the deadline, not by the end of the pause.
+      expect(tookMs).toBeGreaterThanOrEqual(290)
+      expect(tookMs).toBeLessThan(1_400)
+      // The acquire ran when the pause ended and granted a lock nobody holds: the backend gives it back.
+      await sleep(1_500)
+      let locked = true
+      for (let i = 0; i < 50 && locked; i++) {
+        locked = await locks.mutex('p').isLocked()
+        if (locked) await sleep(50)
+      }
+      expect(locked).toBe(false)
+      const lease = await locks.mutex('p').tryAcquire()
+      expect(lease).toBeDefined()
+      await lease?.release()
+    } finally {
+      await admin.call('CLIENT', 'UNPAUSE').catch(() => undefined)
+      await admin.quit()
+      await locks.close()
+      await backend.close()
+      await close()
+    }
+  }, 20_000)
 })
 
 /** Sum of `calls` of the named commands in INFO commandstats. */

@@ -1,4 +1,5 @@
 import type { Backend, LockKind, LockRef } from '../backend/types.js'
+import type { ActiveLeases } from './active-leases.js'
 import type { LockEventHandler } from './events.js'
 import type { LeaseTimers } from './lease-timers.js'
 
@@ -15,7 +16,8 @@ export interface LocksContext {
   readonly onEvent: LockEventHandler | undefined
   /** Aborts when `close()` is called. */
   readonly closing: AbortSignal
-  readonly active: Set<{ forget(): Promise<void> }>
+  /** The leases held, released by `close()`. */
+  readonly active: ActiveLeases
   /** The watchdog clock shared by this context's leases. */
   readonly timers: LeaseTimers
 }

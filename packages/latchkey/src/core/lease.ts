@@ -1,4 +1,5 @@
 import { LockLostError, NotLockHolderError } from '../errors.js'
+import type { ActiveEntry } from './active-leases.js'
 import { driftMs, monotonicNow, wallTimeAt } from './clock.js'
 import type { LockTarget } from './context.js'
 import { emitSafely } from './events.js'
@@ -30,7 +31,7 @@ export interface Lease extends AsyncDisposable {
 type LeaseState = 'held' | 'released' | 'lost'
 
 /** A lease granted by the backend, with its watchdog. */
-export class HeldLease implements Lease, TimedEntry {
+export class HeldLease implements Lease, TimedEntry, ActiveEntry {
   readonly name: string
   readonly token: bigint
   /** Created on first use of `signal`: most leases are released without anyone reading it. */
@@ -44,6 +45,8 @@ export class HeldLease implements Lease, TimedEntry {
   private renewAt: number
   /** Heap slot in the context's {@link LeaseTimers}, due at the earlier of `renewAt` and `deadline`. */
   heapIndex = -1
+  /** Slot in the context's {@link ActiveLeases}. */
+  activeIndex = -1
   dueAt = Number.POSITIVE_INFINITY
   private releasing: Promise<void> | undefined
   private unwatch: (() => void) | undefined

@@ -1,6 +1,7 @@
 import { setMaxListeners } from 'node:events'
 import type { Backend, LockKind } from '../backend/types.js'
 import { UnsupportedError } from '../errors.js'
+import { ActiveLeases } from './active-leases.js'
 import type { LocksContext } from './context.js'
 import type { LockEventHandler } from './events.js'
 import { LeaseTimers } from './lease-timers.js'
@@ -97,7 +98,7 @@ export function createLocks(options: LocksOptions): Locks {
       o.queueTtlMs === undefined ? 5_000 : checkDuration('queueTtlMs', o.queueTtlMs, { min: 30, max: MAX_TIMER_MS }),
     onEvent: o.onEvent === undefined ? undefined : checkFunction<LockEventHandler>('onEvent', o.onEvent),
     closing: closer.signal,
-    active: new Set<{ forget(): Promise<void> }>(),
+    active: new ActiveLeases(),
     timers: new LeaseTimers(),
   })
   const requireFencing = o.requireFencing === undefined ? false : checkBoolean('requireFencing', o.requireFencing)
@@ -138,7 +139,7 @@ export function createLocks(options: LocksOptions): Locks {
     close: () => {
       closing ??= (async () => {
         closer.abort()
-        await Promise.all([...ctx.active].map((lease) => lease.forget()))
+        await Promise.all(ctx.active.values().map((lease) => lease.forget()))
         ctx.timers.close()
       })()
       return closing
