@@ -1,8 +1,9 @@
 /**
  * Every contender of the report: the Redis peers (on a private redis-server), every latchkey backend, and
- * the raw floors, with the servers they need (loopback defaults, overridable by the tests' variables).
+ * the floors (raw server costs; the research's wake-one Redis prototype beside the peers), with the servers
+ * they need (loopback defaults, overridable by the tests' variables).
  */
-import type { ContenderSpec } from './contender.js'
+import type { ContenderSpec, FloorName } from './contender.js'
 
 /** Where the servers are. */
 export interface Servers {
@@ -96,15 +97,22 @@ function peer(id: string, label: string, name: 'raw' | 'redlock4' | 'redlock5' |
   return def
 }
 
-function floor(id: string, label: string, name: 'znode' | 'etcd-txn', url: string): ContenderDef {
+/** A floor; by default one that cannot wait, in the backends table. */
+function floor(
+  id: string,
+  label: string,
+  name: FloorName,
+  url: string,
+  o: Partial<Pick<ContenderDef, 'tables' | 'waits' | 'maxWaiters' | 'probeUrls'>> = {},
+): ContenderDef {
   return {
     id,
     label,
-    tables: ['backends'],
-    waits: false,
+    tables: o.tables ?? ['backends'],
+    waits: o.waits ?? false,
     crossProcess: true,
-    maxWaiters: 0,
-    probeUrls: [],
+    maxWaiters: Math.min(WAITER_CAP, o.maxWaiters ?? 0),
+    probeUrls: o.probeUrls ?? [],
     spec: (namespace, ttlMs) => ({ type: 'floor', floor: name, url, namespace, ttlMs }),
   }
 }
@@ -137,6 +145,18 @@ export function catalog(s: Servers): ContenderDef[] {
     peer('redlock4', 'redlock 4.2 (default: 10 retries, 200±100 ms)', 'redlock4', s.redis),
     peer('redlock5', 'redlock 5.0-beta (default: 10 retries, 200±100 ms)', 'redlock5', s.redis),
     peer('redis-semaphore', 'redis-semaphore 5.8 (default: fixed 10 ms polling)', 'redis-semaphore', s.redis),
+    floor(
+      'proto-blpop',
+      'floor: proto-blpop (research prototype: SET NX PX + wake-one BLPOP)',
+      'proto-blpop',
+      s.redis,
+      {
+        tables: ['peers'],
+        waits: true,
+        maxWaiters: WAITER_CAP,
+        probeUrls: [s.redis],
+      },
+    ),
     latchkey('memory', 'memory (one process)', 'memory:', { crossProcess: false }),
     latchkey('sqlite', 'SQLite', `sqlite:${s.tmpDir}/locks.db`),
     latchkey('redlock', 'RedLock (5 nodes)', redlockUrl, { probeUrls: s.redlock }),

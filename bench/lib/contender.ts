@@ -1,7 +1,8 @@
 /**
  * One lock implementation under test, behind one shape, opened inside a bench worker process from a
  * serialisable spec: latchkey on any backend URL (optionally with release notifications hidden, so its core
- * polls), a Redis peer library, or a raw floor (what the server itself costs per lock+unlock).
+ * polls), a Redis peer library, or a floor (what the server itself costs per lock+unlock, or the research's
+ * wake-one Redis prototype).
  */
 import { randomUUID } from 'node:crypto'
 // The built package (packages/latchkey/dist, built by session.ts ensureBuilt), as users run it: the sources
@@ -22,18 +23,21 @@ export interface Contender {
   close(): Promise<void>
 }
 
+/** The floors (floors.ts). */
+export type FloorName = 'znode' | 'etcd-txn' | 'proto-blpop'
+
 /** How a worker opens a contender. Keys are always prefixed by `namespace`. */
 export type ContenderSpec =
   | { type: 'latchkey'; url: string; namespace: string; ttlMs: number; pollMs?: number }
   | { type: 'peer'; peer: PeerName; url: string; namespace: string; ttlMs: number }
-  | { type: 'floor'; floor: 'znode' | 'etcd-txn'; url: string; namespace: string; ttlMs: number }
+  | { type: 'floor'; floor: FloorName; url: string; namespace: string; ttlMs: number }
 
 /** Opens `spec` in this process. */
 export async function openContender(spec: ContenderSpec): Promise<Contender> {
   if (spec.type === 'peer') return openPeer(spec.peer, spec.url, spec.namespace, spec.ttlMs)
   if (spec.type === 'floor') {
     const { openFloor } = await import('./floors.js')
-    return openFloor(spec.floor, spec.url, spec.namespace)
+    return openFloor(spec.floor, spec.url, spec.namespace, spec.ttlMs)
   }
   const opened = await backendFromUrl(spec.url)
   const backend = spec.pollMs === undefined ? opened : polling(opened)

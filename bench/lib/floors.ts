@@ -1,10 +1,12 @@
 /**
- * Raw floors: what ZooKeeper and etcd themselves cost per lock+unlock, without any lock library. They cannot
- * wait (uncontended scenarios only): a taken key answers "gave up".
+ * Floors: what ZooKeeper and etcd themselves cost per lock+unlock, without any lock library (they cannot
+ * wait, uncontended scenarios only: a taken key answers "gave up"), and the research's wake-one Redis
+ * prototype (proto-blpop.ts), which waits.
  */
 import { Etcd3 } from 'etcd3'
 import zookeeper from 'node-zookeeper-client'
-import type { Contender } from './contender.js'
+import type { Contender, FloorName } from './contender.js'
+import { protoBlpop } from './proto-blpop.js'
 
 const p = <T>(start: (cb: (error: unknown, value: T) => void) => void): Promise<T> =>
   new Promise((resolve, reject) => start((error, value) => (error ? reject(error) : resolve(value))))
@@ -54,6 +56,7 @@ async function etcdTxn(url: string, ns: string): Promise<Contender> {
 }
 
 /** Opens a floor. */
-export function openFloor(floor: 'znode' | 'etcd-txn', url: string, ns: string): Promise<Contender> {
+export async function openFloor(floor: FloorName, url: string, ns: string, ttlMs: number): Promise<Contender> {
+  if (floor === 'proto-blpop') return protoBlpop(url, ns, ttlMs)
   return floor === 'znode' ? znode(url, ns) : etcdTxn(url, ns)
 }
