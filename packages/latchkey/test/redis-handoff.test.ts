@@ -86,6 +86,10 @@ describe('redis release handoff', () => {
     expect(waitA.result.acquired).toBe(false)
     expect(waitB.result.acquired).toBe(false)
     await new Promise((r) => setTimeout(r, 50)) // both channels subscribed
+    // Each subscription was woken once when its SUBSCRIBE was acknowledged (a release before it would have
+    // gone unseen); take those wakes, so the waits below return on the release's message.
+    await waitA.sub.wait(1)
+    await waitB.sub.wait(1)
     expect(await b1.release(holder)).toBe(true)
     // The lock is A's before A asks again: a newcomer is refused.
     expect((await b1.tryAcquire(request(name))).acquired).toBe(false)

@@ -86,7 +86,8 @@ export class RedisBackend implements Backend {
     const waitTtl = request.queue ? request.queueTtlMs : WATCH_TTL_MS
     // Packed into one argument: each argument costs the client more than Lua's string.match costs Redis.
     const spec = `${request.kind} ${request.ttlMs} ${request.lockDelayMs} ${request.permits} ${mode} ${waitTtl}`
-    const args = [field, spec]
+    // A watcher names its process's wake channel, where a release granting it the lock tells it (see HANDOFF).
+    const args = mode === 'w' || mode === 'f' ? [field, spec, this.notifier.wakeChannel] : [field, spec]
     // A grant that arrives after the caller was told "unavailable" (timed out, resent on reconnect) has no
     // holder: give it back at once instead of letting it block everyone for a whole TTL.
     const orphan = (late: unknown) => {

@@ -4,9 +4,11 @@
  * processes: only the process that has it wakes it (plus local readers, which share). So with 100 waiters a
  * release costs one retry, not 100 (a broadcast herd), and waiters are woken in order of arrival. When the
  * oldest waiter is a mutex/semaphore watcher, the release grants it the lock itself and the message carries the
- * grant (`g <field> <token>`), so the waiter needs no round trip at all. A message
+ * grant (`g <field> <token>`), so the waiter needs no round trip at all; that message goes to the wake channel
+ * of the watcher's process alone (one per notifier), so the other processes waiting on the lock sleep on. A message
  * `0` (the Redisson layout, whose unlock names nobody) wakes one local waiter per process instead.
  */
+import { randomUUID } from 'node:crypto'
 import type { LockKind, ReleaseSubscription } from '../../backend/types.js'
 import type { RedisCommander, SubscriberConnection } from './client-adapter.js'
 import { ChannelGroup, RedisReleaseSubscription } from './release-subscription.js'
@@ -16,7 +18,11 @@ const isFree = (kind: LockKind): boolean => kind === 'mutex' || kind === 'semaph
 
 /** Subscribes lazily, wakes one waiter per message, unsubscribes a channel after it has been idle a while. */
 export class ReleaseNotifier {
+  /** This notifier's own channel: grants to its watchers are published here, not on the lock's channel. */
+  readonly wakeChannel = `latchkey:wake:${randomUUID()}`
   private connection: SubscriberConnection | undefined
+  /** The SUBSCRIBE of {@link wakeChannel}, once the first channel is listened to. */
+  private wakeReady: Promise<void> | undefined
   private readonly groups = new Map<string, ChannelGroup>()
   /** Subscriptions linked to the holder field of their acquire attempt. */
   private readonly links = new Map<string, RedisReleaseSubscription>()
@@ -86,14 +92,14 @@ export class ReleaseNotifier {
 
   /** Handles one message from Redis: `*` wakes all, `g <field> <token>` hands over a grant, else see above. */
   dispatch(channel: string, message: string): void {
+    if (channel === this.wakeChannel) {
+      if (message.startsWith('g ')) this.grant(message, undefined)
+      return
+    }
     const group = this.groups.get(channel)
     if (group === undefined || group.subs.size === 0) return
     if (message.startsWith('g ')) {
-      const at = message.lastIndexOf(' ')
-      const head = this.links.get(message.slice(2, at))
-      if (head === undefined || head.group !== group) return
-      head.granted = message.slice(at + 1)
-      head.fire()
+      this.grant(message, group)
       return
     }
     if (message === '*') {
@@ -111,6 +117,15 @@ export class ReleaseNotifier {
     this.wakeOne(group)
   }
 
+  /** `g <field> <token>`: hands the grant to the waiter of `field` (of `group`, when it came on a lock channel). */
+  private grant(message: string, group: ChannelGroup | undefined): void {
+    const at = message.lastIndexOf(' ')
+    const head = this.links.get(message.slice(2, at))
+    if (head === undefined || head.group === undefined || (group !== undefined && head.group !== group)) return
+    head.granted = message.slice(at + 1)
+    head.fire()
+  }
+
   async close(): Promise<void> {
     clearInterval(this.sweeper)
     this.sweeper = undefined
@@ -119,6 +134,7 @@ export class ReleaseNotifier {
     this.links.clear()
     const connection = this.connection
     this.connection = undefined
+    this.wakeReady = undefined
     await connection?.close()
   }
 
@@ -143,7 +159,12 @@ export class ReleaseNotifier {
       // and the command connection reports the outage as BackendUnavailableError.
       () => undefined,
     )
-    group.ready = this.connection.subscribe(group.channel).then(
+    const connection = this.connection
+    this.wakeReady ??= connection.subscribe(this.wakeChannel).catch((error: unknown) => {
+      this.wakeReady = undefined
+      throw error
+    })
+    group.ready = Promise.all([this.wakeReady, connection.subscribe(group.channel)]).then(
       () => {
         group.subscribed = true
         for (const sub of group.subs) sub.fire()

@@ -24,7 +24,8 @@ end
  * tryAcquire: the grant rules of grant-rules.ts `decideGrant` in one script.
  * ARGV: field, "kind ttlMs lockDelayMs permits mode waitTtlMs" where mode is `q` (keep a place in line),
  * `w` (watch: a waiter of this process is subscribed), `f` (as `w`, on the attempt's first try: nothing of it
- * is registered yet, so a grant has nothing to clean up) or `-`. Returns {1, token} when granted, {1, token,
+ * is registered yet, so a grant has nothing to clean up) or `-`; a watcher adds its process's wake channel
+ * (see HANDOFF). Returns {1, token} when granted, {1, token,
  * remainingMs} when a release had already granted it to this watcher (see HANDOFF), else {0, retryAfterMs}
  * (-1: unknown).
  */
@@ -45,19 +46,22 @@ local function wait_here()
     end
   elseif mode ~= 'w' and mode ~= 'f' then
     return
-  elseif (kind == 'mutex' or kind == 'semaphore') and redis.call('ZSCORE', W, field) == false then
-    redis.call('ZADD', W, fmt(next_fence()), field)
-    redis.call('HSET', P, field, ARGV[2])
+  elseif kind == 'mutex' or kind == 'semaphore' then
+    -- A watcher: W keeps the order of arrival, P the spec and expiry (every watcher registers for the same
+    -- wait_ttl, so the newest one's is the longest).
+    if mode == 'f' or redis.call('ZSCORE', W, field) == false then
+      redis.call('ZADD', W, fmt(next_fence()), field)
+    end
+    redis.call('HSET', P, field, ARGV[2] .. ' ' .. fmt(now + wait_ttl) .. ' ' .. (ARGV[3] or '-'))
+    redis.call('PEXPIRE', W, wait_ttl)
+    redis.call('PEXPIRE', P, wait_ttl)
+    return
   end
+  -- The line and the watching readers: E, which vanishes with its last member (and Q with it).
   redis.call('ZADD', E, now + wait_ttl, field)
-  -- The line and the watch list vanish with their last member.
   local keep = tonumber(redis.call('ZRANGE', E, -1, -1, 'WITHSCORES')[2]) - now
   redis.call('PEXPIRE', E, keep)
-  if redis.call('EXISTS', Q) == 1 then redis.call('PEXPIRE', Q, keep) end
-  if redis.call('EXISTS', W) == 1 then
-    redis.call('PEXPIRE', W, keep)
-    redis.call('PEXPIRE', P, keep)
-  end
+  if mode == 'q' then redis.call('PEXPIRE', Q, keep) end
 end
 
 -- The first waiter standing before a request of this kind: anyone for fair, a waiting writer otherwise.
@@ -97,7 +101,7 @@ else
   end
 end
 if blocked then
-  if mode ~= '-' then prune_line() end
+  if mode == 'q' then prune_line() end
   wait_here()
   if frees == nil then return { 0, -1 } end
   return { 0, math.max(1, frees - now) }
@@ -113,11 +117,10 @@ if lined then
 end
 
 local token = fmt(next_fence())
--- E holds everyone in Q and W: when it is gone, there is no place in line or watch to give up.
-if ((mode ~= '-' and mode ~= 'f') or lined) and redis.call('ZREM', E, field) == 1 then
-  redis.call('ZREM', Q, field)
-  redis.call('ZREM', W, field)
-  redis.call('HDEL', P, field)
+-- Gives up the place in line (E holds everyone in Q) or the watch this attempt registered on an earlier try.
+if (mode ~= '-' and mode ~= 'f') or lined then
+  if redis.call('ZREM', E, field) == 1 then redis.call('ZREM', Q, field) end
+  if (kind == 'mutex' or kind == 'semaphore') and redis.call('ZREM', W, field) == 1 then redis.call('HDEL', P, field) end
 end
 local exp = now + ttl
 put(field, kind, exp, exp + delay, token)

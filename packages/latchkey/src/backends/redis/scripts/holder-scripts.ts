@@ -5,6 +5,7 @@ import {
   HANDOFF,
   KEEP_UNTIL,
   LIVE_HOLDERS,
+  LIVE_WATCHER,
   NEXT_FENCE,
   NOTIFY,
   PRUNE_LINE,
@@ -38,7 +39,7 @@ if KEYS[2] == KEYS[1] then
     return 0
   end
   redis.call('HDEL', KEYS[1], ARGV[1])
-  if ARGV[3] ~= '1' and redis.call('EXISTS', KEYS[4]) == 0 then return 1 end
+  if ARGV[3] ~= '1' and redis.call('EXISTS', KEYS[4], KEYS[5]) == 0 then return 1 end
   dropped = true
 end
 `
@@ -50,7 +51,7 @@ end
  * is given back only if it was not granted again since). Returns 1, or 0 (no effect) when `field` holds
  * no valid lease.
  */
-const GIVE_AWAY = `${VALID_RECORD}${DROP}${LIVE_HOLDERS}${FOREIGN}${PRUNE_LINE}${PUT}${KEEP_UNTIL}${NEXT_FENCE}${NOTIFY}${HANDOFF}`
+const GIVE_AWAY = `${VALID_RECORD}${DROP}${LIVE_HOLDERS}${FOREIGN}${PRUNE_LINE}${LIVE_WATCHER}${PUT}${KEEP_UNTIL}${NEXT_FENCE}${NOTIFY}${HANDOFF}`
 
 export const RELEASE = `${DROP_OWN}${BASE}${GIVE_AWAY}
 if not dropped then

@@ -10,10 +10,12 @@
  * - KEYS[3] Q: zset of the line (fair waiters, waiting writers), score seq*2 (+1 for a writer).
  * - KEYS[5] W: zset of the mutex/semaphore watchers in order of arrival (score: a sequence number). A release
  *   names the first of Q, else the first of W, so one waiter across all processes is woken, oldest first.
- * - KEYS[4] E: zset member -> expiry (ms) of everyone waiting: queued waiters and watchers (waiters of a
- *   process subscribed to the channel). A release publishes only when E is not empty.
- * - KEYS[6] P: hash watcher field -> its acquire spec ("kind ttlMs lockDelayMs permits ..."), so a release can
- *   grant the lock to the oldest watcher itself (see HANDOFF).
+ * - KEYS[4] E: zset member -> expiry (ms) of the line's members and of watching readers. A release publishes
+ *   only when E or W is not empty.
+ * - KEYS[6] P: hash watcher field -> "<its acquire spec> <expiresAt> <wake channel>" ("kind ttlMs lockDelayMs
+ *   permits mode waitTtlMs expiresAt channel"), so a release can grant the lock to the oldest live watcher
+ *   itself and tell only that watcher's process (see HANDOFF), and drops the dead ones it meets on the way.
+ *   W and P expire with their newest watcher.
  * - KEYS[7] F: the fencing counter; never expires, so tokens keep increasing after the lock keys vanish.
  *
  * Time is the server's (`TIME`), so every client measures leases with one clock.
@@ -76,12 +78,25 @@ export const PRUNE_LINE = `
 local function prune_line()
   local gone = redis.call('ZRANGEBYSCORE', E, '-inf', now)
   if #gone == 0 then return end
-  for i = 1, #gone do
-    redis.call('ZREM', Q, gone[i])
-    redis.call('ZREM', W, gone[i])
-    redis.call('HDEL', P, gone[i])
-  end
+  for i = 1, #gone do redis.call('ZREM', Q, gone[i]) end
   redis.call('ZREMRANGEBYSCORE', E, '-inf', now)
+end
+`
+
+export const LIVE_WATCHER = `
+-- The oldest watcher whose registration has not expired, and its spec; drops the expired ones it meets
+-- (at most 16 per call, the rest on later calls).
+local function live_watcher()
+  for _ = 1, 16 do
+    local head = redis.call('ZRANGE', W, 0, 0)[1]
+    if head == nil then return nil end
+    local spec = redis.call('HGET', P, head)
+    local exp = spec and tonumber(string.match(spec, ' (%d+) %S+$'))
+    if exp ~= nil and exp > now then return head, spec end
+    redis.call('ZREM', W, head)
+    redis.call('HDEL', P, head)
+  end
+  return nil
 end
 `
 
@@ -128,41 +143,40 @@ local function notify(channel, always)
     redis.call('PUBLISH', channel, '0')
     return
   end
-  if redis.call('EXISTS', E) == 0 then return end
+  if redis.call('EXISTS', E, W) == 0 then return end
   prune_line()
-  if redis.call('EXISTS', E) == 0 then return end
   local head = redis.call('ZRANGE', Q, 0, 0)[1]
-  if head == nil then head = redis.call('ZRANGE', W, 0, 0)[1] end
+  if head == nil then head = live_watcher() end
+  if head == nil and redis.call('EXISTS', E) == 0 then return end
   redis.call('PUBLISH', channel, head or '0')
 end
 `
 
 export const HANDOFF = `
--- After a release: grants the lock to the oldest mutex/semaphore watcher when the rules let it in now, and
--- publishes "g <field> <token>", so its process hands the lease over without another round trip (the
--- watcher's next try would find the grant too). Otherwise wakes a waiter as notify() does.
+-- After a release: grants the lock to the oldest live mutex/semaphore watcher when the rules let it in now,
+-- and publishes "g <field> <token>" on the wake channel of the watcher's process (so no other process wakes),
+-- which hands the lease over without another round trip (the watcher's next try would find the grant too).
+-- Otherwise wakes a waiter as notify() does.
 local function handoff(channel, always)
-  if always then return notify(channel, always) end
-  if redis.call('EXISTS', E) == 0 then return end
-  prune_line()
-  if redis.call('EXISTS', Q) == 1 then return notify(channel, false) end
-  local head = redis.call('ZRANGE', W, 0, 0)[1]
-  local spec = head and redis.call('HGET', P, head)
-  if not spec then return notify(channel, false) end
+  if always or redis.call('EXISTS', Q) == 1 then return notify(channel, always) end
+  local head, spec = live_watcher()
+  if head == nil then return notify(channel, false) end
   local kind, ttl, delay, permits = string.match(spec, '^(%a+) (%d+) (%d+) (%d+) ')
   if kind == nil then return notify(channel, false) end
   local holders = live_holders()
   if (kind == 'semaphore' and #holders >= tonumber(permits)) or (kind ~= 'semaphore' and #holders > 0)
       or foreign(#holders) ~= nil then
-    return notify(channel, false)
+    redis.call('PUBLISH', channel, head)
+    return
   end
   local token = fmt(next_fence())
   redis.call('ZREM', W, head)
-  redis.call('ZREM', E, head)
   redis.call('HDEL', P, head)
   local exp = now + tonumber(ttl)
   put(head, kind, exp, exp + tonumber(delay), token)
   keep_until(exp + tonumber(delay), #holders == 0)
-  redis.call('PUBLISH', channel, 'g ' .. head .. ' ' .. token)
+  local wake = string.match(spec, ' (%S+)$')
+  if wake == '-' then wake = channel end
+  redis.call('PUBLISH', wake, 'g ' .. head .. ' ' .. token)
 end
 `
