@@ -90,6 +90,14 @@ describe('redis release handoff', () => {
     // gone unseen); take those wakes, so the waits below return on the release's message.
     await waitA.sub.wait(1)
     await waitB.sub.wait(1)
+    // B's process hears nothing of A's grant (it goes to the wake channel of A's process alone).
+    const heardByB: string[] = []
+    const notifierB = (b3 as unknown as { notifier: { dispatch(c: string, m: string): void } }).notifier
+    const dispatchB = notifierB.dispatch.bind(notifierB)
+    notifierB.dispatch = (c, m) => {
+      heardByB.push(m)
+      dispatchB(c, m)
+    }
     expect(await b1.release(holder)).toBe(true)
     // The lock is A's before A asks again: a newcomer is refused.
     expect((await b1.tryAcquire(request(name))).acquired).toBe(false)
@@ -99,6 +107,7 @@ describe('redis release handoff', () => {
     expect(tokenOf(took)).toBeGreaterThan(first)
     expect(took.acquired && took.grantedAt).toBeGreaterThan(0)
     expect(counted.commands()).toBe(sent)
+    expect(heardByB).toEqual([])
     waitA.sub.close()
     // B still waits; A's release hands over to B in turn.
     expect(await b2.release(a)).toBe(true)
