@@ -91,12 +91,12 @@ export class RedisBackend implements Backend {
     // A grant that arrives after the caller was told "unavailable" (timed out, resent on reconnect) has no
     // holder: give it back at once instead of letting it block everyone for a whole TTL.
     const orphan = (late: unknown) => {
-      const [granted, token] = late as [number, string]
+      const [granted, token] = acquireReply(late)
       if (Number(granted) === 1) this.releaseGrant(request, String(token)).catch(() => undefined)
     }
     const sentAt = performance.now()
     if (sub !== undefined) sub.triedAt = sentAt
-    const reply = (await this.run(SCRIPTS.acquire, keys, args, request, orphan)) as [number, string | number, number?]
+    const reply = acquireReply(await this.run(SCRIPTS.acquire, keys, args, request, orphan))
     if (Number(reply[0]) !== 1) {
       if (sub !== undefined) this.notifier.waiting(sub)
       const retry = Number(reply[1])
@@ -220,6 +220,12 @@ export class RedisBackend implements Backend {
       { lockName: ref.key },
     )
   }
+}
+
+/** The acquire script's reply as {granted, token or retryAfterMs, remainingMs?}; a lone token is a fresh grant. */
+function acquireReply(reply: unknown): [number, string | number, number?] {
+  if (typeof reply === 'string' || typeof reply === 'number') return [1, reply]
+  return reply as [number, string | number, number?]
 }
 
 /** Connection failures and transient server states are retryable; other error replies are bugs: rethrown. */

@@ -16,7 +16,7 @@ if kind == 'mutex' and (mode == '-' or mode == 'f') and KEYS[2] == KEYS[1] and r
   local exp = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000) + ttl
   redis.call('HSET', KEYS[1], field, string.format('mutex|%d|%d|%d', exp, exp + delay, n))
   redis.call('PEXPIRE', KEYS[1], ttl + delay)
-  return { 1, string.format('%d', n) }
+  return string.format('%d', n)
 end
 `
 
@@ -25,7 +25,8 @@ end
  * ARGV: field, "kind ttlMs lockDelayMs permits mode waitTtlMs" where mode is `q` (keep a place in line),
  * `w` (watch: a waiter of this process is subscribed), `f` (as `w`, on the attempt's first try: nothing of it
  * is registered yet, so a grant has nothing to clean up) or `-`; a watcher adds its process's wake channel
- * (see HANDOFF). Returns {1, token} when granted, {1, token,
+ * (see HANDOFF). Returns the token alone when the free-mutex path granted it (a bulk string costs the client
+ * less than an array), {1, token} when granted, {1, token,
  * remainingMs} when a release had already granted it to this watcher (see HANDOFF), else {0, retryAfterMs}
  * (-1: unknown).
  */
