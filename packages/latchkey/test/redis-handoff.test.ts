@@ -39,6 +39,16 @@ function request(key: string, kind: LockKind = 'mutex', permits = 1): AcquireReq
   return { key, kind, owner: randomUUID(), ttlMs: 10_000, permits, lockDelayMs: 0, queue: false, queueTtlMs: 5_000 }
 }
 
+/** A fresh lock name held through `b1`, with two more backends (other processes) to wait on it. */
+async function heldByFirst(kind: LockKind = 'mutex', permits = 1) {
+  const name = `handoff-${randomUUID()}`
+  names.push(name)
+  const [b1, b2, b3] = [backend(), backend(), backend()]
+  const holder = request(name, kind, permits)
+  await b1.tryAcquire(holder)
+  return { name, b1, b2, b3, holder }
+}
+
 /** A waiting try: subscribed first, as the core does before the first try of a waiting acquire. */
 async function waitingTry(b: RedisBackend, req: AcquireRequest) {
   const sub = b.subscribe(req)
@@ -119,11 +129,7 @@ describe('redis release handoff', () => {
   })
 
   it('a watcher that missed the message finds its grant on its next try, timed from before that try', async () => {
-    const name = `handoff-${randomUUID()}`
-    names.push(name)
-    const [b1, b2, b3] = [backend(), backend(), backend()]
-    const holder = request(name)
-    await b1.tryAcquire(holder)
+    const { name, b1, b2, b3, holder } = await heldByFirst()
     const a = request(name)
     const waitA = await waitingTry(b2, a)
     expect(waitA.result.acquired).toBe(false)
@@ -137,12 +143,33 @@ describe('redis release handoff', () => {
     expect(await b3.release(a)).toBe(true)
   })
 
+  it('a release skips watchers whose registration expired (a crashed process) and grants the oldest live one', async () => {
+    const { name, b1, b2, b3, holder } = await heldByFirst()
+    const a = request(name)
+    const b = request(name)
+    const waitA = await waitingTry(b2, a)
+    const waitB = await waitingTry(b3, b)
+    await new Promise((r) => setTimeout(r, 50))
+    await waitB.sub.wait(1)
+    // A's process "crashed": its registration (spec, expiry, wake channel) is past its expiry.
+    const specs = b1.layout.keysOf({ key: name, kind: 'mutex' }).keys[5]
+    const fieldA = b1.layout.fieldOf(a.owner)
+    const spec = (await client.hget(specs, fieldA)) as string
+    await client.hset(specs, fieldA, spec.replace(/ (\d+) (\S+)$/, ' 1 $2'))
+    expect(await b1.release(holder)).toBe(true)
+    await waitB.sub.wait(2_000)
+    const took = await b3.tryAcquire(b)
+    expect(took.acquired).toBe(true)
+    // A's dead registration was dropped on the way; A itself gets nothing.
+    expect(await client.hexists(specs, fieldA)).toBe(0)
+    waitA.sub.close()
+    waitB.sub.close()
+    expect(await b2.release(a)).toBe(false)
+    expect(await b3.release(b)).toBe(true)
+  })
+
   it('a watcher that gives up without taking its grant passes it on to the next', async () => {
-    const name = `handoff-${randomUUID()}`
-    names.push(name)
-    const [b1, b2, b3] = [backend(), backend(), backend()]
-    const holder = request(name, 'semaphore', 1)
-    await b1.tryAcquire(holder)
+    const { name, b1, b2, b3, holder } = await heldByFirst('semaphore', 1)
     const a = request(name, 'semaphore', 1)
     const b = request(name, 'semaphore', 1)
     const waitA = await waitingTry(b2, a)
