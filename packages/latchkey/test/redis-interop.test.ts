@@ -52,7 +52,9 @@ const REDISSON_RENEW =
 describe('layout: redisson', () => {
   const namespace = `rsn-${randomUUID().slice(0, 8)}`
   const admin = ioredisClient()
-  const client = ioredisClient()
+  // Named, so its subscriber connection (a duplicate, same name) can be found in CLIENT LIST.
+  const clientName = `rsn-${randomUUID().slice(0, 8)}`
+  const client = ioredisClient(undefined, { connectionName: clientName })
   const backend = redisBackend({ client, layout: 'redisson' })
   let locks: Locks
   // A Java service's RLock: Redisson's client UUID and thread id.
@@ -81,6 +83,16 @@ describe('layout: redisson', () => {
     expect(await locks.mutex('order-1').isLocked()).toBe(true)
     const waiter = locks.mutex('order-1').acquire({ waitMs: 10_000 })
     await sleep(100)
+    // The waiter listens on Redisson's channel alone (no latchkey wake channel, which an ACL for Redisson's
+    // channels would refuse): one subscription on the backend's subscriber connection.
+    expect(await admin.pubsub('NUMSUB', `redisson_lock__channel:{${name}}`)).toEqual([
+      `redisson_lock__channel:{${name}}`,
+      1,
+    ])
+    const clients = String(await admin.client('LIST')).split('\n')
+    const subscriber = clients.filter((line) => line.includes(`name=${clientName}`) && / sub=[1-9]/.test(line))
+    expect(subscriber).toHaveLength(1)
+    expect(subscriber[0]).toMatch(/ sub=1 /)
     const unlockedAt = Date.now()
     expect(await java.unlock(name)).toBe(1)
     const lease = await waiter

@@ -74,7 +74,11 @@ export class RedisBackend implements Backend {
     this.keys = new KeyCache(this.layout)
     this.replicas = options.waitReplicas
     this.publishAlways = this.layout.alwaysPublish ? '1' : '0'
-    this.notifier = new ReleaseNotifier(this.commander, options.subscriberLingerMs ?? 10_000)
+    this.notifier = new ReleaseNotifier(
+      this.commander,
+      options.subscriberLingerMs ?? 10_000,
+      !this.layout.alwaysPublish,
+    )
   }
 
   async tryAcquire(request: AcquireRequest): Promise<AcquireResult> {
@@ -87,7 +91,8 @@ export class RedisBackend implements Backend {
     // Packed into one argument: each argument costs the client more than Lua's string.match costs Redis.
     const spec = `${request.kind} ${request.ttlMs} ${request.lockDelayMs} ${request.permits} ${mode} ${waitTtl}`
     // A watcher names its process's wake channel, where a release granting it the lock tells it (see HANDOFF).
-    const args = mode === 'w' || mode === 'f' ? [field, spec, this.notifier.wakeChannel] : [field, spec]
+    const wake = this.notifier.wakeChannel
+    const args = wake !== undefined && (mode === 'w' || mode === 'f') ? [field, spec, wake] : [field, spec]
     // A grant that arrives after the caller was told "unavailable" (timed out, resent on reconnect) has no
     // holder: give it back at once instead of letting it block everyone for a whole TTL.
     const orphan = (late: unknown) => {

@@ -18,8 +18,11 @@ const isFree = (kind: LockKind): boolean => kind === 'mutex' || kind === 'semaph
 
 /** Subscribes lazily, wakes one waiter per message, unsubscribes a channel after it has been idle a while. */
 export class ReleaseNotifier {
-  /** This notifier's own channel: grants to its watchers are published here, not on the lock's channel. */
-  readonly wakeChannel = `latchkey:wake:${randomUUID()}`
+  /**
+   * This notifier's own channel: grants to its watchers are published here, not on the lock's channel. Undefined
+   * when releases never hand over (the Redisson layout), so no channel outside Redisson's names is subscribed.
+   */
+  readonly wakeChannel: string | undefined
   private connection: SubscriberConnection | undefined
   /** The SUBSCRIBE of {@link wakeChannel}, once the first channel is listened to. */
   private wakeReady: Promise<void> | undefined
@@ -34,7 +37,11 @@ export class ReleaseNotifier {
   constructor(
     private readonly commander: RedisCommander,
     private readonly lingerMs: number,
-  ) {}
+    handsOver: boolean,
+  ) {
+    // Under the `latchkey:` prefix of the lock channels, so an ACL that allows those allows this one.
+    this.wakeChannel = handsOver ? `latchkey:wake:${randomUUID()}` : undefined
+  }
 
   /**
    * Opens a waiter's subscription. On a channel with local waiters (or lingering after them) it joins them now,
@@ -160,10 +167,13 @@ export class ReleaseNotifier {
       () => undefined,
     )
     const connection = this.connection
-    this.wakeReady ??= connection.subscribe(this.wakeChannel).catch((error: unknown) => {
-      this.wakeReady = undefined
-      throw error
-    })
+    const wake = this.wakeChannel
+    if (wake !== undefined) {
+      this.wakeReady ??= connection.subscribe(wake).catch((error: unknown) => {
+        this.wakeReady = undefined
+        throw error
+      })
+    }
     group.ready = Promise.all([this.wakeReady, connection.subscribe(group.channel)]).then(
       () => {
         group.subscribed = true
