@@ -158,7 +158,10 @@ export const HANDOFF = `
 -- which hands the lease over without another round trip (the watcher's next try would find the grant too).
 -- Otherwise wakes a waiter as notify() does.
 local function handoff(channel, always)
-  if always or redis.call('EXISTS', Q) == 1 then return notify(channel, always) end
+  if always then return notify(channel, true) end
+  -- The line goes first; its expired members (a crashed fair waiter) do not hold it.
+  if redis.call('EXISTS', E) == 1 then prune_line() end
+  if redis.call('EXISTS', Q) == 1 then return notify(channel, false) end
   local head, spec = live_watcher()
   if head == nil then return notify(channel, false) end
   local kind, ttl, delay, permits = string.match(spec, '^(%a+) (%d+) (%d+) (%d+) ')
