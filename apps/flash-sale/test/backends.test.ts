@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis'
 import { latchkeyLayout, REDLOCK_KEY_PREFIX } from 'latchkey/redis'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
+import { unlinkMatching } from '../src/reserve/open-reserve.js'
 import { type Instance, post, startInstances, tempDir } from './support.js'
 
 const BUYERS = 1_000
@@ -24,14 +25,7 @@ const BACKENDS = [
 async function deleteKeys(url: string, patterns: readonly string[]): Promise<void> {
   const client = new Redis(url)
   try {
-    for (const pattern of patterns) {
-      let cursor = '0'
-      do {
-        const [next, keys] = await client.scan(cursor, 'MATCH', pattern, 'COUNT', 1000)
-        cursor = next
-        if (keys.length > 0) await client.unlink(...keys)
-      } while (cursor !== '0')
-    }
+    await unlinkMatching(client, patterns)
   } finally {
     await client.quit()
   }

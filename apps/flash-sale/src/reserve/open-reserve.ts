@@ -71,14 +71,20 @@ export async function deleteReserveKeys(url: string, keyPrefix: string): Promise
   try {
     await client.connect()
     // `{` and `}` are plain characters in a SCAN pattern; escape the few that are not.
-    const pattern = `{${keyPrefix.replace(/[*?[\]\\]/g, '\\$&')}}:*`
+    await unlinkMatching(client, [`{${keyPrefix.replace(/[*?[\]\\]/g, '\\$&')}}:*`])
+  } finally {
+    client.disconnect()
+  }
+}
+
+/** UNLINKs every key matching one of the SCAN `patterns` (SCAN, so the server is never blocked). */
+export async function unlinkMatching(client: Redis, patterns: readonly string[]): Promise<void> {
+  for (const pattern of patterns) {
     let cursor = '0'
     do {
       const [next, keys] = await client.scan(cursor, 'MATCH', pattern, 'COUNT', 1000)
       cursor = next
       if (keys.length > 0) await client.unlink(...keys)
     } while (cursor !== '0')
-  } finally {
-    client.disconnect()
   }
 }

@@ -65,19 +65,24 @@ export function createBackend(): Backend {
   return createIoredisBackend()
 }
 
+/** UNLINKs every key matching one of the SCAN `patterns` (SCAN, so the server is never blocked). */
+export async function unlinkMatching(client: Redis, patterns: readonly string[]): Promise<void> {
+  for (const pattern of patterns) {
+    let cursor = '0'
+    do {
+      const [next, keys] = await client.scan(cursor, 'MATCH', pattern, 'COUNT', 1000)
+      cursor = next
+      if (keys.length > 0) await client.unlink(...keys)
+    } while (cursor !== '0')
+  }
+}
+
 /** Deletes every key of the latchkey and Redisson layouts whose lock name starts with `namespace`. */
 export async function deleteKeys(namespace: string): Promise<void> {
   const client = ioredisClient()
   try {
     const { latchkeyLayout, redissonLayout } = await import('../../src/backends/redis/index.js')
-    for (const pattern of [...latchkeyLayout.patternsFor(namespace), ...redissonLayout.patternsFor(namespace)]) {
-      let cursor = '0'
-      do {
-        const [next, keys] = await client.scan(cursor, 'MATCH', pattern, 'COUNT', 1000)
-        cursor = next
-        if (keys.length > 0) await client.unlink(...keys)
-      } while (cursor !== '0')
-    }
+    await unlinkMatching(client, [...latchkeyLayout.patternsFor(namespace), ...redissonLayout.patternsFor(namespace)])
   } finally {
     await client.quit()
   }

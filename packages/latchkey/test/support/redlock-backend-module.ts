@@ -6,6 +6,7 @@ import { Redis } from 'ioredis'
 import { createClient } from 'redis'
 import type { Backend } from '../../src/backend/types.js'
 import { type RedlockBackendOptions, redlockBackend } from '../../src/backends/redlock/index.js'
+import { unlinkMatching } from './redis-backend-module.js'
 
 /** `LATCHKEY_REDLOCK_URLS` (comma-separated), default the five nodes of scripts/servers/redlock.sh. */
 export const REDLOCK_URLS = (
@@ -69,12 +70,7 @@ export async function deleteRedlockKeys(namespace: string, urls: readonly string
     urls.map(async (url) => {
       const client = redlockIoredis(url)
       try {
-        let cursor = '0'
-        do {
-          const [next, keys] = await client.scan(cursor, 'MATCH', pattern, 'COUNT', 1000)
-          cursor = next
-          if (keys.length > 0) await client.unlink(...keys)
-        } while (cursor !== '0')
+        await unlinkMatching(client, [pattern])
       } finally {
         client.disconnect()
       }
