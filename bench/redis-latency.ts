@@ -71,6 +71,8 @@ for (const [name, xs] of samples) {
 
 await locks.close()
 await backend.close()
-await client.del(...keys, `${ns}:raw`)
+// The fencing counter latchkey's lock left (it outlives the lock by design) goes too.
+const left = await client.keys(`latchkey:{${ns}:*`)
+await client.del(...keys, `${ns}:raw`, ...left)
 client.disconnect()
 subscriber.disconnect()
