@@ -132,11 +132,15 @@ async function run(job: BuyerJob): Promise<BuyerReport> {
   const orders = new Orders(job)
   let next = job.from
   let done = 0
-  const progress = setInterval(() => process.send?.({ type: 'progress', done }), 200)
+  const report = (): void => void process.send?.({ type: 'progress', done })
+  const progress = setInterval(report, 200)
   const lane = async (): Promise<void> => {
     while (next < job.to) {
       await buyer(orders, next++, job.duplicateRate)
       done++
+      // Also every 10 buyers: a fast sale can sell out between two ticks, and a fault injected "after N
+      // buyers" must land while stock is left.
+      if (done % 10 === 0) report()
     }
   }
   await Promise.all(Array.from({ length: job.concurrency }, lane))
