@@ -23,7 +23,6 @@ interface Entry {
 export class CommandDeadlines {
   private head: Entry | undefined
   private tail: Entry | undefined
-  private size = 0
   private timer: NodeJS.Timeout | undefined
   private readonly tickMs: number
 
@@ -66,7 +65,6 @@ export class CommandDeadlines {
     if (this.tail === undefined) this.head = entry
     else this.tail.next = entry
     this.tail = entry
-    this.size++
     this.timer ??= setInterval(() => this.sweep(), this.tickMs).unref()
     return entry
   }
@@ -88,7 +86,6 @@ export class CommandDeadlines {
     else e.next.prev = e.prev
     e.prev = undefined
     e.next = undefined
-    this.size--
   }
 
   private sweep(): void {
@@ -101,7 +98,7 @@ export class CommandDeadlines {
       }
       e = next
     }
-    if (this.size === 0) {
+    if (this.head === undefined) {
       clearInterval(this.timer)
       this.timer = undefined
     }
