@@ -136,6 +136,15 @@ end
 `
 
 export const NOTIFY = `
+-- With the line pruned: names the head of the line, else the oldest live watcher, else (watching readers
+-- only) nobody in particular.
+local function publish_head(channel)
+  local head = redis.call('ZRANGE', Q, 0, 0)[1]
+  if head == nil then head = live_watcher() end
+  if head == nil and redis.call('EXISTS', E) == 0 then return end
+  redis.call('PUBLISH', channel, head or '0')
+end
+
 -- Publishes a release when someone waits (always in the Redisson layout, whose Java waiters do not
 -- register). The message names the head of the line, else the oldest watcher, so only that waiter wakes.
 local function notify(channel, always)
@@ -145,10 +154,7 @@ local function notify(channel, always)
   end
   if redis.call('EXISTS', E, W) == 0 then return end
   prune_line()
-  local head = redis.call('ZRANGE', Q, 0, 0)[1]
-  if head == nil then head = live_watcher() end
-  if head == nil and redis.call('EXISTS', E) == 0 then return end
-  redis.call('PUBLISH', channel, head or '0')
+  publish_head(channel)
 end
 `
 
@@ -156,16 +162,16 @@ export const HANDOFF = `
 -- After a release: grants the lock to the oldest live mutex/semaphore watcher when the rules let it in now,
 -- and publishes "g <field> <token>" on the wake channel of the watcher's process (so no other process wakes),
 -- which hands the lease over without another round trip (the watcher's next try would find the grant too).
--- Otherwise wakes a waiter as notify() does.
+-- Otherwise wakes a waiter as notify() does (the line is pruned here already).
 local function handoff(channel, always)
   if always then return notify(channel, true) end
   -- The line goes first; its expired members (a crashed fair waiter) do not hold it.
   if redis.call('EXISTS', E) == 1 then prune_line() end
-  if redis.call('EXISTS', Q) == 1 then return notify(channel, false) end
+  if redis.call('EXISTS', Q) == 1 then return publish_head(channel) end
   local head, spec = live_watcher()
-  if head == nil then return notify(channel, false) end
+  if head == nil then return publish_head(channel) end
   local kind, ttl, delay, permits = string.match(spec, '^(%a+) (%d+) (%d+) (%d+) ')
-  if kind == nil then return notify(channel, false) end
+  if kind == nil then return publish_head(channel) end
   local holders = live_holders()
   if (kind == 'semaphore' and #holders >= tonumber(permits)) or (kind ~= 'semaphore' and #holders > 0)
       or foreign(#holders) ~= nil then
