@@ -5,18 +5,12 @@
 import type { SaleConfig, SaleRecord } from '../sections/flash-sale.js'
 import type { CellRecord, MatrixConfig } from '../sections/matrix.js'
 import type { ScaleConfig, ScaleResults } from '../sections/scale.js'
+import type { ContenderDef } from './catalog.js'
 import type { MachineInfo } from './machine.js'
 import type { BenchLine } from './redis-benchmark.js'
 
-/** A contender as the report needs it. */
-export interface DefInfo {
-  readonly id: string
-  readonly label: string
-  readonly tables: readonly ('peers' | 'backends')[]
-  readonly waits: boolean
-  readonly crossProcess: boolean
-  readonly maxWaiters: number
-}
+/** A contender as the report needs it (what of its definition is kept in the jsonl). */
+export type DefInfo = Pick<ContenderDef, 'id' | 'label' | 'tables' | 'waits' | 'crossProcess' | 'maxWaiters'>
 
 /** The whole run. */
 export interface Results {
