@@ -8,6 +8,7 @@ import {
   REDIS_URL,
   redisKeys,
   type StoreKind,
+  sendBuyers,
   startInstances,
   startingSale,
   type TestReserve,
@@ -64,14 +65,7 @@ describe.each(['sqlite', 'postgres', 'mysql'] as const)(
       const [a, b] = instances as [Instance, Instance]
       const id = await startingSale(instances, { item: 'phone', stock: STOCK, strategy: 'reserve' })
       // Every 20th buyer also sends a second order through the other instance, at the same time.
-      const requests: Array<Promise<{ user: number; status: number; body: Record<string, unknown> }>> = []
-      for (let user = 0; user < BUYERS; user++) {
-        const send = (via: Instance) =>
-          post(via.app, `/sales/${id}/orders`, { userId: `u${user}`, quantity: 1 }).then((r) => ({ user, ...r }))
-        requests.push(send(user % 2 === 0 ? a : b))
-        if (user % 20 === 0) requests.push(send(user % 2 === 0 ? b : a))
-      }
-      const answers = await Promise.all(requests)
+      const answers = await sendBuyers(a, b, id, BUYERS)
       expect(answers.filter((r) => r.status !== 201 && r.status !== 409).map((r) => r.body)).toEqual([])
       const ordered = answers.filter((r) => r.status === 201)
       expect(ordered).toHaveLength(STOCK)

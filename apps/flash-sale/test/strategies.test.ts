@@ -5,7 +5,15 @@ import { sqliteStore } from '../src/store/sqlite-store.js'
 import type { SaleStore } from '../src/store/types.js'
 import { buyInBucket, StaleWriteError } from '../src/strategies/buy.js'
 import type { LocalQueue } from '../src/strategies/local-queue.js'
-import { type Instance, jitterStore, post, startInstances, startingSale, tempDir, testStores } from './support.js'
+import {
+  type Instance,
+  jitterStore,
+  sendBuyers,
+  startInstances,
+  startingSale,
+  tempDir,
+  testStores,
+} from './support.js'
 
 const BUYERS = 1_000
 const STOCK = 100
@@ -29,14 +37,7 @@ describe.each([
     const [a, b] = instances as [Instance, Instance]
     const id = await startingSale(instances, { item: 'phone', stock: STOCK, strategy })
     // Every 20th buyer also sends a second order through the other instance, at the same time.
-    const requests: Array<Promise<{ user: number; status: number; body: Record<string, unknown> }>> = []
-    for (let user = 0; user < BUYERS; user++) {
-      const send = (via: Instance) =>
-        post(via.app, `/sales/${id}/orders`, { userId: `u${user}`, quantity: 1 }).then((r) => ({ user, ...r }))
-      requests.push(send(user % 2 === 0 ? a : b))
-      if (user % 20 === 0) requests.push(send(user % 2 === 0 ? b : a))
-    }
-    const answers = await Promise.all(requests)
+    const answers = await sendBuyers(a, b, id, BUYERS)
     const statuses = answers.map((r) => r.status)
     expect(statuses.filter((s) => s !== 201 && s !== 409)).toEqual([])
     const ordered = answers.filter((r) => r.status === 201)

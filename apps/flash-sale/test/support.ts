@@ -212,6 +212,28 @@ export async function startingSale(instances: readonly Instance[], body: Record<
   return id
 }
 
+/** One buyer's answer from {@link sendBuyers}. */
+export interface BuyerAnswer {
+  readonly user: number
+  readonly status: number
+  readonly body: Record<string, unknown>
+}
+
+/**
+ * Sends `buyers` users' orders for one unit of sale `id`, alternating between instances `a` and `b`; every 20th
+ * buyer also sends a second order through the other instance at the same time.
+ */
+export function sendBuyers(a: Instance, b: Instance, id: string, buyers: number): Promise<BuyerAnswer[]> {
+  const requests: Array<Promise<BuyerAnswer>> = []
+  for (let user = 0; user < buyers; user++) {
+    const send = (via: Instance) =>
+      post(via.app, `/sales/${id}/orders`, { userId: `u${user}`, quantity: 1 }).then((r) => ({ user, ...r }))
+    requests.push(send(user % 2 === 0 ? a : b))
+    if (user % 20 === 0) requests.push(send(user % 2 === 0 ? b : a))
+  }
+  return Promise.all(requests)
+}
+
 /** POSTs JSON through `app.inject` and returns status and parsed body. */
 export async function post(
   app: FastifyInstance,
