@@ -5,15 +5,7 @@ import { sqliteStore } from '../src/store/sqlite-store.js'
 import type { SaleStore } from '../src/store/types.js'
 import { buyInBucket, StaleWriteError } from '../src/strategies/buy.js'
 import type { LocalQueue } from '../src/strategies/local-queue.js'
-import {
-  type Instance,
-  jitterStore,
-  sendBuyers,
-  startInstances,
-  startingSale,
-  tempDir,
-  testStores,
-} from './support.js'
+import { type Instance, jitterStore, sendBuyers, startInstances, startingSale, tempDir, testStores } from './support.js'
 
 const BUYERS = 1_000
 const STOCK = 100
