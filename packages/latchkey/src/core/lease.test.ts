@@ -91,17 +91,44 @@ describe('lease watchdog', () => {
     }
   })
 
-  it('withLock on a lease lost mid-callback throws NotLockHolderError after a successful callback', async () => {
-    const { locks } = setup()
+  it('withLock returns the callback result when the lease was lost mid-callback, reporting lost and release-failed', async () => {
+    const events: LockEvent[] = []
+    const { locks } = setup((e) => events.push(e))
+    const result = await locks.mutex('g').withLock(async (lease) => {
+      await locks.backend.forceRelease({ key: 'g', kind: 'mutex' })
+      await new Promise((resolve) => lease.signal.addEventListener('abort', resolve))
+      return 'done'
+    })
+    expect(result).toBe('done')
+    expect(events.map((e) => e.type)).toEqual(expect.arrayContaining(['lost', 'release-failed']))
+    const failed = events.find((e) => e.type === 'release-failed')
+    expect(failed?.type === 'release-failed' && failed.error).toBeInstanceOf(NotLockHolderError)
+  })
+
+  it('withLock returns the callback result when the release fails after the callback committed', async () => {
+    const events: LockEvent[] = []
+    const { locks, state } = setup((e) => events.push(e))
+    const result = await locks.mutex('h').withLock(async () => {
+      state.down = true // the backend goes away between the commit and the release
+      return 'committed'
+    })
+    state.down = false
+    expect(result).toBe('committed')
+    const failed = events.find((e) => e.type === 'release-failed')
+    expect(failed?.type === 'release-failed' && failed.error).toBeInstanceOf(BackendUnavailableError)
+  })
+
+  it('withLock rethrows the callback error, not a release failure after it', async () => {
+    const { locks, state } = setup()
+    const boom = new Error('callback failed')
     const error = await locks
-      .mutex('g')
-      .withLock(async (lease) => {
-        await locks.backend.forceRelease({ key: 'g', kind: 'mutex' })
-        await new Promise((resolve) => lease.signal.addEventListener('abort', resolve))
-        return 'done'
+      .mutex('i')
+      .withLock(async () => {
+        state.down = true
+        throw boom
       })
       .catch((e: unknown) => e)
-    expect(error).toBeInstanceOf(NotLockHolderError)
-    expect((error as Error).cause).toBeInstanceOf(LockLostError)
+    state.down = false
+    expect(error).toBe(boom)
   })
 })

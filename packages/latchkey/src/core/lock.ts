@@ -114,35 +114,24 @@ export class LockHandle implements Lock, LockTarget {
 
 /**
  * Runs `fn` holding `leases` (visible to nested calls for reentrancy), then releases them all, whether or not
- * `fn` watched `lease.signal`. The callback's error always wins: a release failure after it is reported only as
- * a `release-failed` event; after a successful callback, a release failure is thrown.
+ * `fn` watched `lease.signal`. A release failure never changes the outcome: once `fn` has settled, its work is
+ * done (a committed write cannot be taken back), so its result or its error is what the caller gets. The failure
+ * is reported as a `release-failed` event (and a lease lost on the way as `lost`); an unreleased lease expires
+ * by itself at the end of its TTL.
  */
 export async function runWithLeases<T>(
   pairs: ReadonlyArray<readonly [LockTarget, Lease]>,
   fn: () => Promise<T> | T,
 ): Promise<T> {
   const entries = pairs.map(([target, lease]) => [target, { lease, count: 1 } satisfies HeldEntry] as const)
-  let result: T
   try {
-    result = await runHolding(entries, fn)
-  } catch (error) {
-    // The lease reported its release failure as an event; the callback's error is the one to see.
-    await releaseAll(pairs).catch(() => undefined)
-    throw error
+    return await runHolding(entries, fn)
+  } finally {
+    await releaseAll(pairs)
   }
-  await releaseAll(pairs)
-  return result
 }
 
-/** Releases every lease (in reverse order), then throws the first failure, if any. */
+/** Releases every lease (in reverse order); each lease reports its own failure as a `release-failed` event. */
 async function releaseAll(pairs: ReadonlyArray<readonly [LockTarget, Lease]>): Promise<void> {
-  let failure: { error: unknown } | undefined
-  for (const [, lease] of [...pairs].reverse()) {
-    try {
-      await lease.release()
-    } catch (error) {
-      failure ??= { error }
-    }
-  }
-  if (failure !== undefined) throw failure.error
+  for (const [, lease] of [...pairs].reverse()) await lease.release().catch(() => undefined)
 }
