@@ -38,3 +38,4 @@ export {
   StaleTokenError,
   UnsupportedError,
 } from './errors.js'
+export { redactText, redactUrl } from './redact-url.js'
