@@ -1,8 +1,9 @@
 /**
  * The etcd key layout: `<prefix>/<encoded lock key>/<kind>/<lease id hex>-<encoded owner>`, one key per holder
- * and per queued waiter; semaphore permits are slots `<prefix>/<encoded lock key>/semaphore/<permits>.<n>`, so the
- * keys of the holders tell the permit count in force. Every value is the owner id. Semaphores live under their own kind folder, so they never meet the mutex /
- * read-write family of the same name (as `stateKey` keeps them apart in the embedded backends).
+ * and per queued waiter; semaphore permits are slots `<prefix>/<encoded lock key>/semaphore/<permits>.<n>`, so
+ * the holders' keys tell the permit count in force. Every value is the owner id. Semaphores live under their own
+ * kind folder, so they never meet the mutex / read-write family of the same name (as `stateKey` keeps them apart
+ * in the embedded backends).
  */
 import type { LockKind, LockRef } from '../../backend/types.js'
 
