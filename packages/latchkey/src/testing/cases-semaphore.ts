@@ -77,7 +77,8 @@ export function semaphoreCases(env: SuiteEnv): void {
     'semaphore permits: a huge count (2^31 - 1, MAX_SAFE_INTEGER) is accepted in bounded memory, or refused with RangeError before I/O',
     async () => {
       for (const permits of [2 ** 31 - 1, Number.MAX_SAFE_INTEGER]) {
-        const sem = env.locks().semaphore(env.uniq('sem-huge'), { permits })
+        const name = env.uniq('sem-huge')
+        const sem = env.locks().semaphore(name, { permits })
         const heapBefore = process.memoryUsage().heapUsed
         let leases: (Lease | undefined)[]
         try {
@@ -91,6 +92,9 @@ export function semaphoreCases(env: SuiteEnv): void {
         expect(process.memoryUsage().heapUsed - heapBefore).toBeLessThan(50 * 1024 * 1024)
         expect(leases.every((l) => l !== undefined)).toBe(true)
         expect(await sem.isLocked()).toBe(false)
+        // The count is recorded exactly: one less is another count.
+        const near = env.locks().semaphore(name, { permits: permits - 1 })
+        expectMismatch(await rejection(near.tryAcquire()), name, permits - 1, permits)
         await Promise.all(leases.map((l) => l?.release()))
       }
     },
