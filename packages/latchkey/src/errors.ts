@@ -127,3 +127,32 @@ export class LocksClosedError extends LockError {
   override readonly code = 'LOCKS_CLOSED'
   override readonly retryable = false
 }
+
+/**
+ * A semaphore was asked for with a permit count other than the one in force. The count is stored with the
+ * semaphore while it has a holder (or a waiter the backend keeps in line); the next acquirer after it goes idle
+ * defines it again. Not retryable: the same call keeps failing until every holder of the other count is gone.
+ *
+ * @example
+ * try { await locks.semaphore('jobs', { permits: 5 }).acquire() }
+ * catch (e) { if (e instanceof PermitsMismatchError) console.error(e.permitsInForce) }
+ */
+export class PermitsMismatchError extends LockError {
+  override name = 'PermitsMismatchError'
+  override readonly code = 'PERMITS_MISMATCH'
+  override readonly retryable = false
+  /** The count the caller asked for. */
+  readonly permits: number
+  /** The count the semaphore's current holders agreed on. */
+  readonly permitsInForce: number
+
+  constructor(lockName: string, permits: number, permitsInForce: number, options: LockErrorOptions = {}) {
+    super(
+      `Semaphore "${lockName}" was asked for with permits ${permits}, but permits ${permitsInForce} is in force ` +
+        'while it has holders; use one count for one semaphore name',
+      { ...options, lockName },
+    )
+    this.permits = permits
+    this.permitsInForce = permitsInForce
+  }
+}

@@ -34,6 +34,7 @@ export {
   LockTimeoutError,
   type NodeOutcome,
   NotLockHolderError,
+  PermitsMismatchError,
   QuorumNotReachedError,
   StaleTokenError,
   UnsupportedError,

@@ -101,4 +101,40 @@ describe('etcd backend specifics', () => {
       await cleanup(namespace)
     }
   })
+
+  it('semaphore slot keys name the permit count; the txn guard covers every other count and none of ours', () => {
+    const layout = new KeyLayout('latchkey')
+    const ref = { key: 'ns:sem', kind: 'semaphore' } as const
+    const inside = (key: string, r: { start: Buffer; end: Buffer }) =>
+      Buffer.compare(Buffer.from(key), r.start) >= 0 && Buffer.compare(Buffer.from(key), r.end) < 0
+    const guarded = (key: string) => layout.otherCountRanges(ref, 1).some((r) => inside(key, r))
+    expect(layout.slotKey(ref, 1, 0)).toBe('latchkey/ns%3Asem/semaphore/1.0')
+    expect(layout.parse(layout.slotKey(ref, 10, 7))).toMatchObject({ kind: 'semaphore', slot: 7, permits: 10 })
+    expect(guarded(layout.slotKey(ref, 1, 0))).toBe(false)
+    expect(guarded(layout.slotKey(ref, 1, 2 ** 31 - 2))).toBe(false)
+    for (const other of [10, 11, 2, 5, 100, 2 ** 31 - 1]) expect(guarded(layout.slotKey(ref, other, 0))).toBe(true)
+    expect(guarded('latchkey/ns%3Asem/semaphore/3')).toBe(true) // a slot of a version that did not name the count
+    expect(guarded('latchkey/ns%3Asem/mutex/1-x')).toBe(false)
+  })
+
+  it('a semaphore of 2^31 - 1 permits acquires with work bounded by its holders, not its permits', async () => {
+    const namespace = `lk-huge-${process.pid}`
+    const backend = etcdBackend({ hosts: ETCD_URL })
+    const locks = createLocks({ backend, namespace })
+    try {
+      const sem = locks.semaphore('big', { permits: 2 ** 31 - 1 })
+      const heapBefore = process.memoryUsage().heapUsed
+      const leases = [await sem.acquire({ ttlMs: 5_000 }), await sem.acquire({ ttlMs: 5_000 })]
+      expect(process.memoryUsage().heapUsed - heapBefore).toBeLessThan(50 * 1024 * 1024)
+      const range = backend.layout.namesRange(namespace)
+      const keys = (await admin.kv.range({ key: range.start, range_end: range.end })).kvs.map((kv) => kv.key.toString())
+      expect(keys).toHaveLength(2)
+      for (const key of keys) expect(key).toMatch(/\/semaphore\/2147483647\.\d+$/)
+      await Promise.all(leases.map((l) => l.release()))
+    } finally {
+      await locks.close()
+      await backend.close()
+      await cleanup(namespace)
+    }
+  })
 })

@@ -187,4 +187,29 @@ describe('redis release handoff', () => {
     expect(await b3.release(b)).toBe(true)
     expect(await b1.isLocked({ key: name, kind: 'semaphore', permits: 1 })).toBe(false)
   })
+
+  it('a release never hands a permit to a watcher of another count: the watcher learns the count in force', async () => {
+    const name = `handoff-${randomUUID()}`
+    names.push(name)
+    const [b1, b2] = [backend(), backend()]
+    // Five short leases of a 5-permit semaphore fill it, and A (5) registers as a watcher.
+    for (let i = 0; i < 5; i++) {
+      expect((await b1.tryAcquire({ ...request(name, 'semaphore', 5), ttlMs: 300 })).acquired).toBe(true)
+    }
+    const a = request(name, 'semaphore', 5)
+    const waitA = await waitingTry(b2, a)
+    expect(waitA.result.acquired).toBe(false)
+    // They expire unreleased (nothing is handed off): idle, X and Y define 2 while A is still registered.
+    const [x, y] = [request(name, 'semaphore', 2), request(name, 'semaphore', 2)]
+    await until(async () => (await b1.tryAcquire(x)).acquired, 3_000)
+    expect((await b1.tryAcquire(y)).acquired).toBe(true)
+    // X's release finds A first in line with a free permit, but of another count: A is only woken.
+    expect(await b1.release(x)).toBe(true)
+    expect(await b2.tryAcquire(a)).toEqual({ acquired: false, permitsInForce: 2 })
+    waitA.sub.close()
+    await b2.leaveQueue(a)
+    expect(await b2.release(a)).toBe(false)
+    expect(await b1.release(y)).toBe(true)
+    expect(await b1.isLocked({ key: name, kind: 'semaphore', permits: 2 })).toBe(false)
+  })
 })

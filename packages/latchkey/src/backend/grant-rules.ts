@@ -12,6 +12,8 @@ export interface HolderState {
   readonly expiresAt: number
   readonly delayUntil: number
   readonly token: bigint
+  /** A semaphore holder's permit count (the count in force while it holds). Absent or 0: unknown, never compared. */
+  readonly permits?: number | undefined
 }
 
 /** One waiter keeping its place in line. `seq` orders waiters (lower first). */
@@ -27,6 +29,8 @@ export interface GrantDecision {
   readonly grant: boolean
   /** Milliseconds until the earliest blocking holder's slot frees, when blocked by holders. */
   readonly retryAfterMs?: number | undefined
+  /** Set when a semaphore's holders use another permit count than the request: the count in force. */
+  readonly permitsInForce?: number | undefined
 }
 
 const EXCLUSIVE: ReadonlySet<LockKind> = new Set<LockKind>(['mutex', 'fair', 'write'])
@@ -58,7 +62,9 @@ export function isValid(holder: HolderState, now: number): boolean {
  * - exclusive kinds need no holder at all; `fair` also needs to be first in line (or the line to be empty);
  *   `write` needs to be the first waiting writer (or no writer waiting).
  * - `read` needs no exclusive holder and no waiting writer (so writers are not starved).
- * - `semaphore` needs fewer than `permits` holders.
+ * - `semaphore` needs fewer than `permits` holders, all of the same `permits` as the request (else the decision
+ *   carries `permitsInForce`: the count stays with the semaphore while it has holders, and the first acquirer
+ *   after it is idle defines it again).
  */
 export function decideGrant(
   request: AcquireRequest,
@@ -66,6 +72,10 @@ export function decideGrant(
   waiters: readonly WaiterState[],
   now: number,
 ): GrantDecision {
+  if (request.kind === 'semaphore') {
+    const permitsInForce = permitsOf(holders)
+    if (permitsInForce !== undefined && permitsInForce !== request.permits) return { grant: false, permitsInForce }
+  }
   const blockers =
     request.kind === 'semaphore'
       ? holders.length >= request.permits
@@ -82,6 +92,12 @@ export function decideGrant(
   const first = line[0]
   if (first !== undefined && (request.kind === 'read' || first.owner !== request.owner)) return { grant: false }
   return { grant: true }
+}
+
+/** The permit count the (semaphore) holders agreed on, if any of them recorded one. */
+export function permitsOf(holders: readonly HolderState[]): number | undefined {
+  for (const h of holders) if (h.permits !== undefined && h.permits > 0) return h.permits
+  return undefined
 }
 
 function maxDelay(holders: readonly HolderState[]): number {

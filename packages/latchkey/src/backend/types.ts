@@ -63,6 +63,12 @@ export type AcquireResult =
       readonly acquired: false
       /** When the blocking holder's lease (plus lock-delay) ends, if known: a bound for the fallback poll. */
       readonly retryAfterMs?: number | undefined
+      /**
+       * Set (semaphores only) when the semaphore's holders use another permit count than `request.permits`:
+       * the count in force. The core then rejects with `PermitsMismatchError` instead of waiting. The check and
+       * the grant must be one atomic step, so two first acquirers with different counts never both win.
+       */
+      readonly permitsInForce?: number | undefined
     }
 
 /** Names one holder of one lock. */

@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto'
 import type { AcquireRequest, AcquireResult, Backend } from '../backend/types.js'
-import { isLockError, LocksClosedError, LockTimeoutError } from '../errors.js'
+import { isLockError, LocksClosedError, LockTimeoutError, PermitsMismatchError } from '../errors.js'
 import { jitter, monotonicNow, sleep } from './clock.js'
 import type { LockTarget } from './context.js'
 import { emitSafely } from './events.js'
@@ -84,6 +84,9 @@ export async function acquireLease(target: LockTarget, settings: AcquireSettings
           })
         }
         return lease
+      }
+      if (result?.permitsInForce !== undefined) {
+        throw new PermitsMismatchError(target.name, target.permits, result.permitsInForce)
       }
       const waitedMs = monotonicNow() - started
       const remaining = settings.waitMs - waitedMs

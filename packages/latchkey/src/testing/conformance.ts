@@ -4,6 +4,7 @@ import { inputCases } from './cases-input.js'
 import { kindCases } from './cases-kinds.js'
 import { mutexCases } from './cases-mutex.js'
 import { processCases } from './cases-process.js'
+import { semaphoreCases } from './cases-semaphore.js'
 import { type ConformanceOptions, createEnv } from './env.js'
 
 /**
@@ -39,5 +40,6 @@ export function describeBackendConformance(
     kindCases(env)
     inputCases(env)
     processCases(env)
+    semaphoreCases(env)
   })
 }

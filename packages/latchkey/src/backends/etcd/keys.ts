@@ -1,8 +1,9 @@
 /**
  * The etcd key layout: `<prefix>/<encoded lock key>/<kind>/<lease id hex>-<encoded owner>`, one key per holder
- * and per queued waiter; semaphore permits are slots `<prefix>/<encoded lock key>/semaphore/<n>`. Every value is
- * the owner id. Semaphores live under their own kind folder, so they never meet the mutex /
- * read-write family of the same name (as `stateKey` keeps them apart in the embedded backends).
+ * and per queued waiter; semaphore permits are slots `<prefix>/<encoded lock key>/semaphore/<permits>.<n>`, so
+ * the holders' keys tell the permit count in force. Every value is the owner id. Semaphores live under their own
+ * kind folder, so they never meet the mutex / read-write family of the same name (as `stateKey` keeps them apart
+ * in the embedded backends).
  */
 import type { LockKind, LockRef } from '../../backend/types.js'
 
@@ -55,11 +56,30 @@ export class KeyLayout {
   }
 
   /**
-   * The key of semaphore permit `slot` (0 .. permits - 1). Permits are slots, not per-owner keys, so that
-   * concurrent acquirers of different free permits do not conflict: each txn guards only its own slot.
+   * The key of semaphore permit `slot` (0 .. permits - 1) of a semaphore of `permits`. Permits are slots, not
+   * per-owner keys, so that concurrent acquirers of different free permits do not conflict: each txn guards
+   * only its own slot (and, see {@link otherCountRanges}, that no other count is in use).
    */
-  slotKey(ref: LockRef, slot: number): string {
-    return `${this.kindPrefix(ref.key, 'semaphore')}${slot}`
+  slotKey(ref: LockRef, permits: number, slot: number): string {
+    return `${this.slotPrefix(ref, permits)}${slot}`
+  }
+
+  /** The slots of a semaphore of `permits`: `<semaphore folder><permits>.` */
+  private slotPrefix(ref: LockRef, permits: number): string {
+    return `${this.kindPrefix(ref.key, 'semaphore')}${permits}.`
+  }
+
+  /**
+   * The semaphore folder minus the slots of `permits`: empty exactly when no holder uses another count. `.` ends
+   * the count, so the slots of 1 (`1.`) and of 10 (`10.`) never share a prefix.
+   */
+  otherCountRanges(ref: LockRef, permits: number): KeyRange[] {
+    const folder = prefixRange(this.kindPrefix(ref.key, 'semaphore'))
+    const mine = prefixRange(this.slotPrefix(ref, permits))
+    return [
+      { start: folder.start, end: mine.start },
+      { start: mine.end, end: folder.end },
+    ]
   }
 
   /** The ranges whose keys compete with `ref`: the four family kinds, or the semaphore folder. */
@@ -82,7 +102,9 @@ export class KeyLayout {
   /** Parses a key of this layout; undefined for anything else. */
   parse(
     raw: Buffer | string,
-  ): { lockKey: string; kind: LockKind; owner: string; slot?: number | undefined } | undefined {
+  ):
+    | { lockKey: string; kind: LockKind; owner: string; slot?: number | undefined; permits?: number | undefined }
+    | undefined {
     const text = typeof raw === 'string' ? raw : raw.toString()
     if (!text.startsWith(`${this.prefix}/`)) return undefined
     const parts = text.slice(this.prefix.length + 1).split('/')
@@ -91,7 +113,11 @@ export class KeyLayout {
     if (!isKind(kind)) return undefined
     const dash = leaf.indexOf('-')
     const owner = dash < 0 ? '' : decodeURIComponent(leaf.slice(dash + 1))
-    return { lockKey: decodeURIComponent(lockKey), kind, owner, slot: dash < 0 ? Number(leaf) : undefined }
+    if (dash >= 0) return { lockKey: decodeURIComponent(lockKey), kind, owner }
+    // A slot `<permits>.<n>` (or `<n>`, written by versions that did not record the count).
+    const dot = leaf.indexOf('.')
+    const permits = dot < 0 ? undefined : Number(leaf.slice(0, dot))
+    return { lockKey: decodeURIComponent(lockKey), kind, owner, slot: Number(leaf.slice(dot + 1)), permits }
   }
 }
 

@@ -56,7 +56,7 @@ export class MemoryBackend implements Backend {
     const decision = decideGrant(request, [...state.holders.values()], [...state.waiters.values()], now)
     if (!decision.grant) {
       if (request.queue) this.enqueue(state, request, now)
-      return { acquired: false, retryAfterMs: decision.retryAfterMs }
+      return { acquired: false, retryAfterMs: decision.retryAfterMs, permitsInForce: decision.permitsInForce }
     }
     const token = ++this.fence
     state.waiters.delete(request.owner)
@@ -67,6 +67,7 @@ export class MemoryBackend implements Backend {
       expiresAt,
       delayUntil: expiresAt + request.lockDelayMs,
       token,
+      permits: request.kind === 'semaphore' ? request.permits : undefined,
     })
     // Sweep only after the grant is written: the sweep drops empty states, which this one was a moment ago.
     if (++this.grantsSinceSweep >= SWEEP_EVERY) this.sweep(now)

@@ -9,13 +9,14 @@ import {
 } from './mysql-client.js'
 import { MysqlForUpdateBackend } from './mysql-for-update-backend.js'
 import { getLockName, MysqlGetLockBackend } from './mysql-get-lock-backend.js'
-import { MYSQL_MIGRATION, MYSQL_MIGRATION_STATEMENTS } from './mysql-schema.js'
+import { MYSQL_ADD_PERMITS, MYSQL_MIGRATION, MYSQL_MIGRATION_STATEMENTS } from './mysql-schema.js'
 import { MysqlTableBackend } from './mysql-table-backend.js'
 import { openMysqlBackend } from './mysql-url.js'
 import { checkTimeout, DEFAULT_CONNECT_TIMEOUT_MS } from './sql-pin.js'
 
 export {
   getLockName,
+  MYSQL_ADD_PERMITS,
   MYSQL_MIGRATION,
   MYSQL_MIGRATION_STATEMENTS,
   type MysqlCallbackPool,

@@ -26,6 +26,7 @@ export const MYSQL_MIGRATION_STATEMENTS: readonly string[] = Object.freeze([
   expires_at  BIGINT NOT NULL,
   delay_until BIGINT NOT NULL,
   token       BIGINT NOT NULL,
+  permits     BIGINT NOT NULL DEFAULT 0,
   PRIMARY KEY (lock_key, owner)
 ) ENGINE=InnoDB`,
   `CREATE TABLE IF NOT EXISTS latchkey_waiters (
@@ -54,8 +55,19 @@ export const MYSQL_MIGRATION_STATEMENTS: readonly string[] = Object.freeze([
  */
 export const MYSQL_MIGRATION = `${MYSQL_MIGRATION_STATEMENTS.join(';\n\n')};\n`
 
+/**
+ * Upgrades a `latchkey_holders` table created before semaphore holders recorded their permit count (0 for the
+ * other kinds, and for rows written by older versions: never compared). The backend runs it on first use when
+ * {@link MYSQL_HAS_PERMITS} finds no such column (MySQL 8 has no `ADD COLUMN IF NOT EXISTS`).
+ */
+export const MYSQL_ADD_PERMITS = 'ALTER TABLE latchkey_holders ADD COLUMN permits BIGINT NOT NULL DEFAULT 0'
+
+/** Counts the `permits` column of `latchkey_holders` in the current database (0 or 1). */
+export const MYSQL_HAS_PERMITS = `SELECT COUNT(*) AS n FROM information_schema.columns
+  WHERE table_schema = DATABASE() AND table_name = 'latchkey_holders' AND column_name = 'permits'`
+
 const HOLDER_COLS =
-  'CAST(owner AS CHAR) AS owner, kind, expires_at AS expiresAt, delay_until AS delayUntil, CAST(token AS CHAR) AS token'
+  'CAST(owner AS CHAR) AS owner, kind, expires_at AS expiresAt, delay_until AS delayUntil, CAST(token AS CHAR) AS token, CAST(permits AS CHAR) AS permits'
 
 const RAW_TABLE_SQL = {
   ensureKey: 'INSERT IGNORE INTO latchkey_locks (lock_key) VALUES (?)',
@@ -66,7 +78,7 @@ const RAW_TABLE_SQL = {
   deleteHolders: 'DELETE FROM latchkey_holders WHERE lock_key = ? AND owner IN (?)',
   deleteWaiters: 'DELETE FROM latchkey_waiters WHERE lock_key = ? AND owner IN (?)',
   insertHolder:
-    'INSERT INTO latchkey_holders (lock_key, owner, kind, expires_at, delay_until, token) VALUES (?, ?, ?, ?, ?, ?)',
+    'INSERT INTO latchkey_holders (lock_key, owner, kind, expires_at, delay_until, token, permits) VALUES (?, ?, ?, ?, ?, ?, ?)',
   upsertWaiter: `INSERT INTO latchkey_waiters (lock_key, owner, kind, seq, expires_at) VALUES (?, ?, ?, ?, ?)
     ON DUPLICATE KEY UPDATE expires_at = VALUES(expires_at)`,
   saveCounters: 'UPDATE latchkey_locks SET fence = ?, seq = ? WHERE lock_key = ?',
@@ -77,7 +89,8 @@ const RAW_TABLE_SQL = {
   release: 'DELETE FROM latchkey_holders WHERE lock_key = ? AND owner = ? AND expires_at > NOW_MS',
   leave: 'DELETE FROM latchkey_waiters WHERE lock_key = ? AND owner = ?',
   summary: `SELECT COUNT(*) AS n, COALESCE(MIN(delay_until), 0) AS firstFree, COALESCE(MAX(delay_until), 0) AS lastFree,
-    COALESCE(SUM(owner = ?), 0) AS mine, NOW_MS AS now FROM latchkey_holders WHERE lock_key = ? AND delay_until > NOW_MS`,
+    COALESCE(SUM(owner = ?), 0) AS mine, NOW_MS AS now, CAST(COALESCE(MAX(permits), 0) AS CHAR) AS permits
+    FROM latchkey_holders WHERE lock_key = ? AND delay_until > NOW_MS`,
   countLive: 'SELECT COUNT(*) AS n FROM latchkey_holders WHERE lock_key = ? AND delay_until > NOW_MS',
   dropHolders: 'DELETE FROM latchkey_holders WHERE lock_key = ?',
   dropWaiters: 'DELETE FROM latchkey_waiters WHERE lock_key = ?',

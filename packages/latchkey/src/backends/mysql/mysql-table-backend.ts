@@ -12,7 +12,7 @@ import type {
   RenewRequest,
 } from '../../backend/types.js'
 import { isFatal, type MysqlConnection, type MysqlResultHeader, type MysqlRunner, matchedRows } from './mysql-client.js'
-import { MYSQL_MIGRATION_STATEMENTS, TABLE_SQL as SQL } from './mysql-schema.js'
+import { MYSQL_ADD_PERMITS, MYSQL_HAS_PERMITS, MYSQL_MIGRATION_STATEMENTS, TABLE_SQL as SQL } from './mysql-schema.js'
 import { acquireInTable, type LiveSummary, type LockCounters, precheckBusy, type TableTx } from './sql-table-grant.js'
 
 const CAPABILITIES: BackendCapabilities = Object.freeze({
@@ -129,14 +129,21 @@ export class MysqlTableBackend implements Backend {
       lastFree: num(r?.lastFree),
       mine: num(r?.mine) > 0,
       now: num(r?.now),
+      permits: num(r?.permits),
     }
   }
 
-  /** Creates the tables once per backend (CREATE TABLE IF NOT EXISTS is safe to race). */
+  /** Creates the tables once per backend (CREATE TABLE IF NOT EXISTS is safe to race) and adds `permits` if missing. */
   private migrate(): Promise<void> {
     this.migrated ??= this.db
       .with(async (c) => {
         for (const statement of MYSQL_MIGRATION_STATEMENTS) await c.query(statement)
+        const [rows] = await c.query(MYSQL_HAS_PERMITS)
+        if (Number((rows as { n: number | string }[])[0]?.n ?? 0) > 0) return
+        // A concurrent backend may add it first: its "duplicate column" (ER_DUP_FIELDNAME) is success here.
+        await c.query(MYSQL_ADD_PERMITS).catch((error: unknown) => {
+          if ((error as { errno?: unknown }).errno !== 1060) throw error
+        })
       })
       .catch((error: unknown) => {
         this.migrated = undefined
@@ -169,6 +176,7 @@ interface RawHolder {
   expiresAt: number | string
   delayUntil: number | string
   token: string
+  permits: string
   now: number | string
 }
 
@@ -193,6 +201,7 @@ function mysqlTx(c: MysqlConnection): TableTx {
         expiresAt: Number(r.expiresAt),
         delayUntil: Number(r.delayUntil),
         token: BigInt(r.token),
+        permits: Number(r.permits),
       }))
       return { now, holders }
     },
@@ -207,7 +216,7 @@ function mysqlTx(c: MysqlConnection): TableTx {
       await run(SQL.deleteWaiters, [key, owners])
     },
     async insertHolder(key, h) {
-      await run(SQL.insertHolder, [key, h.owner, h.kind, h.expiresAt, h.delayUntil, h.token.toString()])
+      await run(SQL.insertHolder, [key, h.owner, h.kind, h.expiresAt, h.delayUntil, h.token.toString(), h.permits ?? 0])
     },
     async upsertWaiter(key, w) {
       await run(SQL.upsertWaiter, [key, w.owner, w.kind, w.seq, w.expiresAt])

@@ -62,7 +62,7 @@ export async function acquireInTable(tx: TableTx, request: AcquireRequest, key: 
       await tx.upsertWaiter(key, { owner: request.owner, kind: request.kind, seq, expiresAt: now + request.queueTtlMs })
       if (seq !== mine?.seq) await tx.saveCounters(key, { fence: counters.fence, seq })
     }
-    return { acquired: false, retryAfterMs: decision.retryAfterMs }
+    return { acquired: false, retryAfterMs: decision.retryAfterMs, permitsInForce: decision.permitsInForce }
   }
   const token = counters.fence + 1n
   const expiresAt = now + request.ttlMs
@@ -72,6 +72,7 @@ export async function acquireInTable(tx: TableTx, request: AcquireRequest, key: 
     expiresAt,
     delayUntil: expiresAt + request.lockDelayMs,
     token,
+    permits: request.kind === 'semaphore' ? request.permits : 0,
   }
   await tx.insertHolder(key, holder)
   if (mine !== undefined) await tx.deleteWaiters(key, [request.owner])
@@ -88,15 +89,20 @@ export interface LiveSummary {
   /** Whether `request.owner` is one of them (a retry after a lost reply must reach the transaction). */
   readonly mine: boolean
   readonly now: number
+  /** The largest permit count recorded by those holders (0: none recorded). */
+  readonly permits: number
 }
 
 /**
  * For mutex and semaphore requests (which keep no place in line), a plain read can already tell that the
  * lock is taken: then the caller answers "not acquired" without opening a transaction, so polling waiters
- * never queue on the lock row in front of the one that can win. A stale read only delays a grant.
+ * never queue on the lock row in front of the one that can win. A stale read only delays a grant. A semaphore
+ * whose holders recorded another permit count goes to the transaction, which alone may report the mismatch
+ * (a stale read must not fail the call).
  */
 export function precheckBusy(request: AcquireRequest, live: LiveSummary): AcquireResult | undefined {
   if (live.mine || live.n === 0) return undefined
+  if (request.kind === 'semaphore' && live.permits > 0 && live.permits !== request.permits) return undefined
   if (request.kind === 'mutex') return { acquired: false, retryAfterMs: Math.max(1, live.lastFree - live.now) }
   if (request.kind === 'semaphore' && live.n >= request.permits) {
     return { acquired: false, retryAfterMs: Math.max(1, live.firstFree - live.now) }

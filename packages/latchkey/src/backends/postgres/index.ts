@@ -3,7 +3,12 @@ import { checkOptions } from '../../core/validate.js'
 import { checkTimeout, DEFAULT_CONNECT_TIMEOUT_MS } from '../mysql/sql-pin.js'
 import { advisoryKey, PgAdvisoryBackend } from './pg-advisory-backend.js'
 import { type PgClient, type PgPool, PgRunner } from './pg-client.js'
-import { POSTGRES_MIGRATION, POSTGRES_MIGRATION_STATEMENTS, RELEASE_CHANNEL } from './pg-schema.js'
+import {
+  POSTGRES_ADD_PERMITS,
+  POSTGRES_MIGRATION,
+  POSTGRES_MIGRATION_STATEMENTS,
+  RELEASE_CHANNEL,
+} from './pg-schema.js'
 import { channelPayload, PgTableBackend } from './pg-table-backend.js'
 import { openPostgresBackend } from './pg-url.js'
 
@@ -14,6 +19,7 @@ export {
   type PgClient,
   type PgPool,
   PgTableBackend,
+  POSTGRES_ADD_PERMITS,
   POSTGRES_MIGRATION,
   POSTGRES_MIGRATION_STATEMENTS,
   RELEASE_CHANNEL,

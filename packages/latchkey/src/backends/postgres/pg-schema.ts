@@ -20,6 +20,7 @@ export const POSTGRES_MIGRATION_STATEMENTS: readonly string[] = Object.freeze([
   expires_at  BIGINT NOT NULL,
   delay_until BIGINT NOT NULL,
   token       BIGINT NOT NULL,
+  permits     BIGINT NOT NULL DEFAULT 0,
   PRIMARY KEY (lock_key, owner)
 )`,
   `CREATE TABLE IF NOT EXISTS latchkey_waiters (
@@ -43,8 +44,20 @@ export const POSTGRES_MIGRATION = `${POSTGRES_MIGRATION_STATEMENTS.join(';\n\n')
 /** The channel every release is announced on; the payload is {@link channelPayload} of the lock key. */
 export const RELEASE_CHANNEL = 'latchkey_release'
 
+/**
+ * Upgrades a `latchkey_holders` table created before semaphore holders recorded their permit count (0 for the
+ * other kinds and for rows of older versions: never compared). The backend runs it on first use only when
+ * {@link POSTGRES_HAS_PERMITS} finds no such column: even with IF NOT EXISTS, ALTER TABLE takes an exclusive lock.
+ */
+export const POSTGRES_ADD_PERMITS =
+  'ALTER TABLE latchkey_holders ADD COLUMN IF NOT EXISTS permits BIGINT NOT NULL DEFAULT 0'
+
+/** Counts the `permits` column of `latchkey_holders` in the current schema (0 or 1). */
+export const POSTGRES_HAS_PERMITS = `SELECT count(*)::int AS n FROM information_schema.columns
+  WHERE table_schema = current_schema() AND table_name = 'latchkey_holders' AND column_name = 'permits'`
+
 const HOLDER_COLS =
-  'owner, kind, expires_at::text AS "expiresAt", delay_until::text AS "delayUntil", token::text AS token'
+  'owner, kind, expires_at::text AS "expiresAt", delay_until::text AS "delayUntil", token::text AS token, permits::text AS permits'
 
 const RAW = {
   lockKey:
@@ -56,7 +69,7 @@ const RAW = {
   deleteHolders: 'DELETE FROM latchkey_holders WHERE lock_key = $1 AND owner = ANY($2::text[])',
   deleteWaiters: 'DELETE FROM latchkey_waiters WHERE lock_key = $1 AND owner = ANY($2::text[])',
   insertHolder:
-    'INSERT INTO latchkey_holders (lock_key, owner, kind, expires_at, delay_until, token) VALUES ($1, $2, $3, $4, $5, $6)',
+    'INSERT INTO latchkey_holders (lock_key, owner, kind, expires_at, delay_until, token, permits) VALUES ($1, $2, $3, $4, $5, $6, $7)',
   upsertWaiter: `INSERT INTO latchkey_waiters (lock_key, owner, kind, seq, expires_at) VALUES ($1, $2, $3, $4, $5)
     ON CONFLICT (lock_key, owner) DO UPDATE SET expires_at = EXCLUDED.expires_at`,
   saveCounters: 'UPDATE latchkey_locks SET fence = $1, seq = $2 WHERE lock_key = $3',
@@ -69,7 +82,8 @@ const RAW = {
     SELECT pg_notify($3, $4) FROM d`,
   summary: `SELECT count(*)::int AS n, coalesce(min(delay_until), 0)::text AS "firstFree",
     coalesce(max(delay_until), 0)::text AS "lastFree", count(*) FILTER (WHERE owner = $2)::int AS mine,
-    NOW_MS::text AS now FROM latchkey_holders WHERE lock_key = $1 AND delay_until > NOW_MS`,
+    NOW_MS::text AS now, coalesce(max(permits), 0)::text AS permits
+    FROM latchkey_holders WHERE lock_key = $1 AND delay_until > NOW_MS`,
   countLive: 'SELECT count(*)::int AS n FROM latchkey_holders WHERE lock_key = $1 AND delay_until > NOW_MS',
   dropHolders: 'DELETE FROM latchkey_holders WHERE lock_key = $1',
   dropWaiters: 'DELETE FROM latchkey_waiters WHERE lock_key = $1',

@@ -20,7 +20,13 @@ import {
 } from '../mysql/sql-table-grant.js'
 import { isFatal, type PgClient, type PgRunner } from './pg-client.js'
 import { PgListener } from './pg-listener.js'
-import { POSTGRES_MIGRATION_STATEMENTS, RELEASE_CHANNEL, PG_SQL as SQL } from './pg-schema.js'
+import {
+  POSTGRES_ADD_PERMITS,
+  POSTGRES_HAS_PERMITS,
+  POSTGRES_MIGRATION_STATEMENTS,
+  RELEASE_CHANNEL,
+  PG_SQL as SQL,
+} from './pg-schema.js'
 
 const CAPABILITIES: BackendCapabilities = Object.freeze({
   fencing: 'native',
@@ -131,14 +137,17 @@ export class PgTableBackend implements Backend {
       lastFree: num(r?.lastFree),
       mine: num(r?.mine) > 0,
       now: num(r?.now),
+      permits: num(r?.permits),
     }
   }
 
-  /** Creates the tables once; concurrent creators are serialised by a transaction-level advisory lock. */
+  /** Creates the tables (and adds `permits` if missing) once; concurrent creators are serialised by an advisory lock. */
   private migrate(): Promise<void> {
     this.migrated ??= this.transaction(async (c) => {
       await c.query("SELECT pg_advisory_xact_lock(hashtextextended('latchkey:migration', 0))")
       for (const statement of POSTGRES_MIGRATION_STATEMENTS) await c.query(statement)
+      const { rows } = await c.query<{ n: number }>(POSTGRES_HAS_PERMITS)
+      if ((rows[0]?.n ?? 0) === 0) await c.query(POSTGRES_ADD_PERMITS)
     }).catch((error: unknown) => {
       this.migrated = undefined
       throw error
@@ -172,6 +181,7 @@ interface RawHolder {
   expiresAt: string
   delayUntil: string
   token: string
+  permits: string
   now: string
 }
 
@@ -201,6 +211,7 @@ function pgTx(c: PgClient): TableTx {
         expiresAt: Number(r.expiresAt),
         delayUntil: Number(r.delayUntil),
         token: BigInt(r.token),
+        permits: Number(r.permits),
       }))
       return { now, holders }
     },
@@ -215,7 +226,15 @@ function pgTx(c: PgClient): TableTx {
       await c.query(SQL.deleteWaiters, [keyBytes(key), owners])
     },
     async insertHolder(key, h) {
-      await c.query(SQL.insertHolder, [keyBytes(key), h.owner, h.kind, h.expiresAt, h.delayUntil, h.token.toString()])
+      await c.query(SQL.insertHolder, [
+        keyBytes(key),
+        h.owner,
+        h.kind,
+        h.expiresAt,
+        h.delayUntil,
+        h.token.toString(),
+        h.permits ?? 0,
+      ])
     },
     async upsertWaiter(key, w) {
       await c.query(SQL.upsertWaiter, [keyBytes(key), w.owner, w.kind, w.seq, w.expiresAt])

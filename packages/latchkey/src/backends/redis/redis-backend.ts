@@ -102,6 +102,7 @@ export class RedisBackend implements Backend {
     const sentAt = performance.now()
     if (sub !== undefined) sub.triedAt = sentAt
     const reply = acquireReply(await this.run(SCRIPTS.acquire, keys, args, request, orphan))
+    if (Number(reply[0]) === 2) return { acquired: false, permitsInForce: Number(reply[1]) }
     if (Number(reply[0]) !== 1) {
       if (sub !== undefined) this.notifier.waiting(sub)
       const retry = Number(reply[1])

@@ -11,6 +11,7 @@ CREATE TABLE IF NOT EXISTS latchkey_holders (
   expires_at  INTEGER NOT NULL,
   delay_until INTEGER NOT NULL,
   token       INTEGER NOT NULL,
+  permits     INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY (lock_key, owner)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS latchkey_waiters (
@@ -28,16 +29,22 @@ CREATE TABLE IF NOT EXISTS latchkey_counters (
 INSERT OR IGNORE INTO latchkey_counters (name, value) VALUES ('fence', 0), ('queue', 0);
 `
 
+/**
+ * Adds the semaphore holders' `permits` column (0 for other kinds: never compared) to a table created before it
+ * existed. Run only when `holderColumns` lacks it, inside the schema transaction.
+ */
+export const ADD_PERMITS = 'ALTER TABLE latchkey_holders ADD COLUMN permits INTEGER NOT NULL DEFAULT 0'
+
 export const SQL = {
   pruneHolders: 'DELETE FROM latchkey_holders WHERE lock_key = ? AND delay_until <= ?',
   pruneWaiters: 'DELETE FROM latchkey_waiters WHERE lock_key = ? AND expires_at <= ?',
   holders:
-    'SELECT owner, kind, expires_at AS expiresAt, delay_until AS delayUntil, token FROM latchkey_holders WHERE lock_key = ?',
+    'SELECT owner, kind, expires_at AS expiresAt, delay_until AS delayUntil, token, permits FROM latchkey_holders WHERE lock_key = ?',
   waiters: 'SELECT owner, kind, seq, expires_at AS expiresAt FROM latchkey_waiters WHERE lock_key = ?',
   nextFence: "UPDATE latchkey_counters SET value = value + 1 WHERE name = 'fence' RETURNING value",
   nextSeq: "UPDATE latchkey_counters SET value = value + 1 WHERE name = 'queue' RETURNING value",
   insertHolder:
-    'INSERT INTO latchkey_holders (lock_key, owner, kind, expires_at, delay_until, token) VALUES (?, ?, ?, ?, ?, ?)',
+    'INSERT INTO latchkey_holders (lock_key, owner, kind, expires_at, delay_until, token, permits) VALUES (?, ?, ?, ?, ?, ?, ?)',
   deleteWaiter: 'DELETE FROM latchkey_waiters WHERE lock_key = ? AND owner = ?',
   findWaiter: 'SELECT seq FROM latchkey_waiters WHERE lock_key = ? AND owner = ?',
   upsertWaiter: `INSERT INTO latchkey_waiters (lock_key, owner, kind, seq, expires_at) VALUES (?, ?, ?, ?, ?)

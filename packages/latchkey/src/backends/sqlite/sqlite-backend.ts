@@ -14,7 +14,7 @@ import type {
 } from '../../backend/types.js'
 import { BackendUnavailableError } from '../../errors.js'
 import { FileNotifier } from './file-notifier.js'
-import { SCHEMA, SQL } from './schema.js'
+import { ADD_PERMITS, SCHEMA, SQL } from './schema.js'
 
 /** The slice of a better-sqlite3 `Database` this backend uses. */
 export interface SqliteDatabase {
@@ -84,7 +84,13 @@ export class SqliteBackend implements Backend {
     this.db.pragma(`busy_timeout = ${Math.trunc(options.busyTimeoutMs ?? 5_000)}`)
     this.db.pragma('journal_mode = WAL')
     this.db.pragma(`synchronous = ${options.synchronous === 'full' ? 'FULL' : 'NORMAL'}`)
-    this.db.transaction(() => this.db.exec(SCHEMA)).immediate()
+    this.db
+      .transaction(() => {
+        this.db.exec(SCHEMA)
+        const columns = this.db.prepare('PRAGMA table_info(latchkey_holders)').all() as { name: string }[]
+        if (!columns.some((c) => c.name === 'permits')) this.db.exec(ADD_PERMITS)
+      })
+      .immediate()
     this.st = Object.fromEntries(Object.entries(SQL).map(([k, sql]) => [k, this.db.prepare(sql)])) as Statements
     this.st.holders.safeIntegers(true)
     this.st.nextFence.safeIntegers(true)
@@ -164,11 +170,12 @@ export class SqliteBackend implements Backend {
         const seq = existing?.seq ?? (st.nextSeq.get() as { value: number }).value
         st.upsertWaiter.run(key, request.owner, request.kind, seq, now + request.queueTtlMs)
       }
-      return { acquired: false, retryAfterMs: decision.retryAfterMs }
+      return { acquired: false, retryAfterMs: decision.retryAfterMs, permitsInForce: decision.permitsInForce }
     }
     const token = (st.nextFence.get() as { value: bigint }).value
     const expiresAt = now + request.ttlMs
-    st.insertHolder.run(key, request.owner, request.kind, expiresAt, expiresAt + request.lockDelayMs, token)
+    const permits = request.kind === 'semaphore' ? request.permits : 0
+    st.insertHolder.run(key, request.owner, request.kind, expiresAt, expiresAt + request.lockDelayMs, token, permits)
     st.deleteWaiter.run(key, request.owner)
     // Now and then, drop rows of locks that expired unreleased and were never looked at again.
     if (++this.grantsSinceSweep >= SWEEP_EVERY) {
@@ -200,10 +207,16 @@ interface RawHolder {
   expiresAt: bigint
   delayUntil: bigint
   token: bigint
+  permits: bigint
 }
 
 function toHolder(row: RawHolder): HolderState {
-  return { ...row, expiresAt: Number(row.expiresAt), delayUntil: Number(row.delayUntil) }
+  return {
+    ...row,
+    expiresAt: Number(row.expiresAt),
+    delayUntil: Number(row.delayUntil),
+    permits: Number(row.permits),
+  }
 }
 
 function openDatabase(path: string): SqliteDatabase {

@@ -5,7 +5,7 @@
 import type { AcquireRequest, AcquireResult } from '../../backend/types.js'
 import { readLong, type ZkStat } from './zk-client.js'
 import type { ZkConnection } from './zk-connection.js'
-import { lineOf, standingOf } from './zk-nodes.js'
+import { agreeingLine, lineOf, standingOf } from './zk-nodes.js'
 import {
   checkHolders,
   createNode,
@@ -44,12 +44,21 @@ export async function attempt(entry: OwnerEntry, request: AcquireRequest, deps: 
       entry.woken = false
       children = await listChildren(entry.conn, entry.parent)
     }
-    const line = lineOf(children)
-    const index = line.findIndex((n) => n.name === entry.name)
-    if (index < 0) {
+    let line = lineOf(children)
+    if (line.every((n) => n.name !== entry.name)) {
       entry.name = undefined // our node was deleted (forceRelease): take a new place in line
       continue
     }
+    if (request.kind === 'semaphore') {
+      const agreeing = agreeingLine(line)
+      // Our node is in line, so a count is in force: the first node's. Another one than ours: withdraw.
+      if (agreeing.inForce !== undefined && agreeing.inForce !== request.permits) {
+        await deps.drop(entry)
+        return { acquired: false, permitsInForce: agreeing.inForce }
+      }
+      line = agreeing.line
+    }
+    const index = line.findIndex((n) => n.name === entry.name)
     const standing = standingOf(line, index, request.permits)
     if (standing.eligible) {
       const stat = fresh ? statOf(entry) : (leased ?? writeLease(entry, request.ttlMs))

@@ -1,6 +1,6 @@
 import { readLong, ZK, type ZkStat, zkCode } from './zk-client.js'
 import type { ZkConnection } from './zk-connection.js'
-import { decodeLease, holdersOf, lineOf } from './zk-nodes.js'
+import { agreeingLine, decodeLease, holdersOf, lineOf } from './zk-nodes.js'
 
 /** A lock's children and how many of its holders still hold (lease unexpired by the server's clock, or starting). */
 export interface LockState {
@@ -17,7 +17,8 @@ export async function lockState(conn: ZkConnection, parent: string, permits: num
     if (zkCode(error) === ZK.NO_NODE) return { children: [], live: 0 }
     throw error
   }
-  const holders = holdersOf(lineOf(children), permits)
+  // A semaphore node of another count than the one in force is withdrawing: it holds nothing.
+  const holders = holdersOf(agreeingLine(lineOf(children)).line, permits)
   const now = conn.serverNow()
   const alive = await Promise.all(
     holders.map(async (node) => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import type { LockKind } from '../../backend/types.js'
-import { encodeSegment, lineOf, nodePrefix, parseNode, standingOf } from './zk-nodes.js'
+import { agreeingLine, encodeSegment, lineOf, nodePrefix, parseNode, standingOf } from './zk-nodes.js'
 
 const line = (...kinds: LockKind[]) =>
   lineOf(kinds.map((kind, i) => `${nodePrefix(`owner-${i}`, kind)}${String(i * 10 + 1).padStart(10, '0')}`).reverse())
@@ -55,5 +55,21 @@ describe('zk-nodes', () => {
     const next = standingOf(l, 3, 2)
     expect(names(next.watch)).toEqual(['owner-2'])
     expect(next.wakeOnChange).toBe(true)
+  })
+
+  it('semaphore nodes name their permits: the first count in line is in force, nodes of another count hold nothing', () => {
+    const seq = (i: number) => String(i).padStart(10, '0')
+    const legacy = `${nodePrefix('o', 'semaphore')}${seq(1)}`
+    const a = `${nodePrefix('a-1', 'semaphore', 1)}${seq(2)}`
+    const b = `${nodePrefix('b-5', 'semaphore', 5)}${seq(3)}`
+    const c = `${nodePrefix('c', 'semaphore', 1)}${seq(4)}`
+    expect(parseNode(a)).toEqual({ name: a, owner: 'a-1', kind: 'semaphore', seq: 2, permits: 1 })
+    expect(parseNode(legacy)?.permits).toBeUndefined()
+    const { inForce, line: agreeing } = agreeingLine(lineOf([c, b, a, legacy]))
+    expect(inForce).toBe(1)
+    expect(names(agreeing)).toEqual(['o', 'a-1', 'c'])
+    // b (5) would be eligible at index 2 of the raw line; among the agreeing nodes, c is the first waiter.
+    expect(standingOf(agreeing, 2, 2).eligible).toBe(false)
+    expect(names(standingOf(agreeing, 2, 2).watch)).toEqual(['o', 'a-1'])
   })
 })

@@ -2,6 +2,10 @@
  * Znode layout and the grant rules over a lock's children, as pure functions.
  *
  *   <root>/<encoded lock key>/_c_<owner>-<kind>-<10-digit sequence>     (EPHEMERAL_SEQUENTIAL)
+ *   <root>/<encoded lock key>/_c_<owner>-semaphore-<permits>-<10-digit sequence>
+ *
+ * A semaphore node carries its permit count in its name, so the create that takes a place in line also
+ * records the count, and one listing tells every node's count: the first node's count is in force.
  *
  * The `_c_<owner>-` prefix is Curator's "protected" name: after a connection loss during create we find our
  * own node by it instead of leaving an orphan. Order is by the sequence suffix only.
@@ -15,9 +19,11 @@ export interface LockNode {
   readonly owner: string
   readonly kind: LockKind
   readonly seq: number
+  /** A semaphore node's permit count; absent in other kinds' names (and in names of older versions). */
+  readonly permits?: number | undefined
 }
 
-const NODE = /^_c_(.+)-(mutex|fair|read|write|semaphore)-(\d{10,})$/
+const NODE = /^_c_(.+)-(mutex|fair|read|write|semaphore)(?:-(\d+))?-(\d{10,})$/
 const EXCLUSIVE = new Set<LockKind>(['mutex', 'fair', 'write'])
 
 /** A path segment for any lock key: URI-encoded, with `.` encoded too so `.` and `..` cannot occur. */
@@ -25,16 +31,29 @@ export function encodeSegment(value: string): string {
   return encodeURIComponent(value).replace(/\./g, '%2E').replace(/\*/g, '%2A')
 }
 
-/** The name prefix of `owner`'s node (ZooKeeper appends the sequence). */
-export function nodePrefix(owner: string, kind: LockKind): string {
-  return `_c_${encodeSegment(owner)}-${kind}-`
+/** The name prefix of `owner`'s node (ZooKeeper appends the sequence); a semaphore's names its `permits`. */
+export function nodePrefix(owner: string, kind: LockKind, permits?: number): string {
+  const count = kind === 'semaphore' && permits !== undefined ? `${permits}-` : ''
+  return `_c_${encodeSegment(owner)}-${kind}-${count}`
 }
 
 /** Parses a child name; undefined for names that are not lock nodes. */
 export function parseNode(name: string): LockNode | undefined {
   const m = NODE.exec(name)
   if (m === null) return undefined
-  return { name, owner: m[1] as string, kind: m[2] as LockKind, seq: Number(m[3]) }
+  const permits = m[3] === undefined ? undefined : Number(m[3])
+  return { name, owner: m[1] as string, kind: m[2] as LockKind, seq: Number(m[4]), permits }
+}
+
+/**
+ * A semaphore's line as its rules see it: the count in force (the first node's that names one) and the nodes
+ * that agree with it. A node of another count is withdrawing (its own try reports the mismatch and deletes
+ * it), so it takes no permit and blocks nobody meanwhile.
+ */
+export function agreeingLine(line: readonly LockNode[]): { inForce: number | undefined; line: LockNode[] } {
+  const inForce = line.find((n) => n.permits !== undefined)?.permits
+  if (inForce === undefined) return { inForce, line: [...line] }
+  return { inForce, line: line.filter((n) => n.permits === undefined || n.permits === inForce) }
 }
 
 /** The lock nodes among `children`, in line order. */

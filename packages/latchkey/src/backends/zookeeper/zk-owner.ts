@@ -17,6 +17,8 @@ export interface OwnerEntry {
   /** `stateKey` of the lock: semaphores live apart from the mutex / read-write family. */
   readonly key: string
   readonly kind: LockKind
+  /** A semaphore's permit count, written into its node's name. */
+  readonly permits: number
   /** Path of the lock node (the parent of the owner's node). */
   readonly parent: string
   readonly conn: ZkConnection
@@ -66,7 +68,7 @@ export async function createNode(
   ensureParent: (path: string) => Promise<void>,
 ): Promise<{ children: string[]; fresh: boolean }> {
   const { conn, parent } = entry
-  const prefix = nodePrefix(entry.owner, entry.kind)
+  const prefix = nodePrefix(entry.owner, entry.kind, entry.permits)
   for (let attempt = 0; attempt < 4; attempt++) {
     if (entry.unsure) {
       const children = await listChildren(conn, parent)
@@ -114,7 +116,7 @@ export async function removeOwnNode(entry: OwnerEntry): Promise<void> {
   const { conn, parent } = entry
   if (!conn.alive) return
   if (entry.name === undefined && entry.unsure) {
-    const prefix = nodePrefix(entry.owner, entry.kind)
+    const prefix = nodePrefix(entry.owner, entry.kind, entry.permits)
     entry.name = (await listChildren(conn, parent)).find((child) => child.startsWith(prefix))
   }
   if (entry.name !== undefined) await removeQuietly(conn, `${parent}/${entry.name}`)

@@ -202,6 +202,7 @@ export class ZookeeperBackend implements Backend {
       owner: request.owner,
       key,
       kind: request.kind,
+      permits: request.permits,
       parent: this.lockPath(request),
       conn,
       name: undefined,

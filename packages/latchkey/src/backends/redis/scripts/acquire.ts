@@ -1,4 +1,14 @@
-import { BASE, DROP, FOREIGN, KEEP_UNTIL, LIVE_HOLDERS, NEXT_FENCE, PRUNE_LINE, PUT } from './prelude.js'
+import {
+  BASE,
+  DROP,
+  FOREIGN,
+  KEEP_UNTIL,
+  LIVE_HOLDERS,
+  NEXT_FENCE,
+  PERMITS_IN_FORCE,
+  PRUNE_LINE,
+  PUT,
+} from './prelude.js'
 
 /**
  * The uncontended case first, before the general rules below define their closures (each costs Redis per call):
@@ -27,15 +37,15 @@ end
  * is registered yet, so a grant has nothing to clean up) or `-`; a watcher adds its process's wake channel
  * (see HANDOFF). Returns the token alone when the free-mutex path granted it (a bulk string costs the client
  * less than an array), {1, token} when granted, {1, token,
- * remainingMs} when a release had already granted it to this watcher (see HANDOFF), else {0, retryAfterMs}
- * (-1: unknown).
+ * remainingMs} when a release had already granted it to this watcher (see HANDOFF), {2, permitsInForce} when a
+ * semaphore's holders use another permit count, else {0, retryAfterMs} (-1: unknown).
  */
 export const ACQUIRE = `
 local field = ARGV[1]
 local kind, ttl, delay, permits, mode, wait_ttl = string.match(ARGV[2], '^(%a+) (%d+) (%d+) (%d+) ([qwf-]) (%d+)$')
 if kind == nil then return redis.error_reply('latchkey: bad acquire arguments') end
 ttl, delay, permits, wait_ttl = tonumber(ttl), tonumber(delay), tonumber(permits), tonumber(wait_ttl)
-${FREE_MUTEX}${BASE}${DROP}${LIVE_HOLDERS}${FOREIGN}${PRUNE_LINE}${PUT}${KEEP_UNTIL}${NEXT_FENCE}
+${FREE_MUTEX}${BASE}${DROP}${LIVE_HOLDERS}${FOREIGN}${PRUNE_LINE}${PUT}${KEEP_UNTIL}${PERMITS_IN_FORCE}${NEXT_FENCE}
 local lined = kind == 'fair' or kind == 'read' or kind == 'write'
 
 local function wait_here()
@@ -82,6 +92,9 @@ for _, h in ipairs(holders) do
 end
 local blocked, frees = false, nil
 if kind == 'semaphore' then
+  -- Holders of another permit count: the caller gets the count in force, and nothing of it is kept.
+  local in_force = permits_in_force(holders, permits)
+  if in_force ~= nil then return { 2, in_force } end
   if #holders >= permits then
     blocked = true
     for _, h in ipairs(holders) do
@@ -124,7 +137,9 @@ if (mode ~= '-' and mode ~= 'f') or lined then
   if (kind == 'mutex' or kind == 'semaphore') and redis.call('ZREM', W, field) == 1 then redis.call('HDEL', P, field) end
 end
 local exp = now + ttl
-put(field, kind, exp, exp + delay, token)
+local per = nil
+if kind == 'semaphore' then per = fmt(permits) end
+put(field, kind, exp, exp + delay, token, per)
 keep_until(exp + delay, #holders == 0)
 return { 1, token }
 `

@@ -8,6 +8,7 @@ import {
   LIVE_WATCHER,
   NEXT_FENCE,
   NOTIFY,
+  PERMITS_IN_FORCE,
   PRUNE_LINE,
   PUT,
 } from './prelude.js'
@@ -17,9 +18,9 @@ const VALID_RECORD = `
 local function valid_record(f)
   local rec = redis.call('HGET', X, f)
   if not rec or (SPLIT and redis.call('HEXISTS', M, f) == 0) then return nil end
-  local kind, exp, dly, tok = parse(rec)
+  local kind, exp, dly, tok, per = parse(rec)
   if exp == nil or exp <= now then return nil end
-  return kind, exp, dly, tok
+  return kind, exp, dly, tok, per
 end
 `
 
@@ -33,7 +34,7 @@ if KEYS[2] == KEYS[1] then
   local rec = redis.call('HGET', KEYS[1], ARGV[1])
   if not rec then return 0 end
   local T = redis.call('TIME')
-  local exp, tok = string.match(rec, '^%a+|(%d+)|%d+|(%d+)$')
+  local exp, tok = string.match(rec, '^%a+|(%d+)|%d+|(%d+)|?%d*$')
   if exp == nil or tonumber(exp) <= tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000)
       or (ARGV[4] ~= nil and ARGV[4] ~= tok) then
     return 0
@@ -51,7 +52,7 @@ end
  * is given back only if it was not granted again since). Returns 1, or 0 (no effect) when `field` holds
  * no valid lease.
  */
-const GIVE_AWAY = `${VALID_RECORD}${DROP}${LIVE_HOLDERS}${FOREIGN}${PRUNE_LINE}${LIVE_WATCHER}${PUT}${KEEP_UNTIL}${NEXT_FENCE}${NOTIFY}${HANDOFF}`
+const GIVE_AWAY = `${VALID_RECORD}${DROP}${LIVE_HOLDERS}${FOREIGN}${PRUNE_LINE}${LIVE_WATCHER}${PUT}${KEEP_UNTIL}${PERMITS_IN_FORCE}${NEXT_FENCE}${NOTIFY}${HANDOFF}`
 
 export const RELEASE = `${DROP_OWN}${BASE}${GIVE_AWAY}
 if not dropped then
@@ -68,10 +69,10 @@ return 1
  * ARGV: field, ttlMs. Returns 1, or 0 when `field` holds no valid lease.
  */
 export const RENEW = `${BASE}${VALID_RECORD}${PUT}${KEEP_UNTIL}
-local kind, exp, dly, tok = valid_record(ARGV[1])
+local kind, exp, dly, tok, per = valid_record(ARGV[1])
 if kind == nil then return 0 end
 local nexp = now + tonumber(ARGV[2])
-put(ARGV[1], kind, nexp, nexp + (dly - exp), tok)
+put(ARGV[1], kind, nexp, nexp + (dly - exp), tok, per)
 keep_until(nexp + (dly - exp), false)
 return 1
 `

@@ -2,7 +2,7 @@
  * Lua shared by the scripts, as snippets each script includes as needed (closures cost per call). One lock family's state (see key-layout.ts), all keys under one hash tag:
  *
  * - KEYS[1] M: hash of holders. In the latchkey layout, field -> record "kind|expiresAt|delayUntil|token"
- *   (server ms). In the Redisson layout, field -> 1 exactly as Redisson's RLock hash (a Java client sees the
+ *   (server ms), and for a semaphore holder "|permits" after it: the count in force while it holds. In the Redisson layout, field -> 1 exactly as Redisson's RLock hash (a Java client sees the
  *   lock as taken while M exists), and the records live in KEYS[2].
  * - KEYS[2] X: the records' hash: M itself in the latchkey layout, a separate hash in the Redisson layout,
  *   where a field of M without a record is a foreign (Redisson) holder, exclusive until M expires.
@@ -27,9 +27,10 @@ local now = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000)
 
 local function fmt(n) return string.format('%d', n) end
 
+-- per: a semaphore holder's permits ('' when the record has none).
 local function parse(rec)
-  local kind, exp, dly, tok = string.match(rec, '^(%a+)|(%d+)|(%d+)|(%d+)$')
-  return kind, tonumber(exp), tonumber(dly), tok
+  local kind, exp, dly, tok, per = string.match(rec, '^(%a+)|(%d+)|(%d+)|(%d+)|?(%d*)$')
+  return kind, tonumber(exp), tonumber(dly), tok, per
 end
 
 `
@@ -53,9 +54,9 @@ local function live_holders()
   local raw = redis.call('HGETALL', X)
   for i = 1, #raw, 2 do
     local f = raw[i]
-    local kind, exp, dly, tok = parse(raw[i + 1])
+    local kind, exp, dly, tok, per = parse(raw[i + 1])
     if dly ~= nil and dly > now and (not SPLIT or redis.call('HEXISTS', M, f) == 1) then
-      list[#list + 1] = { f = f, kind = kind, exp = exp, dly = dly, tok = tok }
+      list[#list + 1] = { f = f, kind = kind, exp = exp, dly = dly, tok = tok, per = per }
     else
       drop(f)
     end
@@ -101,9 +102,10 @@ end
 `
 
 export const PUT = `
--- Sets the record of holder f.
-local function put(f, kind, exp, dly, tok)
+-- Sets the record of holder f; per: a semaphore's permits (as sent), '' or nil for the other kinds.
+local function put(f, kind, exp, dly, tok, per)
   local rec = kind .. '|' .. fmt(exp) .. '|' .. fmt(dly) .. '|' .. tok
+  if per ~= nil and per ~= '' then rec = rec .. '|' .. per end
   if SPLIT then
     redis.call('HSET', M, f, 1)
     redis.call('HSET', X, f, rec)
@@ -119,6 +121,16 @@ local function keep_until(t, fresh)
   local need = t - now
   if fresh or redis.call('PTTL', M) < need then redis.call('PEXPIRE', M, need) end
   if SPLIT and (fresh or redis.call('PTTL', X) < need) then redis.call('PEXPIRE', X, need) end
+end
+`
+
+export const PERMITS_IN_FORCE = `
+-- The permits another semaphore holder recorded, when they differ from per (else nil): the count in force.
+local function permits_in_force(holders, per)
+  for _, h in ipairs(holders) do
+    if h.per ~= '' and tonumber(h.per) ~= tonumber(per) then return h.per end
+  end
+  return nil
 end
 `
 
@@ -173,8 +185,9 @@ local function handoff(channel, always)
   local kind, ttl, delay, permits = string.match(spec, '^(%a+) (%d+) (%d+) (%d+) ')
   if kind == nil then return publish_head(channel) end
   local holders = live_holders()
-  if (kind == 'semaphore' and #holders >= tonumber(permits)) or (kind ~= 'semaphore' and #holders > 0)
-      or foreign(#holders) ~= nil then
+  -- A watcher of another permit count is only woken: its own try reports the mismatch.
+  if (kind == 'semaphore' and (#holders >= tonumber(permits) or permits_in_force(holders, permits) ~= nil))
+      or (kind ~= 'semaphore' and #holders > 0) or foreign(#holders) ~= nil then
     redis.call('PUBLISH', channel, head)
     return
   end
@@ -182,7 +195,7 @@ local function handoff(channel, always)
   redis.call('ZREM', W, head)
   redis.call('HDEL', P, head)
   local exp = now + tonumber(ttl)
-  put(head, kind, exp, exp + tonumber(delay), token)
+  put(head, kind, exp, exp + tonumber(delay), token, kind == 'semaphore' and permits or nil)
   keep_until(exp + tonumber(delay), #holders == 0)
   local wake = string.match(spec, ' (%S+)$')
   if wake == '-' then wake = channel end
