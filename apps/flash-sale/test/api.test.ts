@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type Instance, post, startInstances, tempDir } from './support.js'
 
+const DAY_MS = 24 * 60 * 60 * 1000
+const STARTS_AT_RANGE = 'body/startsAt must be between 2000-01-01T00:00:00.000Z and one year from now'
+
 describe('flash-sale HTTP API', () => {
   const dir = tempDir()
   let app: Instance['app']
@@ -37,6 +40,11 @@ describe('flash-sale HTTP API', () => {
       'body/startsAt must be epoch milliseconds or an ISO 8601 date-time',
     ],
     [{ item: 'phone', stock: 5, strategy: 'lock', startsAt: -1 }, 'body/startsAt must be >= 0'],
+    // Beyond any real date: accepted, it made every later order of the sale answer 500.
+    [{ item: 'phone', stock: 5, strategy: 'lock', startsAt: 1e20 }, STARTS_AT_RANGE],
+    [{ item: 'phone', stock: 5, strategy: 'lock', startsAt: '-000001-01-01T00:00:00Z' }, STARTS_AT_RANGE],
+    [{ item: 'phone', stock: 5, strategy: 'lock', startsAt: '1999-12-31T23:59:59Z' }, STARTS_AT_RANGE],
+    [{ item: 'phone', stock: 5, strategy: 'lock', startsAt: Date.now() + 400 * DAY_MS }, STARTS_AT_RANGE],
     [{ item: 'phone', stock: 5, strategy: 'lock', buckets: 4 }, 'body/buckets applies to the sharded strategy only'],
     [{ item: 'phone', stock: 5, strategy: 'sharded', buckets: 0 }, 'body/buckets must be >= 1'],
   ])('POST /sales %j -> 400 %s', async (body, message) => {
@@ -60,6 +68,13 @@ describe('flash-sale HTTP API', () => {
       buckets: 8,
       startsAt: Date.UTC(2020, 0, 1),
     })
+  })
+
+  it('startsAt at the edges of its range (2000-01-01, 364 days ahead) -> 201', async () => {
+    for (const startsAt of ['2000-01-01T00:00:00Z', Date.now() + 364 * DAY_MS]) {
+      const res = await post(app, '/sales', { item: 'tv', stock: 1, strategy: 'lock', startsAt })
+      expect(res.status, JSON.stringify(res.body)).toBe(201)
+    }
   })
 
   it.each([

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import type { RedisReserve, ReservedView } from '../reserve/redis-reserve.js'
 import type { Sale, SaleInput, SaleStore, Strategy } from '../store/types.js'
 import { badRequest, refuse } from './replies.js'
-import { createSaleSchema, saleSchema } from './schemas.js'
+import { createSaleSchema, LIMITS, saleSchema } from './schemas.js'
 
 interface CreateSaleBody {
   item: string
@@ -43,6 +43,12 @@ function saleInput(body: CreateSaleBody, hasReserve: boolean): SaleInput | strin
   const startsAt = parseStartsAt(body.startsAt)
   if (startsAt === undefined) {
     return `body/startsAt must be epoch milliseconds or an ISO 8601 date-time, received ${JSON.stringify(body.startsAt)}`
+  }
+  const latest = Date.now() + LIMITS.maxStartsAheadMs
+  if (startsAt < LIMITS.earliestStartsAt || startsAt > latest) {
+    // A date outside this range is a typo (an extra zero, a sign), and one beyond what Date can show
+    // (1e20) broke every later answer that prints it.
+    return `body/startsAt must be between ${new Date(LIMITS.earliestStartsAt).toISOString()} and one year from now (${new Date(latest).toISOString()}), received ${JSON.stringify(body.startsAt)}`
   }
   // Sharded sales default to 8 buckets (fewer for tiny stock, so none starts empty).
   const buckets = body.buckets ?? (body.strategy === 'sharded' ? Math.min(8, body.stock) : 1)
