@@ -2,6 +2,7 @@
  * `flash-sale serve | load | demo`.
  *
  *   serve  --store URL --backend URL [--redis URL] --port 3000 --workers 1 --host 127.0.0.1 --lock-ttl-ms 5000
+ *          [--max-event-streams 200]
  *   load   --url http://127.0.0.1:3000[,more] --strategy lock[,sharded] --stock 100 --buyers 10000
  *          --processes 2 --concurrency 64 --dup-rate 0.05 [--sale ID]
  *   demo   --workers 3 --buyers 10000 --stock 100 [--backend URL --store URL --redis URL --strategy ...]
@@ -19,7 +20,7 @@ import { STRATEGIES, type Strategy } from './store/types.js'
 
 const USAGE = `usage: flash-sale <serve|load|demo> [options]
   serve  --store sqlite:./flash-sale.db --backend sqlite:./flash-sale-locks.db [--redis redis://127.0.0.1:6379]
-         --port 3000 --workers 1
+         --port 3000 --workers 1 [--max-event-streams 200]
   load   --url http://127.0.0.1:3000[,http://127.0.0.1:3001] --strategy db-atomic,lock,reserve,sharded
          --stock 100 --buyers 10000 --processes 2 --concurrency 64 --dup-rate 0.05 [--sale ID]
   demo   --workers 3 --buyers 10000 --stock 100 [--backend URL] [--store URL] [--redis URL] [--strategy ...]
@@ -41,6 +42,7 @@ const OPTIONS = {
   concurrency: { type: 'string' },
   'dup-rate': { type: 'string' },
   sale: { type: 'string' },
+  'max-event-streams': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const
 
@@ -67,11 +69,16 @@ function strategies(raw: string | undefined): Strategy[] {
 
 async function serve(values: Values): Promise<void> {
   const workers = num(values, 'workers', 1)
+  const maxEventStreams = num(values, 'max-event-streams', 200)
+  if (!Number.isInteger(maxEventStreams)) {
+    throw new RangeError(`--max-event-streams must be a whole number, received ${String(values['max-event-streams'])}`)
+  }
   const common = {
     storeUrl: values.store ?? 'sqlite:./flash-sale.db',
     backendUrl: values.backend ?? 'sqlite:./flash-sale-locks.db',
     host: values.host ?? '127.0.0.1',
     lockTtlMs: num(values, 'lock-ttl-ms', 5_000),
+    maxEventStreams,
     ...(values.redis === undefined ? {} : { redisUrl: values.redis }),
   }
   const port = num(values, 'port', 3000)

@@ -25,12 +25,27 @@ export interface AppOptions {
   readonly reserve?: RedisReserve | undefined
   /** This process's outbox relay, reported by `/healthz`. */
   readonly relay?: OutboxRelay | undefined
+  /** `/events` streams open at once; one more is answered 503. Default 200. */
+  readonly maxEventStreams?: number
+  /** Time between two `/events` updates (one store read per tick for all streams). Default 500. */
+  readonly eventIntervalMs?: number
+}
+
+/** Throws a RangeError naming the first bad option (before any I/O of the caller). */
+export function checkAppOptions(options: Pick<AppOptions, 'maxEventStreams' | 'eventIntervalMs'>): void {
+  const { maxEventStreams, eventIntervalMs } = options
+  if (maxEventStreams !== undefined && (!Number.isInteger(maxEventStreams) || maxEventStreams < 0)) {
+    throw new RangeError(`maxEventStreams must be an integer >= 0, received ${String(maxEventStreams)}`)
+  }
+  if (eventIntervalMs !== undefined && (!Number.isFinite(eventIntervalMs) || eventIntervalMs < 10)) {
+    throw new RangeError(`eventIntervalMs must be a number >= 10, received ${String(eventIntervalMs)}`)
+  }
 }
 
 /**
  * Builds the flash-sale HTTP service (not listening yet): `POST /sales`, `GET /sales`, `GET /sales/:id`,
  * `GET /sales/:id/audit`, `POST /sales/:id/orders`, `GET /metrics`, `GET /healthz`, and the live
- * dashboard (`GET /dashboard`, fed by server-sent events from `GET /events`).
+ * dashboard (`GET /dashboard`, fed by server-sent events from `GET /events`, at most `maxEventStreams`).
  *
  * @example
  * const app = buildApp({ store: sqliteStore('./sale.db'), locks, metrics: createMetrics() })
@@ -38,6 +53,7 @@ export interface AppOptions {
  */
 export function buildApp(options: AppOptions): FastifyInstance {
   const { store, metrics, locks } = options
+  checkAppOptions(options)
   const ctx: BuyContext = {
     store,
     locks,
@@ -73,6 +89,9 @@ export function buildApp(options: AppOptions): FastifyInstance {
   })
   registerSaleRoutes(app, store, remember, options.reserve)
   registerOrderRoute(app, ctx, metrics, findSale)
-  registerDashboardRoutes(app, store, metrics.live)
+  registerDashboardRoutes(app, store, metrics.live, {
+    ...(options.maxEventStreams === undefined ? {} : { maxStreams: options.maxEventStreams }),
+    ...(options.eventIntervalMs === undefined ? {} : { intervalMs: options.eventIntervalMs }),
+  })
   return app
 }
