@@ -2,9 +2,9 @@
  * `flash-sale serve | load | demo`.
  *
  *   serve  --store URL --backend URL [--redis URL] --port 3000 --workers 1 --host 127.0.0.1 --lock-ttl-ms 5000
- *          [--max-event-streams 200]
+ *          [--admin-token T] [--max-event-streams 200]
  *   load   --url http://127.0.0.1:3000[,more] --strategy lock[,sharded] --stock 100 --buyers 10000
- *          --processes 2 --concurrency 64 --dup-rate 0.05 [--sale ID]
+ *          --processes 2 --concurrency 64 --dup-rate 0.05 [--sale ID] [--admin-token T]
  *   demo   --workers 3 --buyers 10000 --stock 100 [--backend URL --store URL --redis URL --strategy ...]
  *
  * `--redis URL` enables the `reserve` strategy (Redis reserve + outbox relay). The demo also takes it from a
@@ -15,16 +15,19 @@ import { startCluster } from './cluster.js'
 import { LEGEND, runDemo } from './demo.js'
 import { formatChecks, formatTable, type ResultRow } from './load/report.js'
 import { runSale } from './load/run-sale.js'
+import { checkAdminToken, MIN_ADMIN_TOKEN_LENGTH } from './server/admin-auth.js'
 import { startService } from './service.js'
 import { STRATEGIES, type Strategy } from './store/types.js'
 
 const USAGE = `usage: flash-sale <serve|load|demo> [options]
   serve  --store sqlite:./flash-sale.db --backend sqlite:./flash-sale-locks.db [--redis redis://127.0.0.1:6379]
-         --port 3000 --workers 1 [--max-event-streams 200]
+         --port 3000 --workers 1 [--admin-token T] [--max-event-streams 200]
   load   --url http://127.0.0.1:3000[,http://127.0.0.1:3001] --strategy db-atomic,lock,reserve,sharded
-         --stock 100 --buyers 10000 --processes 2 --concurrency 64 --dup-rate 0.05 [--sale ID]
+         --stock 100 --buyers 10000 --processes 2 --concurrency 64 --dup-rate 0.05 [--sale ID] [--admin-token T]
   demo   --workers 3 --buyers 10000 --stock 100 [--backend URL] [--store URL] [--redis URL] [--strategy ...]
---redis enables the reserve strategy (the demo skips it without Redis; a redis:// --backend counts as --redis).`
+--redis enables the reserve strategy (the demo skips it without Redis; a redis:// --backend counts as --redis).
+--admin-token (at least ${MIN_ADMIN_TOKEN_LENGTH} characters, or FLASH_SALE_ADMIN_TOKEN) guards POST /sales and
+GET /sales/:id/audit; without one those routes are refused.`
 
 const OPTIONS = {
   store: { type: 'string' },
@@ -43,6 +46,7 @@ const OPTIONS = {
   'dup-rate': { type: 'string' },
   sale: { type: 'string' },
   'max-event-streams': { type: 'string' },
+  'admin-token': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const
 
@@ -67,8 +71,16 @@ function strategies(raw: string | undefined): Strategy[] {
   return list as Strategy[]
 }
 
+/** The admin token: `--admin-token`, else FLASH_SALE_ADMIN_TOKEN (kept out of argv, which ps shows). */
+function adminTokenOf(values: Values): string | undefined {
+  const env = process.env.FLASH_SALE_ADMIN_TOKEN
+  return values['admin-token'] ?? (env === '' ? undefined : env)
+}
+
 async function serve(values: Values): Promise<void> {
   const workers = num(values, 'workers', 1)
+  const adminToken = adminTokenOf(values)
+  checkAdminToken(adminToken, '--admin-token (or FLASH_SALE_ADMIN_TOKEN)')
   const maxEventStreams = num(values, 'max-event-streams', 200)
   if (!Number.isInteger(maxEventStreams)) {
     throw new RangeError(`--max-event-streams must be a whole number, received ${String(values['max-event-streams'])}`)
@@ -79,6 +91,7 @@ async function serve(values: Values): Promise<void> {
     host: values.host ?? '127.0.0.1',
     lockTtlMs: num(values, 'lock-ttl-ms', 5_000),
     maxEventStreams,
+    ...(adminToken === undefined ? {} : { adminToken }),
     ...(values.redis === undefined ? {} : { redisUrl: values.redis }),
   }
   const port = num(values, 'port', 3000)
@@ -87,8 +100,13 @@ async function serve(values: Values): Promise<void> {
       ? await startService({ ...common, port }).then((s) => ({ urls: [s.url], close: s.close }))
       : await startCluster({ ...common, workers, basePort: port })
   const reserve = values.redis === undefined ? 'reserve off: no --redis' : `reserve on ${values.redis}`
+  // Never the token itself: only whether the admin routes are open to its holder.
+  const admin =
+    adminToken === undefined
+      ? 'admin routes disabled: no --admin-token / FLASH_SALE_ADMIN_TOKEN'
+      : 'admin routes need the admin token'
   console.log(
-    `flash-sale serving on ${running.urls.join(' ')} (store ${common.storeUrl}, locks ${common.backendUrl}, ${reserve})`,
+    `flash-sale serving on ${running.urls.join(' ')} (store ${common.storeUrl}, locks ${common.backendUrl}, ${reserve}, ${admin})`,
   )
   await new Promise<void>((resolve) => {
     process.once('SIGINT', resolve)
@@ -100,6 +118,7 @@ async function serve(values: Values): Promise<void> {
 async function load(values: Values): Promise<boolean> {
   const urls = (values.url ?? 'http://127.0.0.1:3000').split(',').map((u) => u.trim().replace(/\/$/, ''))
   const rows: ResultRow[] = []
+  const adminToken = adminTokenOf(values)
   for (const strategy of strategies(values.strategy)) {
     rows.push(
       await runSale({
@@ -111,6 +130,7 @@ async function load(values: Values): Promise<boolean> {
         concurrency: num(values, 'concurrency', 64),
         duplicateRate: num(values, 'dup-rate', 0.05),
         ...(values.sale === undefined ? {} : { saleId: values.sale }),
+        ...(adminToken === undefined ? {} : { adminToken }),
       }),
     )
   }

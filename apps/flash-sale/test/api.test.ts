@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type Instance, post, startInstances, tempDir } from './support.js'
+import { adminGet, adminPost, type Instance, post, startInstances, tempDir } from './support.js'
 
 const DAY_MS = 24 * 60 * 60 * 1000
 const STARTS_AT_RANGE = 'body/startsAt must be between 2000-01-01T00:00:00.000Z and one year from now'
@@ -20,7 +20,7 @@ describe('flash-sale HTTP API', () => {
   })
 
   const createSale = async (body: Record<string, unknown>): Promise<string> => {
-    const res = await post(app, '/sales', { item: 'phone', stock: 2, strategy: 'lock', ...body })
+    const res = await adminPost(app, '/sales', { item: 'phone', stock: 2, strategy: 'lock', ...body })
     expect(res.status).toBe(201)
     return res.body.id as string
   }
@@ -48,13 +48,13 @@ describe('flash-sale HTTP API', () => {
     [{ item: 'phone', stock: 5, strategy: 'lock', buckets: 4 }, 'body/buckets applies to the sharded strategy only'],
     [{ item: 'phone', stock: 5, strategy: 'sharded', buckets: 0 }, 'body/buckets must be >= 1'],
   ])('POST /sales %j -> 400 %s', async (body, message) => {
-    const res = await post(app, '/sales', body)
+    const res = await adminPost(app, '/sales', body)
     expect(res.status).toBe(400)
     expect(res.body.message).toContain(message)
   })
 
   it('POST /sales -> 201 with the stored sale, ISO startsAt accepted', async () => {
-    const res = await post(app, '/sales', {
+    const res = await adminPost(app, '/sales', {
       item: 'tv',
       stock: 9,
       strategy: 'sharded',
@@ -72,7 +72,7 @@ describe('flash-sale HTTP API', () => {
 
   it('startsAt at the edges of its range (2000-01-01, 364 days ahead) -> 201', async () => {
     for (const startsAt of ['2000-01-01T00:00:00Z', Date.now() + 364 * DAY_MS]) {
-      const res = await post(app, '/sales', { item: 'tv', stock: 1, strategy: 'lock', startsAt })
+      const res = await adminPost(app, '/sales', { item: 'tv', stock: 1, strategy: 'lock', startsAt })
       expect(res.status, JSON.stringify(res.body)).toBe(201)
     }
   })
@@ -135,7 +135,7 @@ describe('flash-sale HTTP API', () => {
     expect((await post(app, `/sales/${id}/orders`, { userId: 'zoe', quantity: 3 })).status).toBe(201)
     const list = (await app.inject({ method: 'GET', url: '/sales' })).json() as { sales: Array<{ id: string }> }
     expect(list.sales[0]).toMatchObject({ id, item: 'listed', stock: 4, remaining: 1, sold: 3, orders: 1 })
-    const audit = (await app.inject({ method: 'GET', url: `/sales/${id}/audit` })).json()
+    const audit = (await adminGet(app, `/sales/${id}/audit`)).body
     expect(audit).toMatchObject({
       initial: 4,
       remaining: 1,
@@ -145,7 +145,7 @@ describe('flash-sale HTTP API', () => {
       usersWithSeveralOrders: 0,
     })
     expect(audit.orderIds).toHaveLength(1)
-    expect((await app.inject({ method: 'GET', url: '/sales/nope/audit' })).statusCode).toBe(404)
+    expect((await adminGet(app, '/sales/nope/audit')).status).toBe(404)
   })
 
   it('GET /sales/:id for an unknown sale -> 404', async () => {

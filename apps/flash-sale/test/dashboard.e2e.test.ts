@@ -4,7 +4,7 @@ import { type Browser, chromium } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createSale } from '../src/load/sale-client.js'
 import { type RunningService, startService } from '../src/service.js'
-import { tempDir } from './support.js'
+import { ADMIN_TOKEN, tempDir } from './support.js'
 
 /** Debian's `chromium` package; override with CHROMIUM_PATH. */
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
@@ -21,6 +21,7 @@ describe('dashboard in headless Chromium', () => {
     service = await startService({
       storeUrl: `sqlite:${join(dir.path, 'store.db')}`,
       backendUrl: 'memory:',
+      adminToken: ADMIN_TOKEN,
     })
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu'] })
   }, 60_000)
@@ -35,8 +36,8 @@ describe('dashboard in headless Chromium', () => {
     await page.goto(`${service.url}/dashboard`)
     await page.getByTestId('status').getByText('live').waitFor()
     const sales = {
-      lock: (await createSale(service.url, { item: 'phone', stock: 20, strategy: 'lock' })).id,
-      'db-atomic': (await createSale(service.url, { item: 'tv', stock: 10, strategy: 'db-atomic' })).id,
+      lock: (await createSale(service.url, { item: 'phone', stock: 20, strategy: 'lock' }, ADMIN_TOKEN)).id,
+      'db-atomic': (await createSale(service.url, { item: 'tv', stock: 10, strategy: 'db-atomic' }, ADMIN_TOKEN)).id,
     }
     const order = (id: string, user: number) =>
       fetch(`${service.url}/sales/${id}/orders`, {

@@ -7,7 +7,7 @@ import { buildApp } from '../src/server/app.js'
 import { createMetrics } from '../src/server/metrics.js'
 import { sqliteStore } from '../src/store/sqlite-store.js'
 import type { SaleStore } from '../src/store/types.js'
-import { tempDir } from './support.js'
+import { ADMIN_TOKEN, tempDir } from './support.js'
 
 const CAP = 60
 const INTERVAL_MS = 50
@@ -86,6 +86,7 @@ describe(`/events: one store poll per process for every stream, at most ${CAP} s
     store: counted.store,
     locks,
     metrics: createMetrics(),
+    adminToken: ADMIN_TOKEN,
     maxEventStreams: CAP,
     eventIntervalMs: INTERVAL_MS,
   })
