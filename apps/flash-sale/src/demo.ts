@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { redactUrl } from 'latchkey'
 import { startCluster } from './cluster.js'
 import { formatChecks, formatTable, type ResultRow } from './load/report.js'
 import { runSale } from './load/run-sale.js'
@@ -80,7 +81,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<boolean> {
     `flash-sale demo: ${options.stock ?? 100} items, ${options.buyers ?? 10_000} buyers, ${workers} service processes`,
   )
   write(
-    `store ${storeUrl}, locks ${backendUrl}${options.redisUrl === undefined ? '' : `, reserve on ${options.redisUrl}`}\n`,
+    `store ${redactUrl(storeUrl)}, locks ${redactUrl(backendUrl)}${options.redisUrl === undefined ? '' : `, reserve on ${redactUrl(options.redisUrl)}`}\n`,
   )
   if (skipped !== undefined) write(skipped)
   const redis = options.redisUrl === undefined ? {} : { redisUrl: options.redisUrl, reserve: { keyPrefix } }
