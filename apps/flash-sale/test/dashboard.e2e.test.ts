@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs'
+import { type ClientRequest, get } from 'node:http'
 import { join } from 'node:path'
 import { type Browser, chromium } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -61,5 +62,29 @@ describe('dashboard in headless Chromium', () => {
       expect(Number(await page.getByTestId(bar).getAttribute('width'))).toBeGreaterThan(0)
     }
     await page.close()
+  }, 60_000)
+
+  it('refused a stream (the process serves its maximum), the page says so and goes live once a place frees', async () => {
+    const busy = await startService({
+      storeUrl: `sqlite:${join(dir.path, 'busy.db')}`,
+      backendUrl: 'memory:',
+      maxEventStreams: 1,
+    })
+    // The only place, taken by another client.
+    const holder = await new Promise<ClientRequest>((resolve, reject) => {
+      const request = get(`${busy.url}/events`, () => resolve(request)).on('error', reject)
+    })
+    try {
+      const page = await browser.newPage()
+      await page.goto(`${busy.url}/dashboard`)
+      await page.getByTestId('status').getByText('server busy, retrying…').waitFor()
+      holder.destroy()
+      // The page retries 5 to 10 s later, by itself.
+      await page.getByTestId('status').getByText('live').waitFor({ timeout: 20_000 })
+      await page.close()
+    } finally {
+      holder.destroy()
+      await busy.close()
+    }
   }, 60_000)
 })
