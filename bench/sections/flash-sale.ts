@@ -11,6 +11,7 @@ import { type ClusterOptions, startCluster } from '../../apps/flash-sale/src/clu
 import { quantile } from '../../apps/flash-sale/src/load/run-load.js'
 import { runSale } from '../../apps/flash-sale/src/load/run-sale.js'
 import { createSale } from '../../apps/flash-sale/src/load/sale-client.js'
+import { randomAdminToken } from '../../apps/flash-sale/src/server/admin-auth.js'
 import { STRATEGIES, type Strategy } from '../../apps/flash-sale/src/store/types.js'
 import { runOrder } from './matrix.js'
 
@@ -55,8 +56,12 @@ export interface SaleRecord {
 
 const LOCK_FREE = new Set<string>(['db-atomic', 'reserve'])
 
+/** The admin token of the bench's own services (sale creation and the audit need it). */
+const ADMIN_TOKEN = randomAdminToken()
+
 async function oneSale(urls: readonly string[], strategy: Strategy, cfg: SaleConfig, saleIds: string[]) {
-  const { id } = await createSale(urls[0] as string, { item: `bench-${strategy}`, stock: cfg.stock, strategy })
+  const sale = { item: `bench-${strategy}`, stock: cfg.stock, strategy }
+  const { id } = await createSale(urls[0] as string, sale, ADMIN_TOKEN)
   saleIds.push(id)
   const row = await runSale({
     urls,
@@ -67,6 +72,7 @@ async function oneSale(urls: readonly string[], strategy: Strategy, cfg: SaleCon
     processes: cfg.processes,
     concurrency: cfg.concurrency,
     progress: false,
+    adminToken: ADMIN_TOKEN,
   })
   const { counts, latencies, elapsedMs, soldInMs } = row.result
   return {
@@ -88,13 +94,15 @@ async function onBackend(b: SaleBackend, strategies: readonly Strategy[], cfg: S
     storeUrl: `sqlite:${join(dir, 'store.db')}`,
     backendUrl: b.url,
     redisUrl: cfg.redisUrl,
+    adminToken: ADMIN_TOKEN,
   }
   const saleIds: string[] = []
   const records: SaleRecord[] = []
   const cluster = await startCluster(options as ClusterOptions)
   try {
     // Unreported warm-up (JIT, connections), as the app's demo does.
-    await runSale({ urls: cluster.urls, strategy: 'db-atomic', stock: 10, buyers: 500, processes: 1, progress: false })
+    const warmUp = { stock: 10, buyers: 500, processes: 1, progress: false, adminToken: ADMIN_TOKEN }
+    await runSale({ urls: cluster.urls, strategy: 'db-atomic', ...warmUp })
     for (let run = 0; run < cfg.runs; run++) {
       for (const strategy of runOrder(strategies, run)) {
         try {

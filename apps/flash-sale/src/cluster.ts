@@ -1,6 +1,7 @@
 import type { ChildProcess } from 'node:child_process'
 import { exited, forkEntry, nextMessage } from './fork.js'
 import type { ServiceOptions } from './service.js'
+import type { WorkerStart } from './service-worker.js'
 
 /** Options of {@link startCluster}: the service options plus how many processes. */
 export interface ClusterOptions extends Omit<ServiceOptions, 'port'> {
@@ -52,8 +53,12 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
   }
   const launch = async (i: number): Promise<string> => {
     const port = ports?.[i] ?? (basePort === undefined || basePort === 0 ? 0 : basePort + i)
-    const child = forkEntry('service-worker.ts', [JSON.stringify({ ...service, ...perWorker?.(i), port })])
+    // Over IPC, never in argv: the options hold store and backend URLs with their passwords and the admin
+    // token, and any user of the machine can read a process's argv (`ps`).
+    const child = forkEntry('service-worker.ts', [])
     children[i] = child
+    const start: WorkerStart = { type: 'start', options: { ...service, ...perWorker?.(i), port } }
+    child.send(start)
     const ready = await nextMessage(child, (m) =>
       (m as { type?: string }).type === 'ready' ? (m as { url: string }) : undefined,
     )

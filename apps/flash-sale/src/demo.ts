@@ -2,10 +2,12 @@ import { randomUUID } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { redactUrl } from 'latchkey'
 import { startCluster } from './cluster.js'
 import { formatChecks, formatTable, type ResultRow } from './load/report.js'
 import { runSale } from './load/run-sale.js'
 import { deleteReserveKeys } from './reserve/open-reserve.js'
+import { randomAdminToken } from './server/admin-auth.js'
 import { STRATEGIES, type Strategy } from './store/types.js'
 
 /** What the table's columns mean. */
@@ -79,14 +81,18 @@ export async function runDemo(options: DemoOptions = {}): Promise<boolean> {
     `flash-sale demo: ${options.stock ?? 100} items, ${options.buyers ?? 10_000} buyers, ${workers} service processes`,
   )
   write(
-    `store ${storeUrl}, locks ${backendUrl}${options.redisUrl === undefined ? '' : `, reserve on ${options.redisUrl}`}\n`,
+    `store ${redactUrl(storeUrl)}, locks ${redactUrl(backendUrl)}${options.redisUrl === undefined ? '' : `, reserve on ${redactUrl(options.redisUrl)}`}\n`,
   )
   if (skipped !== undefined) write(skipped)
   const redis = options.redisUrl === undefined ? {} : { redisUrl: options.redisUrl, reserve: { keyPrefix } }
-  const cluster = await startCluster({ workers, storeUrl, backendUrl, ...redis }).catch(async (error: unknown) => {
-    await cleanup()
-    throw error
-  })
+  // The demo's own service: a fresh token that only this process (and its service workers, over IPC) knows.
+  const adminToken = randomAdminToken()
+  const cluster = await startCluster({ workers, storeUrl, backendUrl, adminToken, ...redis }).catch(
+    async (error: unknown) => {
+      await cleanup()
+      throw error
+    },
+  )
   // Ctrl-C or a kill must not leave service processes, the temporary folder or Redis keys behind.
   const interrupted = (): void => {
     void cluster
@@ -97,7 +103,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<boolean> {
   process.once('SIGINT', interrupted)
   process.once('SIGTERM', interrupted)
   try {
-    return report(await runSales(cluster.urls, strategies, options), write)
+    return report(await runSales(cluster.urls, strategies, { ...options, adminToken }), write)
   } finally {
     process.off('SIGINT', interrupted)
     process.off('SIGTERM', interrupted)
@@ -107,9 +113,14 @@ export async function runDemo(options: DemoOptions = {}): Promise<boolean> {
 }
 
 /** A warm-up, then one sale per strategy. */
-async function runSales(urls: readonly string[], strategies: readonly Strategy[], options: DemoOptions) {
+async function runSales(
+  urls: readonly string[],
+  strategies: readonly Strategy[],
+  options: DemoOptions & { adminToken: string },
+) {
+  const { adminToken } = options
   // Unreported warm-up, so the first strategy measured does not also pay for JIT compilation.
-  await runSale({ urls, strategy: 'db-atomic', stock: 10, buyers: 1_000, processes: 1, progress: false })
+  await runSale({ urls, strategy: 'db-atomic', stock: 10, buyers: 1_000, processes: 1, progress: false, adminToken })
   const rows: ResultRow[] = []
   for (const strategy of strategies) {
     rows.push(
@@ -120,6 +131,7 @@ async function runSales(urls: readonly string[], strategies: readonly Strategy[]
         buyers: options.buyers ?? 10_000,
         processes: options.processes ?? 2,
         concurrency: options.concurrency ?? 64,
+        adminToken,
       }),
     )
   }

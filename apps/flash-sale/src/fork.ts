@@ -11,10 +11,12 @@ const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).
 
 /**
  * Forks `src/<entry>` as a child process with an IPC channel, in this process's working directory (relative
- * store and lock paths mean the same to both). TypeScript entries run through tsx: no build step.
+ * store and lock paths mean the same to both). TypeScript entries run through tsx: no build step. `args` are
+ * visible to every user of the machine (`ps`): anything secret goes over IPC (`child.send`).
  *
  * @example
- * const child = forkEntry('service-worker.ts', ['--port', '0'])
+ * const child = forkEntry('buyer-worker.ts', [])
+ * child.send(job)
  */
 export function forkEntry(entry: string, args: readonly string[]): ChildProcess {
   const file = join(APP_DIR, 'src', entry)

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import type { Backend, Locks } from 'latchkey'
 import { backendFromUrl, createLocks } from 'latchkey'
 import { type OpenReserve, openReserve, type ReserveOptions } from './reserve/open-reserve.js'
-import { buildApp } from './server/app.js'
+import { type AppOptions, buildApp, checkAppOptions } from './server/app.js'
 import { createMetrics } from './server/metrics.js'
 import { openStore } from './store/open-store.js'
 import type { SaleStore } from './store/types.js'
@@ -29,6 +29,10 @@ export interface ServiceOptions {
   readonly redisUrl?: string
   /** Key prefix and relay settings of the `reserve` strategy (see {@link ReserveOptions}). */
   readonly reserve?: ReserveOptions
+  /** Bearer token of `POST /sales` and `GET /sales/:id/audit` (see {@link AppOptions.adminToken}). Default none. */
+  readonly adminToken?: string
+  /** `/events` streams open at once in this process. Default 200. */
+  readonly maxEventStreams?: number
 }
 
 /** A running service. */
@@ -54,6 +58,7 @@ export interface RunningService {
  * await service.close()
  */
 export async function startService(options: ServiceOptions = {}): Promise<RunningService> {
+  checkAppOptions(options)
   const { store, backend, reserve } = await openParts(options)
   const metrics = createMetrics()
   const locks = createLocks({ backend, namespace: 'flash-sale', onEvent: metrics.onLockEvent })
@@ -66,6 +71,8 @@ export async function startService(options: ServiceOptions = {}): Promise<Runnin
     ...(options.lockTtlMs === undefined ? {} : { lockTtlMs: options.lockTtlMs }),
     ...(options.lockWaitMs === undefined ? {} : { lockWaitMs: options.lockWaitMs }),
     ...(options.logger === undefined ? {} : { logger: options.logger }),
+    ...(options.adminToken === undefined ? {} : { adminToken: options.adminToken }),
+    ...(options.maxEventStreams === undefined ? {} : { maxEventStreams: options.maxEventStreams }),
   })
   const close = async (): Promise<void> => {
     await app.close()

@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type Instance, post, startInstances, tempDir } from './support.js'
+import { adminGet, adminPost, type Instance, post, startInstances, tempDir } from './support.js'
+
+const DAY_MS = 24 * 60 * 60 * 1000
+const STARTS_AT_RANGE = 'body/startsAt must be between 2000-01-01T00:00:00.000Z and one year from now'
 
 describe('flash-sale HTTP API', () => {
   const dir = tempDir()
@@ -17,7 +20,7 @@ describe('flash-sale HTTP API', () => {
   })
 
   const createSale = async (body: Record<string, unknown>): Promise<string> => {
-    const res = await post(app, '/sales', { item: 'phone', stock: 2, strategy: 'lock', ...body })
+    const res = await adminPost(app, '/sales', { item: 'phone', stock: 2, strategy: 'lock', ...body })
     expect(res.status).toBe(201)
     return res.body.id as string
   }
@@ -37,16 +40,21 @@ describe('flash-sale HTTP API', () => {
       'body/startsAt must be epoch milliseconds or an ISO 8601 date-time',
     ],
     [{ item: 'phone', stock: 5, strategy: 'lock', startsAt: -1 }, 'body/startsAt must be >= 0'],
+    // Beyond any real date: accepted, it made every later order of the sale answer 500.
+    [{ item: 'phone', stock: 5, strategy: 'lock', startsAt: 1e20 }, STARTS_AT_RANGE],
+    [{ item: 'phone', stock: 5, strategy: 'lock', startsAt: '-000001-01-01T00:00:00Z' }, STARTS_AT_RANGE],
+    [{ item: 'phone', stock: 5, strategy: 'lock', startsAt: '1999-12-31T23:59:59Z' }, STARTS_AT_RANGE],
+    [{ item: 'phone', stock: 5, strategy: 'lock', startsAt: Date.now() + 400 * DAY_MS }, STARTS_AT_RANGE],
     [{ item: 'phone', stock: 5, strategy: 'lock', buckets: 4 }, 'body/buckets applies to the sharded strategy only'],
     [{ item: 'phone', stock: 5, strategy: 'sharded', buckets: 0 }, 'body/buckets must be >= 1'],
   ])('POST /sales %j -> 400 %s', async (body, message) => {
-    const res = await post(app, '/sales', body)
+    const res = await adminPost(app, '/sales', body)
     expect(res.status).toBe(400)
     expect(res.body.message).toContain(message)
   })
 
   it('POST /sales -> 201 with the stored sale, ISO startsAt accepted', async () => {
-    const res = await post(app, '/sales', {
+    const res = await adminPost(app, '/sales', {
       item: 'tv',
       stock: 9,
       strategy: 'sharded',
@@ -60,6 +68,13 @@ describe('flash-sale HTTP API', () => {
       buckets: 8,
       startsAt: Date.UTC(2020, 0, 1),
     })
+  })
+
+  it('startsAt at the edges of its range (2000-01-01, 364 days ahead) -> 201', async () => {
+    for (const startsAt of ['2000-01-01T00:00:00Z', Date.now() + 364 * DAY_MS]) {
+      const res = await adminPost(app, '/sales', { item: 'tv', stock: 1, strategy: 'lock', startsAt })
+      expect(res.status, JSON.stringify(res.body)).toBe(201)
+    }
   })
 
   it.each([
@@ -120,7 +135,7 @@ describe('flash-sale HTTP API', () => {
     expect((await post(app, `/sales/${id}/orders`, { userId: 'zoe', quantity: 3 })).status).toBe(201)
     const list = (await app.inject({ method: 'GET', url: '/sales' })).json() as { sales: Array<{ id: string }> }
     expect(list.sales[0]).toMatchObject({ id, item: 'listed', stock: 4, remaining: 1, sold: 3, orders: 1 })
-    const audit = (await app.inject({ method: 'GET', url: `/sales/${id}/audit` })).json()
+    const audit = (await adminGet(app, `/sales/${id}/audit`)).body
     expect(audit).toMatchObject({
       initial: 4,
       remaining: 1,
@@ -130,7 +145,7 @@ describe('flash-sale HTTP API', () => {
       usersWithSeveralOrders: 0,
     })
     expect(audit.orderIds).toHaveLength(1)
-    expect((await app.inject({ method: 'GET', url: '/sales/nope/audit' })).statusCode).toBe(404)
+    expect((await adminGet(app, '/sales/nope/audit')).status).toBe(404)
   })
 
   it('GET /sales/:id for an unknown sale -> 404', async () => {

@@ -2,7 +2,7 @@ import { Redis } from 'ioredis'
 import { latchkeyLayout, REDLOCK_KEY_PREFIX } from 'latchkey/redis'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import { unlinkMatching } from '../src/reserve/open-reserve.js'
-import { type Instance, post, startInstances, tempDir } from './support.js'
+import { adminPost, type Instance, post, startInstances, tempDir } from './support.js'
 
 const BUYERS = 1_000
 const STOCK = 100
@@ -53,7 +53,7 @@ describe.each(BACKENDS)('%s locks (SQLite store): 1,000 concurrent buyers, 2 ser
       const { instances, close } = await startInstances(dir.path, url as `${string}://${string}`, 2, true)
       cleanups.push(close)
       const [a, b] = instances as [Instance, Instance]
-      const id = (await post(a.app, '/sales', { item: 'phone', stock: STOCK, strategy })).body.id as string
+      const id = (await adminPost(a.app, '/sales', { item: 'phone', stock: STOCK, strategy })).body.id as string
       const answers = await Promise.all(
         Array.from({ length: BUYERS }, (_, user) =>
           post(user % 2 === 0 ? a.app : b.app, `/sales/${id}/orders`, { userId: `u${user}`, quantity: 1 }),

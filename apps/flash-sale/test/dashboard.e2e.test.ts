@@ -1,10 +1,11 @@
 import { existsSync } from 'node:fs'
+import { type ClientRequest, get } from 'node:http'
 import { join } from 'node:path'
 import { type Browser, chromium } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createSale } from '../src/load/sale-client.js'
 import { type RunningService, startService } from '../src/service.js'
-import { tempDir } from './support.js'
+import { ADMIN_TOKEN, tempDir } from './support.js'
 
 /** Debian's `chromium` package; override with CHROMIUM_PATH. */
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
@@ -21,6 +22,7 @@ describe('dashboard in headless Chromium', () => {
     service = await startService({
       storeUrl: `sqlite:${join(dir.path, 'store.db')}`,
       backendUrl: 'memory:',
+      adminToken: ADMIN_TOKEN,
     })
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu'] })
   }, 60_000)
@@ -35,8 +37,8 @@ describe('dashboard in headless Chromium', () => {
     await page.goto(`${service.url}/dashboard`)
     await page.getByTestId('status').getByText('live').waitFor()
     const sales = {
-      lock: (await createSale(service.url, { item: 'phone', stock: 20, strategy: 'lock' })).id,
-      'db-atomic': (await createSale(service.url, { item: 'tv', stock: 10, strategy: 'db-atomic' })).id,
+      lock: (await createSale(service.url, { item: 'phone', stock: 20, strategy: 'lock' }, ADMIN_TOKEN)).id,
+      'db-atomic': (await createSale(service.url, { item: 'tv', stock: 10, strategy: 'db-atomic' }, ADMIN_TOKEN)).id,
     }
     const order = (id: string, user: number) =>
       fetch(`${service.url}/sales/${id}/orders`, {
@@ -60,5 +62,29 @@ describe('dashboard in headless Chromium', () => {
       expect(Number(await page.getByTestId(bar).getAttribute('width'))).toBeGreaterThan(0)
     }
     await page.close()
+  }, 60_000)
+
+  it('refused a stream (the process serves its maximum), the page says so and goes live once a place frees', async () => {
+    const busy = await startService({
+      storeUrl: `sqlite:${join(dir.path, 'busy.db')}`,
+      backendUrl: 'memory:',
+      maxEventStreams: 1,
+    })
+    // The only place, taken by another client.
+    const holder = await new Promise<ClientRequest>((resolve, reject) => {
+      const request = get(`${busy.url}/events`, () => resolve(request)).on('error', reject)
+    })
+    try {
+      const page = await browser.newPage()
+      await page.goto(`${busy.url}/dashboard`)
+      await page.getByTestId('status').getByText('server busy, retrying…').waitFor()
+      holder.destroy()
+      // The page retries 5 to 10 s later, by itself.
+      await page.getByTestId('status').getByText('live').waitFor({ timeout: 20_000 })
+      await page.close()
+    } finally {
+      holder.destroy()
+      await busy.close()
+    }
   }, 60_000)
 })

@@ -6,7 +6,7 @@ import { exited } from '../src/fork.js'
 import { runSale } from '../src/load/run-sale.js'
 import { createSale } from '../src/load/sale-client.js'
 import type { Strategy } from '../src/store/types.js'
-import { tempDir } from './support.js'
+import { ADMIN_TOKEN, tempDir } from './support.js'
 
 const STOCK = 150
 const BUYERS = 500
@@ -23,6 +23,7 @@ describe('kill -9 of a service process in the middle of a sale (3 processes, SQL
       // A lock held by the killed process blocks the item until its lease runs out.
       lockTtlMs: 1_000,
       lockWaitMs: 5_000,
+      adminToken: ADMIN_TOKEN,
     })
   }, 60_000)
   afterAll(async () => {
@@ -37,7 +38,7 @@ describe('kill -9 of a service process in the middle of a sale (3 processes, SQL
     '%s: no order lost, none doubled, no oversell',
     async (strategy, victim) => {
       const [url] = cluster.urls as [string]
-      const { id } = await createSale(url, { item: `fault-${strategy}`, stock: STOCK, strategy })
+      const { id } = await createSale(url, { item: `fault-${strategy}`, stock: STOCK, strategy }, ADMIN_TOKEN)
       const child = cluster.children[victim]
       if (child === undefined) throw new Error('no such worker')
       let soldAtKill: Promise<number> | undefined
@@ -45,6 +46,7 @@ describe('kill -9 of a service process in the middle of a sale (3 processes, SQL
         urls: cluster.urls,
         strategy,
         saleId: id,
+        adminToken: ADMIN_TOKEN,
         buyers: BUYERS,
         processes: 2,
         concurrency: 24,
@@ -103,16 +105,18 @@ describe('kill -9 of the whole service in the middle of a sale, then a restart o
       backendUrl: `sqlite:${join(dir.path, 'locks.db')}`,
       lockTtlMs: 1_000,
       lockWaitMs: 5_000,
+      adminToken: ADMIN_TOKEN,
     }
     const first = await startCluster(options)
     clusters.push(first)
     const [url] = first.urls as [string]
-    const { id } = await createSale(url, { item: 'fault-restart', stock: STOCK, strategy: 'lock' })
+    const { id } = await createSale(url, { item: 'fault-restart', stock: STOCK, strategy: 'lock' }, ADMIN_TOKEN)
     let restarted: Promise<Cluster> | undefined
     const row = await runSale({
       urls: first.urls,
       strategy: 'lock',
       saleId: id,
+      adminToken: ADMIN_TOKEN,
       buyers: BUYERS,
       processes: 2,
       concurrency: 24,

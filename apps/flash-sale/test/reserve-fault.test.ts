@@ -8,7 +8,7 @@ import { exited } from '../src/fork.js'
 import { runSale } from '../src/load/run-sale.js'
 import { createSale } from '../src/load/sale-client.js'
 import type { RelayCrashPoint, RelayStats } from '../src/reserve/outbox-relay.js'
-import { REDIS_URL, redisKeys, tempDir } from './support.js'
+import { ADMIN_TOKEN, REDIS_URL, redisKeys, tempDir } from './support.js'
 
 const STOCK = 150
 const BUYERS = 500
@@ -98,12 +98,21 @@ describe('reserve: kill -9 of a relay between reserve and durable write (SQLite 
         backendUrl: `sqlite:${join(dir.path, 'locks.db')}`,
         redisUrl: REDIS_URL,
         reserve: { keyPrefix: keys.prefix, claimIdleMs: 3_000 },
+        adminToken: ADMIN_TOKEN,
       }
       const { first, child, restarted } = await startWithFaultyRelay(options, at, workers - 1, clusters)
       const crash = watchCrash(child, redis, outbox, storePath)
       const sale = { item: `fault-${at}`, stock: STOCK, strategy: 'reserve' } as const
-      const { id } = await createSale(first.urls[0] as string, sale)
-      const load = { urls: first.urls, saleId: id, buyers: BUYERS, processes: 2, concurrency: 24, progress: false }
+      const { id } = await createSale(first.urls[0] as string, sale, ADMIN_TOKEN)
+      const load = {
+        urls: first.urls,
+        saleId: id,
+        adminToken: ADMIN_TOKEN,
+        buyers: BUYERS,
+        processes: 2,
+        concurrency: 24,
+        progress: false,
+      }
       const row = await runSale({ ...load, strategy: 'reserve' })
 
       expect(child.signalCode).toBe('SIGKILL')

@@ -3,6 +3,8 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import { settleReservation } from '../src/reserve/settle.js'
 import type { ReservedSummary } from '../src/server/sale-routes.js'
 import {
+  adminGet,
+  adminPost,
   type Instance,
   post,
   REDIS_URL,
@@ -97,7 +99,7 @@ describe('reserve through the API (SQLite store, one instance)', () => {
   it('201, 409 already ordered, 409 sold out; GET /sales/:id shows the settled and the Redis view', async () => {
     const { instances } = await reserveInstances(cleanups, 'sqlite', 1)
     const { app } = instances[0] as Instance
-    const id = (await post(app, '/sales', { item: 'tv', stock: 3, strategy: 'reserve' })).body.id as string
+    const id = (await adminPost(app, '/sales', { item: 'tv', stock: 3, strategy: 'reserve' })).body.id as string
     expect((await post(app, `/sales/${id}/orders`, { userId: 'alice', quantity: 2 })).status).toBe(201)
     const again = await post(app, `/sales/${id}/orders`, { userId: 'alice', quantity: 1 })
     expect(again).toMatchObject({ status: 409, body: { code: 'ALREADY_ORDERED' } })
@@ -115,7 +117,7 @@ describe('reserve through the API (SQLite store, one instance)', () => {
       orders: 2,
       reserved: { remaining: 0, sold: 3, orders: 2, unsettled: 0 },
     })
-    const audit = (await app.inject({ method: 'GET', url: `/sales/${id}/audit` })).json()
+    const audit = (await adminGet(app, `/sales/${id}/audit`)).body
     expect(audit).toMatchObject({ sold: 3, orders: 2, reserved: { sold: 3, orders: 2, unsettled: 0 } })
   })
 
@@ -124,7 +126,7 @@ describe('reserve through the API (SQLite store, one instance)', () => {
     cleanups.push(dir.remove)
     const { instances, close } = await startInstances(dir.path, 'memory', 1)
     cleanups.push(close)
-    const res = await post((instances[0] as Instance).app, '/sales', { item: 'tv', stock: 3, strategy: 'reserve' })
+    const res = await adminPost((instances[0] as Instance).app, '/sales', { item: 'tv', stock: 3, strategy: 'reserve' })
     expect(res.status).toBe(400)
     expect(res.body.message).toContain('reserve needs a service started with Redis')
   })
@@ -143,7 +145,7 @@ describe('the outbox relay (SQLite store)', () => {
     const started = await reserveInstances(cleanups, 'sqlite', 1, { claimIdleMs: 300 })
     instance = started.instances[0] as Instance
     outbox = `{${started.prefix}}:outbox`
-    saleId = (await post(instance.app, '/sales', { item: 'tv', stock: 5, strategy: 'reserve' })).body.id as string
+    saleId = (await adminPost(instance.app, '/sales', { item: 'tv', stock: 5, strategy: 'reserve' })).body.id as string
   }
 
   it('takes over an entry a dead relay had read but not acknowledged, and writes it once', async () => {

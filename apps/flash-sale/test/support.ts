@@ -17,6 +17,9 @@ import { postgresStore } from '../src/store/postgres-store.js'
 import { sqliteStore } from '../src/store/sqlite-store.js'
 import type { SaleStore } from '../src/store/types.js'
 
+/** The admin token of the tests' services (`adminToken`); {@link adminPost} and {@link adminGet} send it. */
+export const ADMIN_TOKEN = `test-admin-${randomUUID()}`
+
 /** A temporary folder removed by `remove()`. */
 export function tempDir(): { path: string; remove(): void } {
   const path = mkdtempSync(join(tmpdir(), 'flash-sale-test-'))
@@ -177,6 +180,7 @@ async function startInstance(
     locks,
     metrics,
     lockWaitMs: 10_000,
+    adminToken: ADMIN_TOKEN,
     reserve: reserve?.reserve,
     relay: reserve?.relay,
   })
@@ -203,7 +207,7 @@ export function redisKeys(url = REDIS_URL): { prefix: string; remove(): Promise<
  */
 export async function startingSale(instances: readonly Instance[], body: Record<string, unknown>): Promise<string> {
   const startsAt = Date.now() + 500
-  const id = (await post((instances[0] as Instance).app, '/sales', { ...body, startsAt })).body.id as string
+  const id = (await adminPost((instances[0] as Instance).app, '/sales', { ...body, startsAt })).body.id as string
   for (const { app } of instances) {
     const early = await post(app, `/sales/${id}/orders`, { userId: 'early-bird', quantity: 1 })
     if (early.status !== 425) throw new Error(`expected 425 before the sale starts, got ${early.status}`)
@@ -242,4 +246,28 @@ export async function post(
 ): Promise<{ status: number; body: Record<string, unknown>; headers: Record<string, unknown> }> {
   const response = await app.inject({ method: 'POST', url, payload: payload as Record<string, unknown> })
   return { status: response.statusCode, body: response.json(), headers: response.headers }
+}
+
+/** {@link post} with the admin token, for the admin routes (`POST /sales`). */
+export async function adminPost(
+  app: FastifyInstance,
+  url: string,
+  payload: unknown,
+): Promise<{ status: number; body: Record<string, unknown>; headers: Record<string, unknown> }> {
+  const response = await app.inject({
+    method: 'POST',
+    url,
+    payload: payload as Record<string, unknown>,
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+  })
+  return { status: response.statusCode, body: response.json(), headers: response.headers }
+}
+
+/** GETs an admin route (`/sales/:id/audit`) through `app.inject` with the admin token. */
+export async function adminGet(
+  app: FastifyInstance,
+  url: string,
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  const response = await app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+  return { status: response.statusCode, body: response.json() }
 }

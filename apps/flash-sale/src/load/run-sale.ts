@@ -18,6 +18,8 @@ export interface SaleRunOptions extends Omit<LoadOptions, 'saleId' | 'onProgress
   readonly saleId?: string
   /** Called with buyers done, e.g. to inject a fault mid-sale. */
   readonly onProgress?: (done: number, total: number) => void
+  /** The services' admin token, for creating the sale and reading its audit. */
+  readonly adminToken?: string
 }
 
 /**
@@ -33,12 +35,16 @@ export async function runSale(options: SaleRunOptions): Promise<ResultRow> {
   const saleId =
     options.saleId ??
     (
-      await createSale(first, {
-        item: `demo-${options.strategy}`,
-        stock,
-        strategy: options.strategy,
-        ...(options.buckets === undefined ? {} : { buckets: options.buckets }),
-      })
+      await createSale(
+        first,
+        {
+          item: `demo-${options.strategy}`,
+          stock,
+          strategy: options.strategy,
+          ...(options.buckets === undefined ? {} : { buckets: options.buckets }),
+        },
+        options.adminToken,
+      )
     ).id
   const tty = process.stderr.isTTY === true && options.progress !== false
   const started = performance.now()
@@ -56,7 +62,7 @@ export async function runSale(options: SaleRunOptions): Promise<ResultRow> {
   }
   // Any surviving service can answer the audit (a fault test may have killed some).
   await firstAnswer(options.urls, (url) => waitSettled(url, saleId))
-  const audit = await firstAnswer(options.urls, (url) => getAudit(url, saleId))
+  const audit = await firstAnswer(options.urls, (url) => getAudit(url, saleId, options.adminToken))
   const quantity = options.quantity ?? 1
   const checks = checkInvariants(audit, result, quantity)
   const oversold = Math.max(0, audit.sold - audit.initial)

@@ -7,27 +7,34 @@ async function json<T>(response: Response, what: string): Promise<T> {
   return body
 }
 
+/** The `Authorization` header of the admin routes; none without a token (the service then refuses them). */
+function adminHeaders(adminToken: string | undefined): Record<string, string> {
+  return adminToken === undefined ? {} : { authorization: `Bearer ${adminToken}` }
+}
+
 /**
- * Creates a sale through the service's API.
+ * Creates a sale through the service's API (an admin route: pass the service's admin token).
  *
  * @example
- * const { id } = await createSale(url, { item: 'phone', stock: 100, strategy: 'lock' })
+ * const { id } = await createSale(url, { item: 'phone', stock: 100, strategy: 'lock' }, process.env.FLASH_SALE_ADMIN_TOKEN)
  */
 export async function createSale(
   url: string,
   sale: { item: string; stock: number; strategy: Strategy; buckets?: number; startsAt?: number },
+  adminToken?: string,
 ): Promise<{ id: string }> {
   const response = await fetch(`${url}/sales`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', ...adminHeaders(adminToken) },
     body: JSON.stringify(sale),
   })
   return json(response, 'POST /sales')
 }
 
-/** Reads `GET /sales/:id/audit`. */
-export async function getAudit(url: string, saleId: string): Promise<AuditSnapshot> {
-  return json(await fetch(`${url}/sales/${saleId}/audit`), 'GET /sales/:id/audit')
+/** Reads `GET /sales/:id/audit` (an admin route: pass the service's admin token). */
+export async function getAudit(url: string, saleId: string, adminToken?: string): Promise<AuditSnapshot> {
+  const response = await fetch(`${url}/sales/${saleId}/audit`, { headers: adminHeaders(adminToken) })
+  return json(response, 'GET /sales/:id/audit')
 }
 
 /**

@@ -5,6 +5,7 @@ import type { RedisReserve } from '../reserve/redis-reserve.js'
 import type { Sale, SaleStore } from '../store/types.js'
 import type { BuyContext } from '../strategies/buy.js'
 import { LocalQueue } from '../strategies/local-queue.js'
+import { checkAdminToken } from './admin-auth.js'
 import { registerDashboardRoutes } from './dashboard-routes.js'
 import type { ServiceMetrics } from './metrics.js'
 import { registerOrderRoute } from './order-route.js'
@@ -25,19 +26,42 @@ export interface AppOptions {
   readonly reserve?: RedisReserve | undefined
   /** This process's outbox relay, reported by `/healthz`. */
   readonly relay?: OutboxRelay | undefined
+  /**
+   * Bearer token required by `POST /sales` and `GET /sales/:id/audit` (at least 16 characters). Default none:
+   * those routes answer 403 ADMIN_DISABLED. Buyers' routes never need it.
+   */
+  readonly adminToken?: string | undefined
+  /** `/events` streams open at once; one more is answered 503. Default 200. */
+  readonly maxEventStreams?: number
+  /** Time between two `/events` updates (one store read per tick for all streams). Default 500. */
+  readonly eventIntervalMs?: number
+}
+
+/** Throws a RangeError naming the first bad option (before any I/O of the caller). */
+export function checkAppOptions(options: Pick<AppOptions, 'adminToken' | 'maxEventStreams' | 'eventIntervalMs'>): void {
+  checkAdminToken(options.adminToken)
+  const { maxEventStreams, eventIntervalMs } = options
+  if (maxEventStreams !== undefined && (!Number.isInteger(maxEventStreams) || maxEventStreams < 0)) {
+    throw new RangeError(`maxEventStreams must be an integer >= 0, received ${String(maxEventStreams)}`)
+  }
+  if (eventIntervalMs !== undefined && (!Number.isFinite(eventIntervalMs) || eventIntervalMs < 10)) {
+    throw new RangeError(`eventIntervalMs must be a number >= 10, received ${String(eventIntervalMs)}`)
+  }
 }
 
 /**
  * Builds the flash-sale HTTP service (not listening yet): `POST /sales`, `GET /sales`, `GET /sales/:id`,
  * `GET /sales/:id/audit`, `POST /sales/:id/orders`, `GET /metrics`, `GET /healthz`, and the live
- * dashboard (`GET /dashboard`, fed by server-sent events from `GET /events`).
+ * dashboard (`GET /dashboard`, fed by server-sent events from `GET /events`, at most `maxEventStreams`).
+ * `POST /sales` and the audit need `adminToken`.
  *
  * @example
- * const app = buildApp({ store: sqliteStore('./sale.db'), locks, metrics: createMetrics() })
+ * const app = buildApp({ store: sqliteStore('./sale.db'), locks, metrics: createMetrics(), adminToken: process.env.FLASH_SALE_ADMIN_TOKEN })
  * await app.listen({ port: 3000 })
  */
 export function buildApp(options: AppOptions): FastifyInstance {
   const { store, metrics, locks } = options
+  checkAppOptions(options)
   const ctx: BuyContext = {
     store,
     locks,
@@ -71,8 +95,11 @@ export function buildApp(options: AppOptions): FastifyInstance {
     reply.header('content-type', metrics.registry.contentType)
     return metrics.registry.metrics()
   })
-  registerSaleRoutes(app, store, remember, options.reserve)
+  registerSaleRoutes(app, store, remember, options.reserve, options.adminToken)
   registerOrderRoute(app, ctx, metrics, findSale)
-  registerDashboardRoutes(app, store, metrics.live)
+  registerDashboardRoutes(app, store, metrics.live, {
+    ...(options.maxEventStreams === undefined ? {} : { maxStreams: options.maxEventStreams }),
+    ...(options.eventIntervalMs === undefined ? {} : { intervalMs: options.eventIntervalMs }),
+  })
   return app
 }

@@ -2,6 +2,8 @@ import type { FastifyReply } from 'fastify'
 
 const REASONS: Readonly<Record<number, string>> = {
   400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
   404: 'Not Found',
   409: 'Conflict',
   425: 'Too Early',

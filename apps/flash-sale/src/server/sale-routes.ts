@@ -1,8 +1,9 @@
 import type { FastifyInstance } from 'fastify'
 import type { RedisReserve, ReservedView } from '../reserve/redis-reserve.js'
 import type { Sale, SaleInput, SaleStore, Strategy } from '../store/types.js'
+import { adminGuard } from './admin-auth.js'
 import { badRequest, refuse } from './replies.js'
-import { createSaleSchema, saleSchema } from './schemas.js'
+import { createSaleSchema, LIMITS, saleSchema } from './schemas.js'
 
 interface CreateSaleBody {
   item: string
@@ -44,6 +45,12 @@ function saleInput(body: CreateSaleBody, hasReserve: boolean): SaleInput | strin
   if (startsAt === undefined) {
     return `body/startsAt must be epoch milliseconds or an ISO 8601 date-time, received ${JSON.stringify(body.startsAt)}`
   }
+  const latest = Date.now() + LIMITS.maxStartsAheadMs
+  if (startsAt < LIMITS.earliestStartsAt || startsAt > latest) {
+    // A date outside this range is a typo (an extra zero, a sign), and one beyond what Date can show
+    // (1e20) broke every later answer that prints it.
+    return `body/startsAt must be between ${new Date(LIMITS.earliestStartsAt).toISOString()} and one year from now (${new Date(latest).toISOString()}), received ${JSON.stringify(body.startsAt)}`
+  }
   // Sharded sales default to 8 buckets (fewer for tiny stock, so none starts empty).
   const buckets = body.buckets ?? (body.strategy === 'sharded' ? Math.min(8, body.stock) : 1)
   if (body.strategy !== 'sharded' && buckets !== 1) {
@@ -53,7 +60,8 @@ function saleInput(body: CreateSaleBody, hasReserve: boolean): SaleInput | strin
 }
 
 /**
- * `POST /sales`, `GET /sales/:id` and `GET /sales/:id/audit`. `remember` receives each created sale
+ * `POST /sales`, `GET /sales/:id` and `GET /sales/:id/audit`; the first and the last (it lists every order id)
+ * need `adminToken` (see {@link adminGuard}). `remember` receives each created sale
  * (the order route caches sales: they never change once created). For a `reserve` sale both reads add
  * `reserved`, the Redis view (what buyers were promised); their other counters are the store's settled view.
  */
@@ -61,9 +69,12 @@ export function registerSaleRoutes(
   app: FastifyInstance,
   store: SaleStore,
   remember: (sale: Sale) => void,
-  reserve?: RedisReserve,
+  reserve: RedisReserve | undefined,
+  adminToken: string | undefined,
 ): void {
-  app.post<{ Body: CreateSaleBody }>('/sales', { schema: createSaleSchema }, async (request, reply) => {
+  // onRequest: the token is checked before the body is even parsed, so a stranger learns nothing from a 400.
+  const onRequest = adminGuard(adminToken)
+  app.post<{ Body: CreateSaleBody }>('/sales', { schema: createSaleSchema, onRequest }, async (request, reply) => {
     const input = saleInput(request.body, reserve !== undefined)
     if (typeof input === 'string') return badRequest(reply, input)
     const sale = await store.createSale(input)
@@ -79,7 +90,7 @@ export function registerSaleRoutes(
   })
 
   // Everything the load generator's invariant checks need, read from the store in one snapshot.
-  app.get<{ Params: { id: string } }>('/sales/:id/audit', { schema: saleSchema }, async (request, reply) => {
+  app.get<{ Params: { id: string } }>('/sales/:id/audit', { schema: saleSchema, onRequest }, async (request, reply) => {
     const audit = await store.audit(request.params.id)
     if (audit === undefined) return refuse(reply, 404, 'UNKNOWN_SALE', `No sale ${request.params.id}`)
     const body = { ...audit, orderIds: [...audit.orderIds] }

@@ -1,7 +1,15 @@
 import { STRATEGIES } from '../store/types.js'
 
-/** Largest sale and order accepted (guards against typos such as an extra zero). */
-export const LIMITS = Object.freeze({ maxStock: 10_000_000, maxQuantity: 10, maxBuckets: 64 })
+/** Largest sale and order accepted, and the range of `startsAt` (guards against typos such as an extra zero). */
+export const LIMITS = Object.freeze({
+  maxStock: 10_000_000,
+  maxQuantity: 10,
+  maxBuckets: 64,
+  /** 2000-01-01T00:00:00Z: no sale starts earlier (a negative or tiny date is a typo). */
+  earliestStartsAt: Date.UTC(2000, 0, 1),
+  /** A sale starts at most a year ahead. */
+  maxStartsAheadMs: 365 * 24 * 60 * 60 * 1000,
+})
 
 const errorBody = {
   type: 'object',

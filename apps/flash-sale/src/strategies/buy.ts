@@ -59,7 +59,9 @@ export async function buyAtomic(ctx: BuyContext, sale: Sale, userId: string, qua
 /**
  * Read-check-write of one bucket under its latchkey mutex. The read claims the bucket with `lease.token`
  * and the write is fenced by it, so a holder whose lease ran out while it worked cannot oversell: its
- * write is refused as `stale` once a later holder has touched the bucket.
+ * write is refused as `stale` once a later holder has touched the bucket. Once the order is committed, a lock
+ * release that fails (the backend down, the lease lost) does not throw: withLock reports it as a `release-failed`
+ * event and returns the outcome, so the buyer hears 201 for an order that is stored, never 503.
  */
 export async function buyInBucket(
   ctx: BuyContext,
