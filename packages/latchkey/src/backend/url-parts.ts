@@ -29,21 +29,32 @@ export interface UrlParts {
 }
 
 /**
- * `url` as an error message may show it: quoted, password and secret query parameters hidden. A password
- * holding an unescaped `/`, `?` or `#` ends the authority early for `redactUrl`, so when an `@` follows such
- * a character, everything up to the last `@` counts as userinfo: over-hiding a host beats showing a password.
+ * Where an unescaped `/`, `?` or `#` in a password ends the authority early (`u:pa?ss@host`): then an `@`
+ * follows that character, with a `:` but no `=` (no query parameter) before it. Returns the `@`'s index in the
+ * text after the scheme, or -1.
  */
-export function shownUrl(url: string): string {
-  const head = /^[A-Za-z][A-Za-z0-9+.-]*:(\/\/)?/.exec(url)
-  if (head === null) return JSON.stringify(redactUrl(url))
-  const rest = url.slice(head[0].length)
+function misplacedAt(rest: string): number {
   const end = rest.search(/[/?#]/)
   const at = rest.lastIndexOf('@')
-  if (end >= 0 && at > end && rest.slice(0, end).indexOf('@') < 0 && rest.slice(0, at).includes(':')) {
-    const user = rest.slice(0, rest.indexOf(':'))
-    return JSON.stringify(redactUrl(`${head[0]}${user}:***${rest.slice(at)}`))
-  }
-  return JSON.stringify(redactUrl(url))
+  if (end < 0 || at < end || rest.slice(0, end).includes('@')) return -1
+  const before = rest.slice(0, at)
+  return before.includes(':') && !before.includes('=') ? at : -1
+}
+
+const HEAD = /^[A-Za-z][A-Za-z0-9+.-]*:(\/\/)?/
+
+/**
+ * `url` as an error message may show it: quoted, password and secret query parameters hidden. A password
+ * holding an unescaped `/`, `?` or `#` ends the authority early for `redactUrl`, so then everything up to the
+ * `@` counts as userinfo: over-hiding a host beats showing a password.
+ */
+export function shownUrl(url: string): string {
+  const head = HEAD.exec(url)
+  if (head === null) return JSON.stringify(redactUrl(url))
+  const rest = url.slice(head[0].length)
+  const at = misplacedAt(rest)
+  if (at < 0) return JSON.stringify(redactUrl(url))
+  return JSON.stringify(redactUrl(`${head[0]}${rest.slice(0, rest.indexOf(':'))}:***${rest.slice(at)}`))
 }
 
 /** Splits `url` into raw parts; throws `RangeError` when it has no scheme. */
@@ -52,6 +63,11 @@ export function splitUrl(url: string): UrlParts {
   const m = /^([A-Za-z][A-Za-z0-9+.-]*):(\/\/)?([^/?#]*)([^?#]*)(?:\?([^#]*))?(?:#(.*))?$/s.exec(url)
   if (m === null)
     throw new RangeError(`latchkey: a backend URL starts with a scheme (redis://...), received ${shownUrl(url)}`)
+  if (misplacedAt(url.slice((HEAD.exec(url)?.[0] ?? '').length)) >= 0) {
+    throw new RangeError(
+      `latchkey: the password (or user) of a backend URL holds an unescaped "/", "?" or "#"; percent-encode it (%2F, %3F, %23), received ${shownUrl(url)}`,
+    )
+  }
   const authority = m[3] ?? ''
   const at = authority.lastIndexOf('@')
   return {
