@@ -13,10 +13,11 @@ import { backendFromUrl } from '../src/backend-url.js'
 import { mysqlBackend } from '../src/backends/mysql/index.js'
 import { postgresBackend } from '../src/backends/postgres/index.js'
 import { redisBackend } from '../src/backends/redis/index.js'
+import { zookeeperBackend } from '../src/backends/zookeeper/index.js'
 import { createLocks } from '../src/core/locks.js'
 import { BackendUnavailableError, QuorumNotReachedError } from '../src/errors.js'
 import { deadPort } from './support/dead-port.js'
-import { childrenOf, rawClient, removeTree, zkUrl } from './support/zookeeper-env.js'
+import { asZkClient, childrenOf, rawClient, removeTree, zkUrl } from './support/zookeeper-env.js'
 
 const suffix = `${process.pid}-${Math.random().toString(36).slice(2, 8)}`
 
@@ -154,6 +155,18 @@ describe('ZooKeeper chroot', () => {
     } finally {
       await locks.close()
       await backend.close()
+    }
+  })
+
+  it('a client handed in, chrooted to a missing node, fails with a BackendUnavailableError that says so', async () => {
+    const client = await rawClient(`${zkUrl()}${chroot}-missing`)
+    const backend = zookeeperBackend({ client: asZkClient(client) })
+    try {
+      const error = await tryError(backend)
+      expect(error).toBeInstanceOf(BackendUnavailableError)
+      expect(error.message).toMatch(/zookeeper backend at .*the chroot of the client does not exist/)
+    } finally {
+      client.close()
     }
   })
 })

@@ -216,16 +216,17 @@ export function parseSingleHostUrl(url: string, defaultPort: number, example: st
     throw new RangeError(`latchkey: a ${parts.scheme} URL names one server (${example}), received ${shownUrl(url)}`)
   }
   const server = parseHostList(parts.hosts, defaultPort, url)[0] as HostPort
+  // Every part is known good by now; WHATWG URL does the percent-decoding of the credentials.
   let username: string | undefined
   let password: string | undefined
-  if (parts.userinfo !== undefined) {
-    const colon = parts.userinfo.indexOf(':')
-    try {
-      username = decodeURIComponent(colon < 0 ? parts.userinfo : parts.userinfo.slice(0, colon))
-      password = colon < 0 ? undefined : decodeURIComponent(parts.userinfo.slice(colon + 1))
-    } catch {
-      throw new RangeError(`latchkey: the user or password is not valid percent-encoding, in ${shownUrl(url)}`)
-    }
+  try {
+    const parsed = new URL(url)
+    username = parts.userinfo === undefined ? undefined : decodeURIComponent(parsed.username)
+    password = parts.userinfo?.includes(':') === true ? decodeURIComponent(parsed.password) : undefined
+  } catch {
+    throw new RangeError(
+      `latchkey: not a valid URL (check the percent-encoding of user and password): ${shownUrl(url)}`,
+    )
   }
   return { parts, server, username, password }
 }
