@@ -1,14 +1,8 @@
 import { requirePeer } from '../../backend/optional-peer.js'
 import type { Backend } from '../../backend/types.js'
-import {
-  checkQueryKeys,
-  choiceOption,
-  formatServer,
-  numberOption,
-  parseSingleHostUrl,
-  shownUrl,
-} from '../../backend/url-parts.js'
+import { checkQueryKeys, choiceOption, numberOption, parseSingleHostUrl, shownUrl } from '../../backend/url-parts.js'
 import type { MysqlPool } from './mysql-client.js'
+import { connectionOptions, databaseOf, owningPool } from './sql-url.js'
 
 interface Mysql2Promise {
   createPool(options: Record<string, unknown>): MysqlPool & { end(): Promise<void> }
@@ -17,24 +11,19 @@ interface Mysql2Promise {
 /** latchkey's own options, then the mysql2 connection options a URL may pass through. */
 const KNOWN = ['strategy', 'connectionLimit', 'connectTimeoutMs', 'charset', 'timezone', 'ssl'] as const
 
+const EXAMPLE = 'mysql://root@127.0.0.1:3306/test'
+
 /** A checked `mysql://` URL: the pool options and latchkey's options. */
 export interface MysqlUrl {
   readonly pool: Record<string, unknown>
   readonly strategy: 'table' | 'get_lock' | 'for_update' | undefined
   readonly connectTimeoutMs: number | undefined
-  /** `host:port`, for messages. */
-  readonly label: string
 }
 
 /** Parses and checks a `mysql://user:pass@host:port/db?...` URL; `RangeError` naming the bad part. */
 export function parseMysqlUrl(url: string): MysqlUrl {
-  const { parts, server, username, password } = parseSingleHostUrl(url, 3306, 'mysql://root@127.0.0.1:3306/test')
-  const db = /^\/([^/]+)\/?$/.exec(parts.path)?.[1]
-  if (db === undefined && parts.path !== '' && parts.path !== '/') {
-    throw new RangeError(
-      `latchkey: the path of a mysql URL is one database name (mysql://host:3306/test), received ${JSON.stringify(parts.path)} in ${shownUrl(url)}`,
-    )
-  }
+  const checked = parseSingleHostUrl(url, 3306, EXAMPLE)
+  const { parts } = checked
   checkQueryKeys(parts.query, KNOWN, 'mysql', url)
   const passThrough: Record<string, unknown> = {}
   for (const key of ['charset', 'timezone'] as const) {
@@ -45,17 +34,12 @@ export function parseMysqlUrl(url: string): MysqlUrl {
   if (ssl !== null) passThrough.ssl = parseSsl(ssl, url)
   return {
     pool: {
-      host: server.host,
-      port: server.port,
-      ...(username === undefined || username === '' ? {} : { user: username }),
-      ...(password === undefined ? {} : { password }),
-      ...(db === undefined ? {} : { database: decodeURIComponent(db) }),
+      ...connectionOptions(checked, databaseOf(checked.parts.path, EXAMPLE, url)),
       connectionLimit: numberOption(parts.query, 'connectionLimit', 1, url) ?? 10,
       ...passThrough,
     },
     strategy: choiceOption(parts.query, 'strategy', ['table', 'get_lock', 'for_update'] as const, url),
     connectTimeoutMs: numberOption(parts.query, 'connectTimeoutMs', 1, url),
-    label: formatServer(server),
   }
 }
 
@@ -84,18 +68,7 @@ export async function openMysqlBackend(
   const parsed = parseMysqlUrl(url)
   const mysql = requirePeer<Mysql2Promise>('mysql2/promise', 'mysql', 'mysql2 package (3.x): npm install mysql2')
   const pool = mysql.createPool(parsed.pool)
-  let backend: Backend
-  try {
-    backend = make({ pool, strategy: parsed.strategy, connectTimeoutMs: parsed.connectTimeoutMs })
-  } catch (error) {
-    await pool.end()
-    throw error
-  }
-  const close = backend.close.bind(backend)
-  return Object.assign(backend, {
-    close: async () => {
-      await close()
-      await pool.end()
-    },
-  })
+  return owningPool(pool, (p) =>
+    make({ pool: p, strategy: parsed.strategy, connectTimeoutMs: parsed.connectTimeoutMs }),
+  )
 }

@@ -1,13 +1,7 @@
 import { requirePeer } from '../../backend/optional-peer.js'
 import type { Backend } from '../../backend/types.js'
-import {
-  checkQueryKeys,
-  choiceOption,
-  formatServer,
-  numberOption,
-  parseSingleHostUrl,
-  shownUrl,
-} from '../../backend/url-parts.js'
+import { checkQueryKeys, choiceOption, numberOption, parseSingleHostUrl } from '../../backend/url-parts.js'
+import { connectionOptions, databaseOf, owningPool } from '../mysql/sql-url.js'
 import type { PgPool } from './pg-client.js'
 
 interface PgModule {
@@ -22,24 +16,19 @@ interface PgModule {
 /** latchkey's own options, then the node-postgres connection options a URL may pass through. */
 const KNOWN = ['strategy', 'max', 'connectTimeoutMs', 'sslmode', 'application_name', 'options'] as const
 
+const EXAMPLE = 'postgres://postgres@127.0.0.1:5432/test'
+
 /** A checked `postgres://` URL: the pool options and latchkey's options. */
 export interface PostgresUrl {
   readonly pool: Record<string, unknown>
   readonly strategy: 'table' | 'advisory' | undefined
   readonly connectTimeoutMs: number | undefined
-  /** `host:port`, for messages. */
-  readonly label: string
 }
 
 /** Parses and checks a `postgres://user:pass@host:port/db?...` URL; `RangeError` naming the bad part. */
 export function parsePostgresUrl(url: string): PostgresUrl {
-  const { parts, server, username, password } = parseSingleHostUrl(url, 5432, 'postgres://postgres@127.0.0.1:5432/test')
-  const db = /^\/([^/]+)\/?$/.exec(parts.path)?.[1]
-  if (db === undefined && parts.path !== '' && parts.path !== '/') {
-    throw new RangeError(
-      `latchkey: the path of a postgres URL is one database name (postgres://host:5432/test), received ${JSON.stringify(parts.path)} in ${shownUrl(url)}`,
-    )
-  }
+  const checked = parseSingleHostUrl(url, 5432, EXAMPLE)
+  const { parts } = checked
   checkQueryKeys(parts.query, KNOWN, parts.scheme, url)
   const sslmode = choiceOption(
     parts.query,
@@ -51,11 +40,7 @@ export function parsePostgresUrl(url: string): PostgresUrl {
   const options = parts.query.get('options')
   return {
     pool: {
-      host: server.host,
-      port: server.port,
-      ...(username === undefined || username === '' ? {} : { user: username }),
-      ...(password === undefined ? {} : { password }),
-      ...(db === undefined ? {} : { database: decodeURIComponent(db) }),
+      ...connectionOptions(checked, databaseOf(checked.parts.path, EXAMPLE, url)),
       max: numberOption(parts.query, 'max', 1, url) ?? 10,
       // node-postgres: "disable" is plain TCP, "no-verify" TLS without checks, the rest verified TLS.
       ...(sslmode === undefined || sslmode === 'disable'
@@ -66,7 +51,6 @@ export function parsePostgresUrl(url: string): PostgresUrl {
     },
     strategy: choiceOption(parts.query, 'strategy', ['table', 'advisory'] as const, url),
     connectTimeoutMs: numberOption(parts.query, 'connectTimeoutMs', 1, url),
-    label: formatServer(server),
   }
 }
 
@@ -86,18 +70,7 @@ export async function openPostgresBackend(
   const pool = new pg.Pool(parsed.pool)
   // An idle client dropped by the server is reported here; the pool replaces it on the next connect.
   pool.on('error', () => undefined)
-  let backend: Backend
-  try {
-    backend = make({ pool, strategy: parsed.strategy, connectTimeoutMs: parsed.connectTimeoutMs })
-  } catch (error) {
-    await pool.end()
-    throw error
-  }
-  const close = backend.close.bind(backend)
-  return Object.assign(backend, {
-    close: async () => {
-      await close()
-      await pool.end()
-    },
-  })
+  return owningPool(pool, (p) =>
+    make({ pool: p, strategy: parsed.strategy, connectTimeoutMs: parsed.connectTimeoutMs }),
+  )
 }
