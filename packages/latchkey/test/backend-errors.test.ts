@@ -4,6 +4,9 @@
  * database index Redis refuses is an error at open (ioredis alone would silently use database 0), and a
  * missing ZooKeeper chroot is created.
  */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { Redis } from 'ioredis'
 import mysql from 'mysql2/promise'
 import pg from 'pg'
@@ -78,6 +81,22 @@ describe('errors name the server that did not answer', () => {
     const pgError = await tryError(postgresBackend({ pool: pgPool }))
     await pgPool.end()
     expect(pgError.message).toContain(`postgres backend at 127.0.0.1:${port}`)
+  })
+})
+
+describe('sqlite errors name the database file', () => {
+  it('a call on a closed sqlite backend names its file', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'latchkey-errors-'))
+    try {
+      const file = join(dir, 'locks.db')
+      const backend = await backendFromUrl(`sqlite:${file}`)
+      await backend.close()
+      const error = await tryError(backend)
+      expect(error).toBeInstanceOf(BackendUnavailableError)
+      expect(error.message).toContain(`sqlite backend at ${JSON.stringify(file)}`)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 })
 
