@@ -3,6 +3,7 @@
  * ioredis when installed, else node-redis. Unlike `redisBackend({ client })`, this backend owns its client
  * and closes it in `close()`.
  */
+import { isIP } from 'node:net'
 import type { Backend } from '../../backend/types.js'
 import { shownUrl } from '../../backend/url-parts.js'
 import { BackendUnavailableError, UnsupportedError } from '../../errors.js'
@@ -57,7 +58,8 @@ async function openIoredis(parsed: RedisUrl, url: string, waitMs: number): Promi
     db: parsed.db,
     ...(parsed.username === undefined ? {} : { username: parsed.username }),
     ...(parsed.password === undefined ? {} : { password: parsed.password }),
-    ...(parsed.tls ? { tls: { servername: parsed.server.host } } : {}),
+    // SNI takes a host name only (RFC 6066): Node warns when given an IP address.
+    ...(parsed.tls ? { tls: isIP(parsed.server.host) === 0 ? { servername: parsed.server.host } : {} } : {}),
   })
   // Errors surface as BackendUnavailableError on each call; the client keeps reconnecting.
   client.on('error', () => undefined)
