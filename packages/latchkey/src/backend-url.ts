@@ -1,10 +1,17 @@
 import type { Backend } from './backend/types.js'
+import { checkQueryKeys, rejectFragment, shownUrl, splitUrl } from './backend/url-parts.js'
+
+const SCHEMES = 'memory:, sqlite:, redis:, rediss:, redlock:, zookeeper:, mysql:, postgres: or etcd:'
 
 /**
  * Opens a backend from a URL: `memory:`, `sqlite:./file.db` (`sqlite::memory:` for a private in-memory
- * database), `mysql://user:pass@host:port/db?strategy=table|get_lock|for_update`,
- * `postgres://user@host:port/db?strategy=table|advisory`, `zookeeper://h1:p1,h2:p2/chroot?sessionTimeoutMs=…`,
- * `etcd://h1:p1,h2:p2`, `redlock://h1:p1,h2:p2,h3:p3`. The backend owns the clients it opens: call
+ * database), `redis://[user:pass@]host:port/db?layout=&commandTimeoutMs=`,
+ * `mysql://user:pass@host:port/db?strategy=table|get_lock|for_update&connectionLimit=`,
+ * `postgres://user@host:port/db?strategy=table|advisory&max=`,
+ * `zookeeper://h1:p1,h2:p2/chroot?sessionTimeoutMs=…` (a missing chroot is created), `etcd://h1:p1,h2:p2?prefix=`,
+ * `redlock://h1:p1,h2:p2,h3:p3?quorum=`. Every part is checked before any client is built: a bad scheme, host,
+ * port (1-65535), path, unknown query option or credentials a backend cannot use throw a `TypeError` /
+ * `RangeError` naming the part, with the URL's password hidden. The backend owns the clients it opens: call
  * `backend.close()` when done.
  *
  * @example
@@ -12,20 +19,27 @@ import type { Backend } from './backend/types.js'
  */
 export async function backendFromUrl(url: string): Promise<Backend> {
   if (typeof url !== 'string') throw new TypeError(`latchkey: url must be a string, received ${typeof url}`)
-  const colon = url.indexOf(':')
-  const scheme = colon > 0 ? url.slice(0, colon).toLowerCase() : ''
-  const rest = url.slice(colon + 1)
-  switch (scheme) {
+  const parts = splitUrl(url)
+  switch (parts.scheme) {
     case 'memory': {
+      if (`${parts.hosts}${parts.path}` !== '' || parts.userinfo !== undefined) {
+        throw new RangeError(`latchkey: a memory URL is just "memory:", received ${shownUrl(url)}`)
+      }
+      rejectFragment(parts, url)
+      checkQueryKeys(parts.query, [], 'memory', url)
       const { memoryBackend } = await import('./backends/memory/index.js')
       return memoryBackend()
     }
     case 'sqlite': {
+      const rest = url.slice(url.indexOf(':') + 1)
       const path = rest.startsWith('//') ? rest.slice(2) : rest
       if (path.length === 0)
+        throw new RangeError(`latchkey: a sqlite URL needs a file path (sqlite:./locks.db), received ${shownUrl(url)}`)
+      if (/[?#]/.test(path)) {
         throw new RangeError(
-          `latchkey: a sqlite URL needs a file path (sqlite:./locks.db), received ${JSON.stringify(url)}`,
+          `latchkey: a sqlite URL takes no options (known options: none), received ${shownUrl(url)}; use sqliteBackend() for options`,
         )
+      }
       const { sqliteBackend } = await import('./backends/sqlite/index.js')
       return sqliteBackend({ path })
     }
@@ -44,36 +58,20 @@ export async function backendFromUrl(url: string): Promise<Backend> {
       return openRedisBackend(url)
     }
     case 'redlock': {
-      // redlock://h1:p1,h2:p2,h3:p3?quorum=&driftFactor=&nodeTimeoutMs= (opens and owns one ioredis client per node)
       const { openRedlockBackend } = await import('./backends/redlock/index.js')
       return openRedlockBackend(url)
     }
     case 'zookeeper': {
-      // zookeeper://h1:p1,h2:p2/chroot?sessionTimeoutMs=10000 (URL() cannot parse a host list)
-      const [where = '', query = ''] = rest.replace(/^\/\//, '').split('?')
-      if (where.length === 0) {
-        throw new RangeError(
-          `latchkey: a zookeeper URL needs hosts (zookeeper://h1:2181,h2:2181), received ${JSON.stringify(url)}`,
-        )
-      }
-      const timeout = new URLSearchParams(query).get('sessionTimeoutMs')
-      const { zookeeperBackend } = await import('./backends/zookeeper/index.js')
-      return zookeeperBackend({
-        connectString: where,
-        ...(timeout === null ? {} : { sessionTimeoutMs: Number(timeout) }),
-      })
+      const { zookeeperBackend, parseZookeeperUrl } = await import('./backends/zookeeper/index.js')
+      return zookeeperBackend(parseZookeeperUrl(url))
     }
     case 'etcd': {
-      // etcd://h1:p1,h2:p2 -> one http endpoint per host
-      const hosts = rest.replace(/^\/\//, '').split(/[/?]/)[0] ?? ''
-      if (hosts.length === 0)
-        throw new RangeError(`latchkey: an etcd URL needs hosts (etcd://h1:2379), received ${JSON.stringify(url)}`)
-      const { etcdBackend } = await import('./backends/etcd/index.js')
-      return etcdBackend({ hosts: hosts.split(',').map((h) => `http://${h}`) })
+      const { etcdBackend, parseEtcdUrl } = await import('./backends/etcd/index.js')
+      return etcdBackend(parseEtcdUrl(url))
     }
     default:
       throw new RangeError(
-        `latchkey: unknown backend URL scheme in ${JSON.stringify(url)}; expected memory:, sqlite:, redis:, redlock:, zookeeper:, mysql:, postgres: or etcd:`,
+        `latchkey: unknown backend URL scheme "${parts.scheme}:" in ${shownUrl(url)}; expected ${SCHEMES}`,
       )
   }
 }

@@ -89,8 +89,8 @@ describe('redlock: options, capabilities and adapters', () => {
       options: { quorum: 3 },
     })
     expect(() => parseRedlockUrl('redis://a:1')).toThrow(RangeError)
-    expect(() => parseRedlockUrl('redlock://a:99999')).toThrow(/bad node/)
-    expect(() => parseRedlockUrl('redlock://a:1?fencing=1')).toThrow(/unknown redlock URL option/)
+    expect(() => parseRedlockUrl('redlock://a:99999')).toThrow(/port "99999" of server "a:99999"/)
+    expect(() => parseRedlockUrl('redlock://a:1?fencing=1')).toThrow(/unknown option "fencing" in redlock URL/)
     const backend = await openRedlockBackend(url)
     const locks = createLocks({ backend, namespace })
     const lease = await locks.mutex('from-url').acquire()

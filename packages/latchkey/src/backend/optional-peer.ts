@@ -1,11 +1,11 @@
 import { createRequire } from 'node:module'
-import { BackendUnavailableError } from '../errors.js'
+import { UnsupportedError } from '../errors.js'
 
 const require = createRequire(import.meta.url)
 
 /**
- * Loads a client library that latchkey lists as an optional peer dependency, or throws a
- * `BackendUnavailableError` that names the package to install.
+ * Loads a client library that latchkey lists as an optional peer dependency, or throws an `UnsupportedError`
+ * (`retryable: false`: trying again cannot install a package) that names the package and how to install it.
  *
  * @example
  * const pg = requirePeer<PgModule>('pg', 'postgres', 'pg (8.x): npm install pg')
@@ -14,6 +14,14 @@ export function requirePeer<T>(specifier: string, backend: string, install: stri
   try {
     return require(specifier) as T
   } catch (error) {
-    throw new BackendUnavailableError(`${backend} backend needs the ${install}`, { cause: error })
+    const code = (error as { code?: unknown } | null)?.code
+    if (code === 'MODULE_NOT_FOUND' || code === 'ERR_MODULE_NOT_FOUND') {
+      throw new UnsupportedError(`${backend} backend needs the ${install}`, { cause: error })
+    }
+    // Installed but broken (a native addon built for another Node, a syntax error): reinstalling is the fix.
+    throw new UnsupportedError(
+      `${backend} backend could not load ${specifier} (${(error as Error)?.message}); reinstall the ${install}`,
+      { cause: error },
+    )
   }
 }

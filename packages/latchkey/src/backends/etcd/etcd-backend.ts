@@ -12,7 +12,7 @@ import type {
 import { monotonicNow } from '../../core/clock.js'
 import { NotLockHolderError } from '../../errors.js'
 import { type AcquireDeps, acquireNow, acquireQueued } from './acquire.js'
-import { type EtcdClient, type EtcdCompare, openEtcdClient, unavailable } from './etcd-client.js'
+import { type EtcdClient, type EtcdCompare, etcdServers, openEtcdClient, unavailable } from './etcd-client.js'
 import { KeyLayout, prefixRange } from './keys.js'
 import { Leases, ttlSeconds } from './leases.js'
 import { createdAt, type KeyedOwner, Owners } from './owners.js'
@@ -64,16 +64,15 @@ export class EtcdBackend implements Backend {
   private readonly owners = new Owners()
   private readonly leases: Leases
   private readonly hub: WatchHub
+  /** The endpoints, named in every `BackendUnavailableError`. */
+  readonly server: string
 
   constructor(options: EtcdBackendOptions) {
     const callTimeoutMs = options.callTimeoutMs ?? 2_000
     this.ownsClient = options.client === undefined
-    this.client =
-      options.client ??
-      openEtcdClient({
-        hosts: typeof options.hosts === 'string' ? [options.hosts] : [...(options.hosts ?? [])],
-        callTimeoutMs,
-      })
+    const hosts = typeof options.hosts === 'string' ? [options.hosts] : options.hosts && [...options.hosts]
+    this.client = options.client ?? openEtcdClient({ hosts: hosts ?? [], callTimeoutMs })
+    this.server = etcdServers(hosts, options.client)
     this.layout = new KeyLayout(options.prefix ?? 'latchkey')
     this.leases = new Leases(this.client, callTimeoutMs)
     this.hub = new WatchHub(this.client, this.layout)
@@ -92,7 +91,7 @@ export class EtcdBackend implements Backend {
         ? await acquireQueued(this.deps, request, until)
         : await acquireNow(this.deps, request, until)
     } catch (error) {
-      throw unavailable(error, `acquiring "${request.key}" (${request.kind})`)
+      throw unavailable(error, `acquiring "${request.key}" (${request.kind})`, this.server)
     } finally {
       done()
     }
@@ -111,7 +110,7 @@ export class EtcdBackend implements Backend {
       const kv = check.kvs[0]
       return alive && kv !== undefined && BigInt(kv.create_revision) === holder.revision && kv.lease === holder.lease.id
     } catch (error) {
-      throw unavailable(error, `renewing "${request.key}"`)
+      throw unavailable(error, `renewing "${request.key}"`, this.server)
     }
   }
 
@@ -128,7 +127,7 @@ export class EtcdBackend implements Backend {
       if (holder.lease.ttlS > 0) this.leases.putBack(holder.lease)
       return res.succeeded
     } catch (error) {
-      throw unavailable(error, `releasing "${request.key}"`)
+      throw unavailable(error, `releasing "${request.key}"`, this.server)
     }
   }
 
@@ -141,7 +140,7 @@ export class EtcdBackend implements Backend {
     try {
       await this.client.leaseClient.leaseRevoke({ ID: state.lease.id })
     } catch (error) {
-      throw unavailable(error, `leaving the line of "${request.key}"`)
+      throw unavailable(error, `leaving the line of "${request.key}"`, this.server)
     }
   }
 
@@ -155,7 +154,7 @@ export class EtcdBackend implements Backend {
       const n = counts.reduce((sum, res) => sum + res.kvs.length, 0)
       return ref.kind === 'semaphore' ? n >= ref.permits : n > 0
     } catch (error) {
-      throw unavailable(error, `reading "${ref.key}"`)
+      throw unavailable(error, `reading "${ref.key}"`, this.server)
     }
   }
 
@@ -168,7 +167,7 @@ export class EtcdBackend implements Backend {
       })
       return res.responses.some((r) => Number(r.response_delete_range?.deleted ?? 0) > 0)
     } catch (error) {
-      throw unavailable(error, `force-releasing "${ref.key}"`)
+      throw unavailable(error, `force-releasing "${ref.key}"`, this.server)
     }
   }
 
@@ -191,7 +190,7 @@ export class EtcdBackend implements Backend {
       const r = prefixRange(this.layout.kindPrefix(ref.key, ref.kind))
       const res = await this.client.kv
         .range({ key: r.start, range_end: r.end, keys_only: true })
-        .catch((error: unknown) => Promise.reject(unavailable(error, `reading "${ref.key}"`)))
+        .catch((error: unknown) => Promise.reject(unavailable(error, `reading "${ref.key}"`, this.server)))
       key = res.kvs.find((kv) => BigInt(kv.create_revision) === ref.token)?.key.toString()
     }
     if (key === undefined) {

@@ -1,5 +1,6 @@
 import { requirePeer } from '../../backend/optional-peer.js'
 import { BackendUnavailableError, isLockError } from '../../errors.js'
+import { redactText, redactUrl } from '../../redact-url.js'
 
 /** A key as etcd returns it (etcd3 uses decimal strings for int64). */
 export interface EtcdKeyValue {
@@ -130,11 +131,21 @@ export function isLeaseGone(error: unknown): boolean {
   return error instanceof Error && error.message.includes('requested lease not found')
 }
 
-/** Maps a client failure to a retryable `BackendUnavailableError` (latchkey errors pass through). */
-export function unavailable(error: unknown, what: string): Error {
+/**
+ * Maps a client failure to a retryable `BackendUnavailableError` naming `server` (latchkey errors pass through).
+ * grpc-js echoes endpoints in its messages, so URLs in the text lose their credentials.
+ */
+export function unavailable(error: unknown, what: string, server: string): Error {
   if (isLockError(error)) return error
-  const message = error instanceof Error ? error.message : String(error)
-  return new BackendUnavailableError(`etcd backend: ${what} failed (${message}); is etcd reachable?`, {
+  const message = redactText(error instanceof Error ? error.message : String(error))
+  return new BackendUnavailableError(`etcd backend at ${server}: ${what} failed (${message}); is etcd reachable?`, {
     cause: error,
   })
+}
+
+/** The endpoints of an etcd3 client (`http://h1:2379,http://h2:2379`), credentials hidden, for messages. */
+export function etcdServers(hosts: readonly string[] | undefined, client: unknown): string {
+  const fromClient = (client as { pool?: { options?: { hosts?: unknown } } } | undefined)?.pool?.options?.hosts
+  const list = hosts ?? (typeof fromClient === 'string' ? [fromClient] : Array.isArray(fromClient) ? fromClient : [])
+  return list.length === 0 ? 'unknown endpoints' : list.map((h) => redactUrl(String(h))).join(',')
 }

@@ -26,8 +26,12 @@
  * - **Notifications.** One delete-only watch per lock name and process; readers wake on exclusive deletes, queued
  *   waiters on their predecessor's delete. Lock-delay is not implemented (`lockDelay: false`).
  */
+import { shownUrl } from '../../backend/url-parts.js'
 import { EtcdBackend, type EtcdBackendOptions, type EtcdHolderGuard } from './etcd-backend.js'
 import type { EtcdClient, EtcdCompare } from './etcd-client.js'
+import { checkEtcdHosts } from './etcd-url.js'
+
+export { checkEtcdHosts, parseEtcdUrl } from './etcd-url.js'
 
 export { EtcdBackend, type EtcdBackendOptions, type EtcdClient, type EtcdCompare, type EtcdHolderGuard }
 
@@ -45,7 +49,8 @@ export { EtcdBackend, type EtcdBackendOptions, type EtcdClient, type EtcdCompare
  * await locks.mutex('order:42').withLock(async (lease) => ship(order, { fence: lease.token }))
  * await locks.close(); await backend.close()
  */
-export function etcdBackend(options: EtcdBackendOptions): EtcdBackend {
+export function etcdBackend(input: EtcdBackendOptions): EtcdBackend {
+  let options = input
   if (typeof options !== 'object' || options === null) {
     throw new TypeError(`latchkey: etcdBackend needs an options object, received ${String(options)}`)
   }
@@ -54,9 +59,10 @@ export function etcdBackend(options: EtcdBackendOptions): EtcdBackend {
     const list = typeof hosts === 'string' ? [hosts] : hosts
     if (!Array.isArray(list) || list.length === 0 || list.some((h) => typeof h !== 'string' || h.length === 0)) {
       throw new TypeError(
-        `latchkey: etcdBackend needs options.client (an etcd3 client) or options.hosts (e.g. "http://127.0.0.1:2379"), received hosts ${JSON.stringify(hosts)}`,
+        `latchkey: etcdBackend needs options.client (an etcd3 client) or options.hosts (e.g. "http://127.0.0.1:2379"), received hosts ${Array.isArray(list) ? list.map((h) => (typeof h === 'string' ? shownUrl(h) : typeof h)).join(', ') : typeof hosts}`,
       )
     }
+    options = { ...options, hosts: checkEtcdHosts(list) }
   }
   if (options.prefix !== undefined && (typeof options.prefix !== 'string' || options.prefix.length === 0)) {
     throw new RangeError(`latchkey: prefix must be a non-empty string, received ${JSON.stringify(options.prefix)}`)

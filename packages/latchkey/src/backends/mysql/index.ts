@@ -5,6 +5,7 @@ import {
   type MysqlConnection,
   type MysqlPool,
   MysqlRunner,
+  mysqlServer,
   promisePool,
 } from './mysql-client.js'
 import { MysqlForUpdateBackend } from './mysql-for-update-backend.js'
@@ -75,7 +76,9 @@ export function mysqlBackend(options: MysqlBackendOptions): Backend {
     )
   }
   const timeout = checkTimeout('connectTimeoutMs', o.connectTimeoutMs, DEFAULT_CONNECT_TIMEOUT_MS)
-  const runner = new MysqlRunner(promisePool(o.pool as MysqlPool), timeout, 'mysql')
+  const server = mysqlServer(o.pool)
+  const label = server === undefined ? 'mysql backend' : `mysql backend at ${server}`
+  const runner = new MysqlRunner(promisePool(o.pool as MysqlPool), timeout, label)
   if (strategy === 'get_lock') return new MysqlGetLockBackend(runner)
   if (strategy === 'for_update') return new MysqlForUpdateBackend(runner)
   return new MysqlTableBackend(runner)
@@ -89,7 +92,11 @@ export function mysqlBackend(options: MysqlBackendOptions): Backend {
  * const backend = await mysqlBackendFromUrl('mysql://root@127.0.0.1:3306/test?strategy=table')
  */
 export function mysqlBackendFromUrl(url: string): Promise<Backend> {
-  return openMysqlBackend(url, ({ pool, strategy }) =>
-    mysqlBackend({ pool, ...(strategy === undefined ? {} : { strategy: strategy as MysqlStrategy }) }),
+  return openMysqlBackend(url, ({ pool, strategy, connectTimeoutMs }) =>
+    mysqlBackend({
+      pool,
+      ...(strategy === undefined ? {} : { strategy }),
+      ...(connectTimeoutMs === undefined ? {} : { connectTimeoutMs }),
+    }),
   )
 }

@@ -3,6 +3,7 @@
  * imported here: the application hands in its pool.
  */
 import { BackendUnavailableError } from '../../errors.js'
+import { redactText } from '../../redact-url.js'
 import { connectWithin } from './sql-pin.js'
 
 /** The OK packet of a write statement. */
@@ -56,14 +57,49 @@ export function isFatal(error: unknown): boolean {
   return e?.fatal === true || (typeof e?.code === 'string' && /^(E[A-Z]+|PROTOCOL_[A-Z_]+)$/.test(e.code))
 }
 
-/** Maps connection / availability failures to `BackendUnavailableError`; other errors pass through. */
-export function mapError(error: unknown, backendName: string): unknown {
+/** Server errors meaning "this pool cannot log in or use its database": the URL or the grants need a fix. */
+const LOGIN_ERRNOS = new Set([
+  1044, // ER_DBACCESS_DENIED_ERROR
+  1045, // ER_ACCESS_DENIED_ERROR
+  1049, // ER_BAD_DB_ERROR
+  1698, // ER_ACCESS_DENIED_NO_PASSWORD_ERROR
+])
+
+/**
+ * Maps connection / availability failures to `BackendUnavailableError` naming the server (`label`, e.g.
+ * `mysql backend at 127.0.0.1:3306`); other errors pass through. `secrets` are hidden from the message.
+ */
+export function mapError(error: unknown, label: string, secrets: readonly string[] = []): unknown {
   if (error instanceof BackendUnavailableError) return error
   const e = error as { errno?: unknown; message?: unknown }
+  const message = redactText(String(e?.message), secrets)
+  if (typeof e?.errno === 'number' && LOGIN_ERRNOS.has(e.errno)) {
+    return new BackendUnavailableError(`${label}: ${message}; check the user, password and database`, {
+      cause: error,
+    })
+  }
   const transient = isFatal(error) || (typeof e?.errno === 'number' && TRANSIENT_ERRNOS.has(e.errno))
   const noneFree = typeof e?.message === 'string' && /No connections available|Pool is closed/i.test(e.message)
   if (!transient && !noneFree) return error
-  return new BackendUnavailableError(`${backendName} backend: ${String(e?.message)}; try again`, { cause: error })
+  return new BackendUnavailableError(`${label}: ${message}; try again`, { cause: error })
+}
+
+/** `host:port` of a mysql2 pool (promise or callback), read from its config; `undefined` when hidden. */
+export function mysqlServer(pool: unknown): string | undefined {
+  const p = pool as {
+    pool?: unknown
+    config?: { connectionConfig?: { host?: string; port?: number; socketPath?: string } }
+  }
+  const config = (p?.config ?? (p?.pool as typeof p | undefined)?.config)?.connectionConfig
+  if (config === undefined) return undefined
+  return config.socketPath ?? `${config.host ?? 'localhost'}:${config.port ?? 3306}`
+}
+
+/** The pool's password, hidden from messages built from driver errors. */
+export function mysqlSecrets(pool: unknown): string[] {
+  const p = pool as { pool?: unknown; config?: { connectionConfig?: { password?: unknown } } }
+  const password = (p?.config ?? (p?.pool as typeof p | undefined)?.config)?.connectionConfig?.password
+  return typeof password === 'string' && password.length > 0 ? [password] : []
 }
 
 /** Accepts a promise pool or a callback pool. */
@@ -88,11 +124,17 @@ export function matchedRows(header: MysqlResultHeader): number {
 
 /** A small wrapper: one connection at a time from the pool, errors mapped. */
 export class MysqlRunner {
+  /** Hidden from messages built from driver errors. */
+  readonly secrets: readonly string[]
+
+  /** `backendName` is how messages name the backend and its server: `mysql backend at 127.0.0.1:3306`. */
   constructor(
     readonly pool: MysqlPool,
     readonly connectTimeoutMs: number,
     readonly backendName: string,
-  ) {}
+  ) {
+    this.secrets = mysqlSecrets(pool)
+  }
 
   /** A connection from the pool within `connectTimeoutMs`. */
   connect(): Promise<MysqlConnection> {
@@ -102,7 +144,7 @@ export class MysqlRunner {
       this.connectTimeoutMs,
       this.backendName,
     ).catch((error: unknown) => {
-      throw mapError(error, this.backendName)
+      throw mapError(error, this.backendName, this.secrets)
     })
   }
 
@@ -116,7 +158,7 @@ export class MysqlRunner {
     } catch (error) {
       if (isFatal(error)) connection.destroy()
       else connection.release()
-      throw mapError(error, this.backendName)
+      throw mapError(error, this.backendName, this.secrets)
     }
   }
 

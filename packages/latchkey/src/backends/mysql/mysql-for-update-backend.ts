@@ -103,7 +103,7 @@ export class MysqlForUpdateBackend extends SessionBackend<MysqlConnection> {
     try {
       await connection.query(SQL.ensure, [key])
     } catch (error) {
-      if ((error as { errno?: unknown }).errno !== 1205) throw mapError(error, this.name)
+      if ((error as { errno?: unknown }).errno !== 1205) throw mapError(error, this.db.backendName, this.db.secrets)
     } finally {
       await this.run(connection, 'SET SESSION innodb_lock_wait_timeout = @latchkey_lwt')
     }
@@ -159,7 +159,7 @@ export class MysqlForUpdateBackend extends SessionBackend<MysqlConnection> {
       this.fenceConnection ??= this.db.connect()
       const connection = await this.fenceConnection.catch((error: unknown) => {
         this.fenceConnection = undefined
-        throw mapError(error, this.name)
+        throw mapError(error, this.db.backendName, this.db.secrets)
       })
       try {
         return (await this.run(connection, SQL.fence, [key, holder])) as MysqlResultHeader
@@ -204,7 +204,7 @@ export class MysqlForUpdateBackend extends SessionBackend<MysqlConnection> {
     try {
       return (await connection.query(sql, values))[0]
     } catch (error) {
-      throw mapError(error, this.name)
+      throw mapError(error, this.db.backendName, this.db.secrets)
     }
   }
 }

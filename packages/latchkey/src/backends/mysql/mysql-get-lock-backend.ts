@@ -97,7 +97,7 @@ export class MysqlGetLockBackend extends SessionBackend<MysqlConnection> {
       const [rows] = await connection.query(sql, values)
       return (rows as { v: unknown }[])[0]?.v
     } catch (error) {
-      throw mapError(error, this.name)
+      throw mapError(error, this.db.backendName, this.db.secrets)
     }
   }
 }

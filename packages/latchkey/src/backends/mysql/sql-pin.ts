@@ -16,6 +16,7 @@ export function connectWithin<C>(
   connect: () => Promise<C>,
   giveBack: (connection: C) => void,
   timeoutMs: number,
+  /** How messages name the backend and its server: `mysql backend at 127.0.0.1:3306`. */
   backendName: string,
 ): Promise<C> {
   return new Promise<C>((resolve, reject) => {
@@ -24,7 +25,7 @@ export function connectWithin<C>(
       timedOut = true
       reject(
         new BackendUnavailableError(
-          `${backendName} backend: no pool connection became free within ${timeoutMs} ms; the pool is exhausted ` +
+          `${backendName}: no pool connection became free within ${timeoutMs} ms; the pool is exhausted ` +
             '(session strategies pin one connection per held lock): enlarge the pool or release locks',
         ),
       )

@@ -2,7 +2,7 @@ import type { Backend } from '../../backend/types.js'
 import { checkOptions } from '../../core/validate.js'
 import { checkTimeout, DEFAULT_CONNECT_TIMEOUT_MS } from '../mysql/sql-pin.js'
 import { advisoryKey, PgAdvisoryBackend } from './pg-advisory-backend.js'
-import { type PgClient, type PgPool, PgRunner } from './pg-client.js'
+import { type PgClient, type PgPool, PgRunner, pgServer } from './pg-client.js'
 import {
   POSTGRES_ADD_PERMITS,
   POSTGRES_MIGRATION,
@@ -71,7 +71,9 @@ export function postgresBackend(options: PostgresBackendOptions): Backend {
     throw new TypeError('latchkey: postgresBackend needs options.pool, a pg Pool (new pg.Pool(...))')
   }
   const timeout = checkTimeout('connectTimeoutMs', o.connectTimeoutMs, DEFAULT_CONNECT_TIMEOUT_MS)
-  const runner = new PgRunner(pool as PgPool, timeout, 'postgres')
+  const server = pgServer(pool)
+  const label = server === undefined ? 'postgres backend' : `postgres backend at ${server}`
+  const runner = new PgRunner(pool as PgPool, timeout, label)
   return strategy === 'advisory' ? new PgAdvisoryBackend(runner) : new PgTableBackend(runner)
 }
 
@@ -83,7 +85,11 @@ export function postgresBackend(options: PostgresBackendOptions): Backend {
  * const backend = await postgresBackendFromUrl('postgres://postgres@127.0.0.1:5432/test')
  */
 export function postgresBackendFromUrl(url: string): Promise<Backend> {
-  return openPostgresBackend(url, ({ pool, strategy }) =>
-    postgresBackend({ pool, ...(strategy === undefined ? {} : { strategy: strategy as PostgresStrategy }) }),
+  return openPostgresBackend(url, ({ pool, strategy, connectTimeoutMs }) =>
+    postgresBackend({
+      pool,
+      ...(strategy === undefined ? {} : { strategy }),
+      ...(connectTimeoutMs === undefined ? {} : { connectTimeoutMs }),
+    }),
   )
 }

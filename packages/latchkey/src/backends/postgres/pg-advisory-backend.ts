@@ -142,7 +142,7 @@ export class PgAdvisoryBackend extends SessionBackend<PgClient> {
     try {
       return (await client.query<{ v: unknown }>(sql, values)).rows[0]?.v
     } catch (error) {
-      throw mapError(error, this.name)
+      throw mapError(error, this.db.backendName, this.db.secrets)
     }
   }
 }

@@ -3,6 +3,7 @@
  * here: the application hands in its pool.
  */
 import { BackendUnavailableError } from '../../errors.js'
+import { redactText } from '../../redact-url.js'
 import { connectWithin } from '../mysql/sql-pin.js'
 
 /** A query result. */
@@ -38,28 +39,76 @@ export function isFatal(error: unknown): boolean {
   return typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code) || /^(08|57P0)/.test(code)
 }
 
-/** Maps connection / availability failures to `BackendUnavailableError`; SQL errors pass through. */
-export function mapError(error: unknown, backendName: string): unknown {
+/** SQLSTATEs meaning "this pool cannot log in or use its database": the URL or the grants need a fix. */
+const LOGIN = /^(28000|28P01|3D000)$/
+
+/**
+ * Maps connection / availability failures to `BackendUnavailableError` naming the server (`label`, e.g.
+ * `postgres backend at 127.0.0.1:5432`); SQL errors pass through. `secrets` are hidden from the message.
+ */
+export function mapError(error: unknown, label: string, secrets: readonly string[] = []): unknown {
   if (error instanceof BackendUnavailableError || !(error instanceof Error)) return error
   const code = (error as { code?: unknown }).code
+  const message = redactText(error.message, secrets)
+  if (typeof code === 'string' && LOGIN.test(code)) {
+    return new BackendUnavailableError(`${label}: ${message}; check the user, password and database`, {
+      cause: error,
+    })
+  }
   const sqlState = typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)
   const transient = sqlState
     ? TRANSIENT.test(code)
     : (typeof code === 'string' && /^E[A-Z]+$/.test(code)) ||
       /terminated|not queryable|timeout|ended|closed|ECONN|socket/i.test(error.message)
   if (!transient) return error
-  return new BackendUnavailableError(`${backendName} backend: ${error.message}; try again`, { cause: error })
+  return new BackendUnavailableError(`${label}: ${message}; try again`, { cause: error })
+}
+
+/** `host:port` of a pg pool, from its options or connection string; `undefined` when it does not say. */
+export function pgServer(pool: unknown): string | undefined {
+  const o = (pool as { options?: { host?: unknown; port?: unknown; connectionString?: unknown } })?.options
+  if (o === undefined) return undefined
+  if (typeof o.connectionString === 'string') {
+    try {
+      const u = new URL(o.connectionString)
+      return `${u.hostname || 'localhost'}:${u.port || 5432}`
+    } catch {
+      return undefined
+    }
+  }
+  return `${typeof o.host === 'string' ? o.host : 'localhost'}:${typeof o.port === 'number' ? o.port : 5432}`
+}
+
+/** The pool's password, hidden from messages built from driver errors. */
+export function pgSecrets(pool: unknown): string[] {
+  const o = (pool as { options?: { password?: unknown; connectionString?: unknown } })?.options
+  if (typeof o?.password === 'string' && o.password.length > 0) return [o.password]
+  if (typeof o?.connectionString === 'string') {
+    try {
+      const password = decodeURIComponent(new URL(o.connectionString).password)
+      return password.length > 0 ? [password] : []
+    } catch {
+      return []
+    }
+  }
+  return []
 }
 
 const ignore = (): void => undefined
 
 /** One client at a time from the pool, errors mapped, a dead client destroyed rather than returned. */
 export class PgRunner {
+  /** Hidden from messages built from driver errors. */
+  readonly secrets: readonly string[]
+
+  /** `backendName` is how messages name the backend and its server: `postgres backend at 127.0.0.1:5432`. */
   constructor(
     readonly pool: PgPool,
     readonly connectTimeoutMs: number,
     readonly backendName: string,
-  ) {}
+  ) {
+    this.secrets = pgSecrets(pool)
+  }
 
   /** A client from the pool within `connectTimeoutMs`. */
   connect(): Promise<PgClient> {
@@ -69,7 +118,7 @@ export class PgRunner {
       this.connectTimeoutMs,
       this.backendName,
     ).catch((error: unknown) => {
-      throw mapError(error, this.backendName)
+      throw mapError(error, this.backendName, this.secrets)
     })
   }
 
@@ -85,7 +134,7 @@ export class PgRunner {
     } catch (error) {
       client.removeListener('error', ignore)
       client.release(isFatal(error) ? true : undefined)
-      throw mapError(error, this.backendName)
+      throw mapError(error, this.backendName, this.secrets)
     }
   }
 

@@ -33,6 +33,8 @@ export interface SubscriberConnection {
 /** What the backend needs from a client, whichever library it comes from. */
 export interface RedisCommander {
   readonly library: 'ioredis' | 'node-redis'
+  /** The server(s) the client talks to (`host:port`, credentials never), for error messages. */
+  readonly server: string
   /** True when the client knows it is disconnected (fail fast instead of queueing). */
   readonly offline: boolean
   /** EVALSHA of a script; rejects with a NOSCRIPT reply error (see {@link isNoScript}) if it is not loaded. */
@@ -52,6 +54,9 @@ type Emitter = { on(event: string, fn: (...args: never[]) => void): unknown }
 
 interface Ioredis extends Emitter {
   readonly status: string
+  readonly options?: { host?: string; port?: number; path?: string }
+  /** A Cluster client's seed nodes. */
+  readonly startupNodes?: ReadonlyArray<string | number | { host?: string; port?: number }>
   evalsha(sha: string, numKeys: number, ...args: string[]): Promise<unknown>
   eval(source: string, numKeys: number, ...args: string[]): Promise<unknown>
   call(command: string, ...args: string[]): Promise<unknown>
@@ -63,6 +68,7 @@ interface Ioredis extends Emitter {
 
 interface NodeRedis extends Emitter {
   readonly isReady: boolean
+  readonly options?: { url?: string; socket?: { host?: string; port?: number; path?: string } }
   readonly isOpen: boolean
   sendCommand(args: string[]): Promise<unknown>
   duplicate(): NodeRedis
@@ -97,11 +103,41 @@ export function adaptClient(client: RedisClientLike): RedisCommander {
   throw new TypeError('latchkey: redisBackend needs options.client, an ioredis or a connected node-redis client')
 }
 
+/** `host:port` of an ioredis client (a Cluster client: its seed nodes), as error messages name it. */
+export function ioredisServer(client: Ioredis): string {
+  if (Array.isArray(client.startupNodes)) {
+    return client.startupNodes
+      .map((n) => (typeof n === 'object' ? `${n.host ?? '127.0.0.1'}:${n.port ?? 6379}` : String(n)))
+      .join(',')
+  }
+  const o = client.options
+  if (o?.path !== undefined) return o.path
+  return `${o?.host ?? '127.0.0.1'}:${o?.port ?? 6379}`
+}
+
+/** `host:port` of a node-redis client, from its socket options or its URL (never its credentials). */
+export function nodeRedisServer(client: NodeRedis): string {
+  const s = client.options?.socket
+  if (s?.path !== undefined) return s.path
+  if (s?.host !== undefined || s?.port !== undefined) return `${s?.host ?? 'localhost'}:${s?.port ?? 6379}`
+  const url = client.options?.url
+  if (url !== undefined) {
+    try {
+      const u = new URL(url)
+      return `${u.hostname}:${u.port || 6379}`
+    } catch {
+      // not a URL: fall through
+    }
+  }
+  return 'localhost:6379'
+}
+
 const IOREDIS_DOWN = new Set(['reconnecting', 'close', 'end'])
 
 function ioredisCommander(client: Ioredis): RedisCommander {
   return {
     library: 'ioredis',
+    server: ioredisServer(client),
     get offline() {
       return IOREDIS_DOWN.has(client.status)
     },
@@ -127,6 +163,7 @@ function nodeRedisCommander(client: NodeRedis): RedisCommander {
   const run = (args: string[]) => client.sendCommand(args)
   return {
     library: 'node-redis',
+    server: nodeRedisServer(client),
     get offline() {
       return client.isOpen && !client.isReady
     },

@@ -26,8 +26,11 @@ export class CommandDeadlines {
   private timer: NodeJS.Timeout | undefined
   private readonly tickMs: number
 
-  /** `timeoutMs` 0 disables the deadlines. */
-  constructor(private readonly timeoutMs: number) {
+  /** `timeoutMs` 0 disables the deadlines; `server` (`host:port`) is named in the timeout error. */
+  constructor(
+    private readonly timeoutMs: number,
+    private readonly server = 'server',
+  ) {
     this.tickMs = Math.max(10, Math.min(250, timeoutMs / 4))
   }
 
@@ -94,7 +97,11 @@ export class CommandDeadlines {
       const next = e.next
       if (e.deadline <= now) {
         this.unlink(e)
-        e.reject(new CommandTimeoutError(`Redis did not answer within ${this.timeoutMs} ms (commandTimeoutMs)`))
+        e.reject(
+          new CommandTimeoutError(
+            `Redis ${this.server} did not answer within ${this.timeoutMs} ms (commandTimeoutMs); is it running and reachable?`,
+          ),
+        )
       }
       e = next
     }

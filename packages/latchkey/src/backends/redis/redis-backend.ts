@@ -70,7 +70,7 @@ export class RedisBackend implements Backend {
   constructor(options: RedisBackendOptions) {
     this.commander = adaptClient(options.client)
     this.layout = layoutNamed(options.layout ?? 'latchkey')
-    this.deadlines = new CommandDeadlines(options.commandTimeoutMs ?? 5_000)
+    this.deadlines = new CommandDeadlines(options.commandTimeoutMs ?? 5_000, this.commander.server)
     this.keys = new KeyCache(this.layout)
     this.replicas = options.waitReplicas
     this.publishAlways = this.layout.alwaysPublish ? '1' : '0'
@@ -187,13 +187,13 @@ export class RedisBackend implements Backend {
     if (this.commander.offline) {
       return Promise.reject(
         new BackendUnavailableError(
-          `Redis is unreachable (the ${this.commander.library} client is reconnecting) for lock "${ref.key}"; retry later`,
+          `Redis ${this.commander.server} is unreachable (the ${this.commander.library} client is reconnecting) for lock "${ref.key}"; retry later`,
           { lockName: ref.key },
         ),
       )
     }
     return new Promise((resolve, reject) => {
-      const fail = (error: unknown): void => reject(toLockError(error, ref.key, script.name))
+      const fail = (error: unknown): void => reject(toLockError(error, ref.key, script.name, this.commander.server))
       const entry = this.deadlines.start(fail)
       const done = (reply: unknown): void => {
         if (this.deadlines.finish(entry)) resolve(reply)
@@ -217,12 +217,12 @@ export class RedisBackend implements Backend {
       acked = await this.deadlines.track(this.commander.waitReplicas(replicas, timeoutMs), timeoutMs)
     } catch (error) {
       await undo?.().catch(() => undefined)
-      throw toLockError(error, ref.key, 'WAIT')
+      throw toLockError(error, ref.key, 'WAIT', this.commander.server)
     }
     if (acked >= replicas) return
     await undo?.().catch(() => undefined)
     throw new BackendUnavailableError(
-      `Only ${acked} of ${replicas} Redis replicas acknowledged the write of lock "${ref.key}" within ${timeoutMs} ms; add replicas, raise waitReplicas.timeoutMs or lower waitReplicas.replicas`,
+      `Only ${acked} of ${replicas} replicas of Redis ${this.commander.server} acknowledged the write of lock "${ref.key}" within ${timeoutMs} ms; add replicas, raise waitReplicas.timeoutMs or lower waitReplicas.replicas`,
       { lockName: ref.key },
     )
   }
@@ -235,12 +235,15 @@ function acquireReply(reply: unknown): [number, string | number, number?] {
 }
 
 /** Connection failures and transient server states are retryable; other error replies are bugs: rethrown. */
-function toLockError(error: unknown, lockName: string, what: string): unknown {
+function toLockError(error: unknown, lockName: string, what: string, server: string): unknown {
   if (isLockError(error)) return error
   if (isReplyError(error) && !TRANSIENT_REPLY.test(error.message)) return error
   const reason = error instanceof Error ? error.message : String(error)
-  return new BackendUnavailableError(`Redis failed on ${what} for lock "${lockName}": ${reason}; retry later`, {
-    lockName,
-    cause: error,
-  })
+  return new BackendUnavailableError(
+    `Redis ${server} failed on ${what} for lock "${lockName}": ${reason}; retry later`,
+    {
+      lockName,
+      cause: error,
+    },
+  )
 }

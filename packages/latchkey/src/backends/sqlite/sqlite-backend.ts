@@ -186,6 +186,12 @@ export class SqliteBackend implements Backend {
     return { acquired: true, token }
   }
 
+  /** The database file (better-sqlite3's `name`), as messages name it. */
+  private file(): string {
+    const name = (this.db as { name?: unknown }).name
+    return typeof name === 'string' ? JSON.stringify(name) : 'the database handed in'
+  }
+
   /** Runs a statement, mapping "database busy / locked / I/O" to a retryable `BackendUnavailableError`. */
   private run<T>(fn: () => T): T {
     try {
@@ -193,9 +199,13 @@ export class SqliteBackend implements Backend {
     } catch (error) {
       const code = (error as { code?: unknown }).code
       if (typeof code === 'string' && /^SQLITE_(BUSY|LOCKED|IOERR|CANTOPEN|FULL)/.test(code)) {
-        throw new BackendUnavailableError(`sqlite backend: ${(error as Error).message}; try again`, { cause: error })
+        throw new BackendUnavailableError(`sqlite backend at ${this.file()}: ${(error as Error).message}; try again`, {
+          cause: error,
+        })
       }
-      if (!this.db.open) throw new BackendUnavailableError('sqlite backend: the database is closed', { cause: error })
+      if (!this.db.open) {
+        throw new BackendUnavailableError(`sqlite backend at ${this.file()}: the database is closed`, { cause: error })
+      }
       throw error
     }
   }

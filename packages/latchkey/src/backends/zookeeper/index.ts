@@ -1,14 +1,19 @@
 import { checkOptions } from '../../core/validate.js'
-import type { ZkClient } from './zk-client.js'
+import { type ZkClient, zkServers } from './zk-client.js'
 import { ZookeeperBackend } from './zookeeper-backend.js'
+import { parseConnectString } from './zookeeper-url.js'
 
 export type { ZkClient, ZkErrorLike, ZkEvent, ZkStat } from './zk-client.js'
 export type { ConnectionState } from './zk-connection.js'
+export { parseConnectString, parseZookeeperUrl, type ZkConnectString } from './zookeeper-url.js'
 export { ZookeeperBackend }
 
 /** Options of {@link zookeeperBackend}: a connect string (the backend opens and closes its client) or a client. */
 export interface ZookeeperBackendOptions {
-  /** `host:port[,host:port...][/chroot]`, e.g. `127.0.0.1:2181`. Required unless `client` is given. */
+  /**
+   * `host:port[,host:port...][/chroot]`, e.g. `127.0.0.1:2181`. Required unless `client` is given. A chroot is
+   * created when missing (as Curator's namespace is): locks live under `<chroot><root>`.
+   */
   connectString?: string
   /**
    * Session timeout asked of the server (it clamps it to [2, 20] x tickTime). It bounds how long a crashed or
@@ -70,16 +75,20 @@ export function zookeeperBackend(options: ZookeeperBackendOptions): ZookeeperBac
   if (typeof root !== 'string' || !/^(\/[^/]+)+$/.test(root)) {
     throw new RangeError(`latchkey: root must be an absolute znode path like "/latchkey", received ${String(root)}`)
   }
+  // A chroot becomes part of the root, as Curator's namespace: the backend then creates it when missing
+  // (a client chrooted to a missing node fails every call with NO_NODE and cannot create its own root).
+  const cs = o.client === undefined ? parseConnectString(o.connectString as string) : undefined
   const lockNodeIdleMs = o.lockNodeIdleMs ?? 2_000
   if (typeof lockNodeIdleMs !== 'number' || !Number.isFinite(lockNodeIdleMs) || lockNodeIdleMs < 0) {
     throw new RangeError(`latchkey: lockNodeIdleMs must be a number >= 0, received ${String(lockNodeIdleMs)}`)
   }
   return new ZookeeperBackend({
-    connectString: o.connectString,
+    connectString: cs?.hosts,
     client: o.client,
     sessionTimeoutMs,
     connectTimeoutMs,
-    root,
+    server: cs?.hosts ?? zkServers(o.client as ZkClient),
+    root: `${cs?.chroot ?? ''}${root}`,
     lockNodeIdleMs,
   })
 }

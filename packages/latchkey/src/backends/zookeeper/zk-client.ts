@@ -75,12 +75,20 @@ export function isConnectionError(error: unknown): boolean {
   return code === ZK.CONNECTION_LOSS || code === ZK.OPERATION_TIMEOUT || code === ZK.SESSION_EXPIRED
 }
 
-/** Maps a client error to `BackendUnavailableError` when retrying may help; other errors pass through. */
-export function mapError(error: unknown, what: string): unknown {
+/** Maps a client error to `BackendUnavailableError` naming `server` when retrying may help; others pass through. */
+export function mapError(error: unknown, what: string, server: string): unknown {
   if (error instanceof BackendUnavailableError || !isConnectionError(error)) return error
-  return new BackendUnavailableError(`zookeeper backend: ${what} failed (${String(error)}); try again`, {
+  return new BackendUnavailableError(`zookeeper backend at ${server}: ${what} failed (${String(error)}); try again`, {
     cause: error,
   })
+}
+
+/** The servers a node-zookeeper-client client connects to (`h1:2181,h2:2181`), read from its connect string. */
+export function zkServers(client: ZkClient): string {
+  const parser = (client as { connectionManager?: { connectionStringParser?: { getConnectionString?(): unknown } } })
+    .connectionManager?.connectionStringParser
+  const cs = parser?.getConnectionString?.()
+  return typeof cs === 'string' ? (cs.split('/')[0] ?? cs) : 'unknown servers'
 }
 
 /** Runs one callback-style client call as a promise. */

@@ -6,7 +6,7 @@
  * our lock to someone else) before we have declared it lost.
  */
 import { BackendUnavailableError } from '../../errors.js'
-import { closeClient, mapError, readLong, ZK, type ZkClient, type ZkStat, zkCode } from './zk-client.js'
+import { closeClient, mapError, readLong, ZK, type ZkClient, type ZkStat, zkCode, zkServers } from './zk-client.js'
 
 type Start<T> = (callback: (error: unknown, result: T) => void) => void
 
@@ -32,6 +32,8 @@ export class ZkConnection {
     readonly sessionTimeoutMs: number,
     private readonly owned: boolean,
     private readonly onLost: (connection: ZkConnection) => void,
+    /** The servers (`h1:2181,h2:2181`), named in every error of this session. */
+    readonly server = zkServers(client),
   ) {
     this.lastAckSentAt = performance.now()
     client.on('expired', this.onExpired)
@@ -50,7 +52,7 @@ export class ZkConnection {
     return new Promise<T>((resolve, reject) => {
       const fail = (error: unknown): void => {
         this.pending.delete(fail)
-        reject(mapError(error, what))
+        reject(mapError(error, what, this.server))
       }
       this.pending.add(fail)
       start((error, result) => {
@@ -59,7 +61,7 @@ export class ZkConnection {
         // Any answer from the server, even "no node", proves the session alive when the request was sent.
         if (error === null || error === undefined || (code !== undefined && code < -100)) this.acked(sentAt)
         if (code === ZK.SESSION_EXPIRED) this.lose('the ZooKeeper session expired')
-        if (error !== null && error !== undefined) reject(mapError(error, what))
+        if (error !== null && error !== undefined) reject(mapError(error, what, this.server))
         else resolve(result)
       })
     })
@@ -104,7 +106,7 @@ export class ZkConnection {
 
   lostError(): BackendUnavailableError {
     return new BackendUnavailableError(
-      `zookeeper backend: the session is gone (${this.lostReason ?? 'unknown'}); a new one is opened on the next call`,
+      `zookeeper backend at ${this.server}: the session is gone (${this.lostReason ?? 'unknown'}); a new one is opened on the next call`,
     )
   }
 

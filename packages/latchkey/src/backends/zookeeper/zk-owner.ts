@@ -98,7 +98,9 @@ export async function createNode(
       } else if (!isConnectionError((error as { cause?: unknown }).cause ?? error) || !conn.alive) throw error
     }
   }
-  throw new BackendUnavailableError(`zookeeper backend: could not create a lock node under ${parent}; try again`)
+  throw new BackendUnavailableError(
+    `zookeeper backend at ${conn.server}: could not create a lock node under ${parent}; try again`,
+  )
 }
 
 /** Children of a lock node; none when it does not exist. */

@@ -6,6 +6,7 @@
  * atomically, so this never races a new waiter; one whose create meets a vanished parent recreates it.
  */
 
+import { BackendUnavailableError } from '../../errors.js'
 import { isConnectionError, ZK, zkCode } from './zk-client.js'
 import type { ZkConnection } from './zk-connection.js'
 import { removeQuietly } from './zk-owner.js'
@@ -27,6 +28,14 @@ export class ZkParents {
       if (code === ZK.NO_NODE && path.lastIndexOf('/') > 0) {
         await this.ensure(conn, path.slice(0, path.lastIndexOf('/')))
         return this.ensure(conn, path)
+      }
+      // A top-level node has no parent to miss, unless the client is chrooted to a node that does not exist
+      // (only a client handed in can be: a chroot in connectString is part of the root and created).
+      if (code === ZK.NO_NODE) {
+        throw new BackendUnavailableError(
+          `zookeeper backend at ${conn.server}: cannot create ${path}: the chroot of the client does not exist; create it, or pass connectString (whose chroot the backend creates)`,
+          { cause: error },
+        )
       }
       // "Exists" is success; a lost reply is settled by the caller's next create.
       if (code !== ZK.NODE_EXISTS && !isConnectionError((error as { cause?: unknown }).cause)) throw error

@@ -12,6 +12,8 @@ export interface SessionSettings {
   readonly client: ZkClient | undefined
   readonly sessionTimeoutMs: number
   readonly connectTimeoutMs: number
+  /** `h1:2181,h2:2181`, named in errors (for a client handed in, read from it). */
+  readonly server: string
 }
 
 export class ZkSessions {
@@ -30,7 +32,8 @@ export class ZkSessions {
 
   /** The live session, opening one if needed; rejects with `BackendUnavailableError` when none can be had. */
   async current(): Promise<ZkConnection> {
-    if (this.closed) throw new BackendUnavailableError('zookeeper backend: the backend was closed')
+    if (this.closed)
+      throw new BackendUnavailableError(`zookeeper backend at ${this.settings.server}: the backend was closed`)
     if (this.live?.alive === true) return this.live
     this.opening ??= this.open().finally(() => {
       this.opening = undefined
@@ -58,7 +61,7 @@ export class ZkSessions {
     const { settings } = this
     const owned = settings.client === undefined
     const client = settings.client ?? openClient(settings.connectString as string, settings.sessionTimeoutMs)
-    await waitConnected(client, settings.connectTimeoutMs, owned)
+    await waitConnected(client, settings.connectTimeoutMs, owned, settings.server)
     // The server may have clamped the timeout; the watchdog must use the shorter of the two.
     const negotiated = client.getSessionTimeout() || settings.sessionTimeoutMs
     const conn = new ZkConnection(
@@ -70,6 +73,7 @@ export class ZkSessions {
         if (this.live === c) this.live = undefined
         this.onLost(c)
       },
+      settings.server,
     )
     this.live = conn
     for (const path of [...this.orphans]) {
@@ -81,11 +85,13 @@ export class ZkSessions {
 }
 
 /** Resolves once `client` has a live session; rejects with `BackendUnavailableError` after `timeoutMs`. */
-async function waitConnected(client: ZkClient, timeoutMs: number, owned: boolean): Promise<void> {
+async function waitConnected(client: ZkClient, timeoutMs: number, owned: boolean, server: string): Promise<void> {
   const state = (client as { getState?(): { name?: string } }).getState?.()
   if (state?.name === 'SYNC_CONNECTED') return
   if (state?.name === 'EXPIRED') {
-    throw new BackendUnavailableError('zookeeper backend: the session of the client passed as `client` expired')
+    throw new BackendUnavailableError(
+      `zookeeper backend at ${server}: the session of the client passed as \`client\` expired`,
+    )
   }
   try {
     await call<void>((cb) => {
@@ -100,7 +106,7 @@ async function waitConnected(client: ZkClient, timeoutMs: number, owned: boolean
     })
   } catch (error) {
     if (owned) void closeClient(client, 0)
-    throw new BackendUnavailableError(`zookeeper backend: cannot connect (${(error as Error).message})`, {
+    throw new BackendUnavailableError(`zookeeper backend at ${server}: cannot connect (${(error as Error).message})`, {
       cause: error,
     })
   }

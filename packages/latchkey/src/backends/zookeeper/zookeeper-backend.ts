@@ -26,6 +26,8 @@ export interface ZookeeperSettings {
   readonly client: ZkClient | undefined
   readonly sessionTimeoutMs: number
   readonly connectTimeoutMs: number
+  /** `h1:2181,h2:2181`, named in errors. */
+  readonly server: string
   readonly root: string
   readonly lockNodeIdleMs: number
 }

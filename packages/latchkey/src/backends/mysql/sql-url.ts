@@ -1,0 +1,55 @@
+/**
+ * What the `mysql://` and `postgres://` URL openers share: the database name of the path, and a backend that
+ * owns the pool it was opened on.
+ */
+import type { Backend } from '../../backend/types.js'
+import { type SingleHostUrl, shownUrl } from '../../backend/url-parts.js'
+
+/** The database of a SQL URL's path (`/test`), undefined for none; `RangeError` for anything else. */
+export function databaseOf(path: string, example: string, url: string): string | undefined {
+  if (path === '' || path === '/') return undefined
+  const db = /^\/([^/]+)\/?$/.exec(path)?.[1]
+  if (db === undefined) {
+    throw new RangeError(
+      `latchkey: the path of a SQL URL is one database name (${example}), received ${JSON.stringify(path)} in ${shownUrl(url)}`,
+    )
+  }
+  try {
+    return decodeURIComponent(db)
+  } catch {
+    throw new RangeError(`latchkey: the database name is not valid percent-encoding, in ${shownUrl(url)}`)
+  }
+}
+
+/** `make(pool)`, whose `close()` also ends the pool; the pool is ended at once when `make` throws. */
+export async function owningPool<P extends { end(): Promise<void> }>(
+  pool: P,
+  make: (pool: P) => Backend,
+): Promise<Backend> {
+  let backend: Backend
+  try {
+    backend = make(pool)
+  } catch (error) {
+    await pool.end()
+    throw error
+  }
+  const close = backend.close.bind(backend)
+  return Object.assign(backend, {
+    close: async () => {
+      await close()
+      await pool.end()
+    },
+  })
+}
+
+/** host, port, user, password and database as both mysql2 and node-postgres name them. */
+export function connectionOptions(checked: SingleHostUrl, database: string | undefined): Record<string, unknown> {
+  const { server, username, password } = checked
+  return {
+    host: server.host,
+    port: server.port,
+    ...(username === undefined || username === '' ? {} : { user: username }),
+    ...(password === undefined ? {} : { password }),
+    ...(database === undefined ? {} : { database }),
+  }
+}
