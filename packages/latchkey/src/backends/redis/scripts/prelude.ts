@@ -128,12 +128,13 @@ end
 export const NEXT_FENCE = `
 -- A missing counter (new, expired after FENCE_IDLE_MS without a token, or lost in a restart without
 -- persistence) restarts at the server clock in microseconds. Why that is above every token issued before:
--- the counter only ever moves by one INCR per script run (no script takes two tokens), and Redis runs
--- scripts one at a time, each well over a microsecond (the cheapest grant costs several µs of server time),
--- so a counter that started at the clock, or at 1, can never have got ahead of the clock in µs. It vanishes
--- only FENCE_IDLE_MS after its last INCR, when the clock has moved FENCE_IDLE_MS * 1000 µs past that last
--- token: the restart is higher, with that much to spare (which also absorbs a server clock stepped back by
--- less than FENCE_IDLE_MS). Every grant refreshes the expiry, so a busy lock's counter never restarts.
+-- the counter only ever moves by one INCR per script run (no script calls next_fence twice), and Redis
+-- runs scripts one at a time, each well over a microsecond (7-8 µs of server time per call on average in
+-- INFO commandstats here), so a counter that started at the clock, or at 1, never gets ahead of the clock
+-- in µs: each value is at most the clock at the moment it was issued. It vanishes only FENCE_IDLE_MS after
+-- its last INCR, so the restart reads a clock FENCE_IDLE_MS * 1000 µs past the moment of the last token,
+-- and is higher with that much to spare (which also absorbs a server clock stepped back by less than
+-- FENCE_IDLE_MS). Every grant refreshes the expiry, so a busy lock's counter never restarts.
 local function next_fence()
   local n = redis.call('INCR', F)
   if n == 1 then
