@@ -1,3 +1,6 @@
 export { StaleTokenError } from '../errors.js'
 export { createFenceGuard, type FenceGuard, type FenceStore, memoryFenceStore } from './fence-guard.js'
 export { type FencedUpdateOptions, fencedUpdate } from './fenced-update.js'
+export { type RedisFenceStoreOptions, redisFenceStore } from './redis-fence-store.js'
+export type { MysqlPoolLike, PgPoolLike, SqliteDatabaseLike } from './sql-fence-dialects.js'
+export { type SqlFenceStoreOptions, sqlFenceStore } from './sql-fence-store.js'

@@ -61,6 +61,17 @@ export function redisBackend(options: RedisBackendOptions): Backend {
       throw new RangeError('latchkey: waitReplicas needs integer replicas >= 0 and timeoutMs >= 0')
     }
   }
+  const fenceIdle = o.fenceIdleTtlMs
+  if (fenceIdle !== undefined) {
+    if (!Number.isSafeInteger(fenceIdle) || fenceIdle < 0) {
+      throw new RangeError(`latchkey: fenceIdleTtlMs must be an integer >= 0 (0: never), received ${String(fenceIdle)}`)
+    }
+    if (o.layout === 'redisson') {
+      throw new RangeError(
+        "latchkey: fenceIdleTtlMs cannot be set with layout 'redisson': Redisson's RFencedLock shares the counter redisson_lock_token:{name} and would restart an expired one at 1",
+      )
+    }
+  }
   for (const key of ['commandTimeoutMs', 'subscriberLingerMs'] as const) {
     const v = o[key]
     if (v !== undefined && (!Number.isFinite(v) || v < 0)) {

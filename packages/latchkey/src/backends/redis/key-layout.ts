@@ -1,6 +1,7 @@
 /**
  * Where one lock's state lives in Redis. Every key of a lock shares one hash tag, so each script touches a
- * single Cluster slot (no CROSSSLOT), and the fencing counter is a key of its own that outlives the lock.
+ * single Cluster slot (no CROSSSLOT), and the fencing counter is a key of its own that outlives the lock (by
+ * the backend's `fenceIdleTtlMs` in this layout; forever in Redisson's, whose Java clients share it).
  */
 import { threadId } from 'node:worker_threads'
 import type { LockRef } from '../../backend/types.js'
@@ -81,7 +82,8 @@ function prefixName(prefix: string, name: string): string {
 /**
  * Redisson's RLock layout: the lock is the hash `<name>` with field `<uuid>:<threadId>` -> hold count, its
  * channel `redisson_lock__channel:{<name>}` carries `0` on unlock. latchkey's extra state (holder records,
- * line) lives beside it under the same hash tag; the fencing counter is Redisson's `redisson_lock_token:{<name>}`.
+ * line) lives beside it under the same hash tag; the fencing counter is Redisson's `redisson_lock_token:{<name>}`,
+ * which RFencedLock INCRs and never expires (an expired one would restart Java's tokens at 1), so neither do we.
  * A name containing `}` but no `{` cannot be kept in one slot (Redisson has the same limit).
  */
 export const redissonLayout: KeyLayout = Object.freeze({

@@ -14,7 +14,7 @@ import { CommandDeadlines } from './command-deadlines.js'
 import { KeyCache, type KeyLayout, layoutNamed, type RedisLayoutName } from './key-layout.js'
 import { ReleaseNotifier } from './release-notifier.js'
 import type { RedisReleaseSubscription } from './release-subscription.js'
-import { type LuaScript, SCRIPTS } from './scripts/index.js'
+import { DEFAULT_FENCE_IDLE_MS, type LuaScript, type RedisScripts, scriptsFor } from './scripts/index.js'
 
 /** Options of {@link redisBackend}. */
 export interface RedisBackendOptions {
@@ -36,6 +36,15 @@ export interface RedisBackendOptions {
   commandTimeoutMs?: number
   /** How long an idle release channel stays subscribed, so hot locks do not re-subscribe. Default 10 000. */
   subscriberLingerMs?: number
+  /**
+   * How long a lock's fencing counter (`latchkey:{name}:fence`) stays after the last token it issued, so a
+   * lock per order does not leave a key per order forever (0: never expires). A counter that expired restarts
+   * at the server clock in microseconds, above every token issued before (scripts/prelude.ts, NEXT_FENCE,
+   * gives the argument), so tokens still only increase; keep it longer than any lease so the clock's margin
+   * stays large. Not settable with `layout: 'redisson'`, whose counter Java clients share and never expire.
+   * Default 86 400 000 (24 hours).
+   */
+  fenceIdleTtlMs?: number
 }
 
 /** How long a waiting process stays registered as a watcher of a lock after its last try. */
@@ -54,7 +63,8 @@ const CAPABILITIES: BackendCapabilities = Object.freeze({
 
 /**
  * Locks in Redis: every primitive is one Lua script (scripts/), timed by the server clock, fenced by a
- * counter that outlives the lock, woken by one shared subscriber connection that wakes one waiter per release.
+ * counter that outlives the lock (by `fenceIdleTtlMs`), woken by one shared subscriber connection that wakes
+ * one waiter per release.
  */
 export class RedisBackend implements Backend {
   readonly name = 'redis'
@@ -66,6 +76,7 @@ export class RedisBackend implements Backend {
   private readonly keys: KeyCache
   private readonly replicas: { replicas: number; timeoutMs: number } | undefined
   private readonly publishAlways: string
+  private readonly scripts: RedisScripts
 
   constructor(options: RedisBackendOptions) {
     this.commander = adaptClient(options.client)
@@ -74,6 +85,9 @@ export class RedisBackend implements Backend {
     this.keys = new KeyCache(this.layout)
     this.replicas = options.waitReplicas
     this.publishAlways = this.layout.alwaysPublish ? '1' : '0'
+    // Redisson's RFencedLock INCRs the same counter key and would restart an expired one at 1.
+    const fenceIdleMs = this.layout.name === 'redisson' ? 0 : (options.fenceIdleTtlMs ?? DEFAULT_FENCE_IDLE_MS)
+    this.scripts = scriptsFor(fenceIdleMs)
     this.notifier = new ReleaseNotifier(
       this.commander,
       options.subscriberLingerMs ?? 10_000,
@@ -101,7 +115,7 @@ export class RedisBackend implements Backend {
     }
     const sentAt = performance.now()
     if (sub !== undefined) sub.triedAt = sentAt
-    const reply = acquireReply(await this.run(SCRIPTS.acquire, keys, args, request, orphan))
+    const reply = acquireReply(await this.run(this.scripts.acquire, keys, args, request, orphan))
     if (Number(reply[0]) === 2) return { acquired: false, permitsInForce: Number(reply[1]) }
     if (Number(reply[0]) !== 1) {
       if (sub !== undefined) this.notifier.waiting(sub)
@@ -131,7 +145,7 @@ export class RedisBackend implements Backend {
   async renew(request: RenewRequest): Promise<boolean> {
     const keys = this.keys.keysOf(request).stateKeys
     const args = [this.layout.fieldOf(request.owner), String(request.ttlMs)]
-    const ok = Number(await this.run(SCRIPTS.renew, keys, args, request)) === 1
+    const ok = Number(await this.run(this.scripts.renew, keys, args, request)) === 1
     if (ok && this.replicas !== undefined) await this.replicated(request)
     return ok
   }
@@ -139,29 +153,30 @@ export class RedisBackend implements Backend {
   async release(request: HolderRef): Promise<boolean> {
     const { keys, channel } = this.keys.keysOf(request)
     const args = [this.layout.fieldOf(request.owner), channel, this.publishAlways]
-    return Number(await this.run(SCRIPTS.release, keys, args, request)) === 1
+    return Number(await this.run(this.scripts.release, keys, args, request)) === 1
   }
 
   /** Gives back the grant `token` of `request.owner`, unless the owner was granted again since. */
   private async releaseGrant(request: HolderRef, token: string): Promise<void> {
     const { keys, channel } = this.keys.keysOf(request)
     const args = [this.layout.fieldOf(request.owner), channel, this.publishAlways, token]
-    await this.run(SCRIPTS.release, keys, args, request)
+    await this.run(this.scripts.release, keys, args, request)
   }
 
   async leaveQueue(request: HolderRef): Promise<void> {
     const { keys, channel } = this.keys.keysOf(request)
-    await this.run(SCRIPTS.leaveQueue, keys, [this.layout.fieldOf(request.owner), channel, this.publishAlways], request)
+    const args = [this.layout.fieldOf(request.owner), channel, this.publishAlways]
+    await this.run(this.scripts.leaveQueue, keys, args, request)
   }
 
   async isLocked(ref: LockRef & { readonly permits: number }): Promise<boolean> {
     const keys = this.keys.keysOf(ref).stateKeys
-    return Number(await this.run(SCRIPTS.isLocked, keys, [ref.kind, String(ref.permits)], ref)) === 1
+    return Number(await this.run(this.scripts.isLocked, keys, [ref.kind, String(ref.permits)], ref)) === 1
   }
 
   async forceRelease(ref: LockRef): Promise<boolean> {
     const { stateKeys: keys, channel } = this.keys.keysOf(ref)
-    return Number(await this.run(SCRIPTS.forceRelease, keys, [channel, this.publishAlways], ref)) === 1
+    return Number(await this.run(this.scripts.forceRelease, keys, [channel, this.publishAlways], ref)) === 1
   }
 
   subscribe(ref: LockRef): ReleaseSubscription {

@@ -13,7 +13,8 @@ import {
 /**
  * The uncontended case first, before the general rules below define their closures (each costs Redis per call):
  * a mutex's first try (nothing of it registered) on a free lock in the latchkey layout is granted with four
- * commands. It must match what the general rules do in that case (new token, record, expiry).
+ * commands (five with the fencing counter's idle expiry). It must match what the general rules do in that case
+ * (new token as NEXT_FENCE, record, expiry).
  */
 const FREE_MUTEX = `
 if kind == 'mutex' and (mode == '-' or mode == 'f') and KEYS[2] == KEYS[1] and redis.call('EXISTS', KEYS[1]) == 0 then
@@ -23,6 +24,7 @@ if kind == 'mutex' and (mode == '-' or mode == 'f') and KEYS[2] == KEYS[1] and r
     n = tonumber(T[1]) * 1000000 + tonumber(T[2])
     redis.call('SET', KEYS[7], string.format('%d', n))
   end
+  if FENCE_IDLE_MS > 0 then redis.call('PEXPIRE', KEYS[7], FENCE_IDLE_MS) end
   local exp = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000) + ttl
   redis.call('HSET', KEYS[1], field, string.format('mutex|%d|%d|%d', exp, exp + delay, n))
   redis.call('PEXPIRE', KEYS[1], ttl + delay)

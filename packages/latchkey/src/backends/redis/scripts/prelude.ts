@@ -16,7 +16,10 @@
  *   permits mode waitTtlMs expiresAt channel"), so a release can grant the lock to the oldest live watcher
  *   itself and tell only that watcher's process (see HANDOFF), and drops the dead ones it meets on the way.
  *   W and P expire with their newest watcher.
- * - KEYS[7] F: the fencing counter; never expires, so tokens keep increasing after the lock keys vanish.
+ * - KEYS[7] F: the fencing counter. In the latchkey layout it expires FENCE_IDLE_MS after the last token it
+ *   issued (a lock per order would otherwise leave one key per order forever); NEXT_FENCE says why tokens
+ *   still only increase. FENCE_IDLE_MS is a literal each script is built with (scripts/index.ts); 0 (the
+ *   Redisson layout, whose Java clients INCR the same key with no restart rule) keeps it forever.
  *
  * Time is the server's (`TIME`), so every client measures leases with one clock.
  */
@@ -135,14 +138,22 @@ end
 `
 
 export const NEXT_FENCE = `
--- A new or lost counter (a restart without persistence) starts at the server clock in microseconds, so
--- tokens stay above any issued before, unless more than one lease per microsecond was ever granted.
+-- A missing counter (new, expired after FENCE_IDLE_MS without a token, or lost in a restart without
+-- persistence) restarts at the server clock in microseconds. Why that is above every token issued before:
+-- the counter only ever moves by one INCR per script run (no script calls next_fence twice), and Redis
+-- runs scripts one at a time, each well over a microsecond (7-8 µs of server time per call on average in
+-- INFO commandstats here), so a counter that started at the clock, or at 1, never gets ahead of the clock
+-- in µs: each value is at most the clock at the moment it was issued. It vanishes only FENCE_IDLE_MS after
+-- its last INCR, so the restart reads a clock FENCE_IDLE_MS * 1000 µs past the moment of the last token,
+-- and is higher with that much to spare (which also absorbs a server clock stepped back by less than
+-- FENCE_IDLE_MS). Every grant refreshes the expiry, so a busy lock's counter never restarts.
 local function next_fence()
   local n = redis.call('INCR', F)
   if n == 1 then
     n = tonumber(T[1]) * 1000000 + tonumber(T[2])
     redis.call('SET', F, fmt(n))
   end
+  if FENCE_IDLE_MS > 0 then redis.call('PEXPIRE', F, FENCE_IDLE_MS) end
   return n
 end
 `

@@ -1,0 +1,18 @@
+import { connect } from 'node:net'
+import { zkUrl } from '../../packages/latchkey/test/support/zookeeper-env.ts'
+
+/** ZooKeeper's `mntr` four-letter word: znode count and approximate data size (paths + data, in bytes). */
+export async function mntr(): Promise<{ znodes: number; bytes: number }> {
+  const [host, port] = zkUrl().split(',')[0]?.split(':') ?? []
+  const text = await new Promise<string>((resolve, reject) => {
+    const socket = connect(Number(port), host, () => socket.write('mntr'))
+    let data = ''
+    socket.on('data', (chunk) => {
+      data += chunk
+    })
+    socket.on('close', () => resolve(data))
+    socket.on('error', reject)
+  })
+  const stat = (name: string) => Number(new RegExp(`^${name}\\s+(\\d+)`, 'm').exec(text)?.[1])
+  return { znodes: stat('zk_znode_count'), bytes: stat('zk_approximate_data_size') }
+}
