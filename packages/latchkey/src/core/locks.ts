@@ -14,6 +14,7 @@ import {
   checkInteger,
   checkName,
   checkOptions,
+  checkUnavailableMs,
   MAX_NAME_BYTES,
   MAX_TIMER_MS,
 } from './validate.js'
@@ -28,6 +29,12 @@ export interface LocksOptions {
   ttlMs?: number
   /** Default wait for `acquire`/`withLock`. Default `Infinity`. */
   waitMs?: number
+  /**
+   * An acquire whose backend has answered nothing (not even "held") for this long rejects with
+   * `BackendUnavailableError`, whatever `waitMs` is (Redisson's and Curator's blocking acquires wait through an
+   * outage forever). `Infinity` waits through any outage. Default 30 000.
+   */
+  unavailableMs?: number
   /** Chubby's lock-delay: an expired, unreleased lock stays unavailable this long. Default 0. */
   lockDelayMs?: number
   /** Fail now, with `UnsupportedError`, unless the backend issues fencing tokens. Default false. */
@@ -92,6 +99,7 @@ export function createLocks(options: LocksOptions): Locks {
     namespace,
     ttlMs: o.ttlMs === undefined ? 30_000 : checkDuration('ttlMs', o.ttlMs, { min: 1, max: MAX_TIMER_MS }),
     waitMs: o.waitMs === undefined ? Number.POSITIVE_INFINITY : checkDuration('waitMs', o.waitMs, { infinite: true }),
+    unavailableMs: o.unavailableMs === undefined ? 30_000 : checkUnavailableMs(o.unavailableMs),
     lockDelayMs: o.lockDelayMs === undefined ? 0 : checkDuration('lockDelayMs', o.lockDelayMs),
     maxPollMs: o.maxPollMs === undefined ? 100 : checkDuration('maxPollMs', o.maxPollMs, { min: 1, max: MAX_TIMER_MS }),
     queueTtlMs:

@@ -47,6 +47,11 @@ export function checkDuration(
   return value
 }
 
+/** `unavailableMs`: at least 1 ms, or `Infinity` to wait through any outage. */
+export function checkUnavailableMs(value: unknown): number {
+  return checkDuration('unavailableMs', value, { min: 1, infinite: true })
+}
+
 /** A whole number >= `min`. */
 export function checkInteger(option: string, value: unknown, min: number): number {
   if (typeof value !== 'number') throw new TypeError(`latchkey: ${option} must be an integer, received ${show(value)}`)

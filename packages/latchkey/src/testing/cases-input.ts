@@ -18,6 +18,7 @@ export function inputCases(env: SuiteEnv): void {
       ['oversized name', () => locks.mutex('x'.repeat(5_000)), RangeError, ['name', '5000']],
       ['NaN ttl', () => createLocks({ backend, ttlMs: Number.NaN }), RangeError, ['ttlMs', 'NaN']],
       ['negative wait', () => createLocks({ backend, waitMs: -1 }), RangeError, ['waitMs', '-1']],
+      ['zero unavailableMs', () => createLocks({ backend, unavailableMs: 0 }), RangeError, ['unavailableMs', '0']],
       [
         'string lock-delay',
         () => createLocks({ backend, lockDelayMs: '5' as never }),
@@ -42,6 +43,7 @@ export function inputCases(env: SuiteEnv): void {
     const asyncCases: Case[] = [
       ['NaN waitMs', () => lock.acquire({ waitMs: Number.NaN }), RangeError, ['waitMs', 'NaN']],
       ['negative ttlMs', () => lock.acquire({ ttlMs: -5 }), RangeError, ['ttlMs', '-5']],
+      ['NaN unavailableMs', () => lock.acquire({ unavailableMs: Number.NaN }), RangeError, ['unavailableMs', 'NaN']],
       ['ttlMs beyond a timer', () => lock.acquire({ ttlMs: 2 ** 31 }), RangeError, ['ttlMs', '2147483648']],
       ['zero ttlMs', () => lock.tryAcquire({ ttlMs: 0 }), RangeError, ['ttlMs', '0']],
       ['bad signal', () => lock.acquire({ signal: 'stop' as never }), TypeError, ['signal', '"stop"']],
