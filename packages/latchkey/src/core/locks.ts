@@ -6,6 +6,7 @@ import type { LocksContext } from './context.js'
 import type { LockEventHandler } from './events.js'
 import { LeaseTimers } from './lease-timers.js'
 import { type Lock, LockHandle } from './lock.js'
+import { lockKey } from './lock-key.js'
 import { canonicalHandles, MultiLock } from './multi.js'
 import {
   checkBoolean,
@@ -23,7 +24,10 @@ import {
 export interface LocksOptions {
   /** Where locks live, e.g. `memoryBackend()`, `sqliteBackend({ path })`, `redisBackend({ client })`. */
   backend: Backend
-  /** Prefix of every lock name in the backend (`namespace:name`). Default: none. */
+  /**
+   * Prefix of every lock name in the backend: the key is `namespace:name`, with `%` and `:` in the namespace
+   * escaped (`%25`, `%3A`) so that two namespaced names never meet. Default: none (the key is the name verbatim).
+   */
   namespace?: string
   /** Default lease length. Default 30 000. */
   ttlMs?: number
@@ -121,7 +125,7 @@ export function createLocks(options: LocksOptions): Locks {
 
   const handle = (name: unknown, kind: LockKind, permits = 1): LockHandle => {
     const checked = checkName('name', name)
-    const key = namespace === '' ? checked : `${namespace}:${checked}`
+    const key = lockKey(namespace, checked)
     if (Buffer.byteLength(key) > MAX_NAME_BYTES) {
       throw new RangeError(
         `latchkey: namespace + name must be at most ${MAX_NAME_BYTES} bytes, received ${Buffer.byteLength(key)} bytes`,

@@ -66,6 +66,41 @@ export function inputCases(env: SuiteEnv): void {
     await locks.close()
   })
 
+  it('namespace and name never collide: a + "b:c", "a:b" + c and "a%3Ab" + c are three locks', async () => {
+    const base = `${env.namespace}-${env.uniq('ns')}`
+    const pairs = [
+      [base, 'b:c'],
+      [`${base}:b`, 'c'],
+      [`${base}%3Ab`, 'c'],
+    ] as const
+    const all = pairs.map(([namespace]) => createLocks({ backend: env.backend(), namespace }))
+    try {
+      const leases = []
+      for (const [i, [, name]] of pairs.entries()) {
+        const lease = await all[i]?.mutex(name).tryAcquire()
+        expect(lease, `${pairs[i]?.[0]} + ${name}`).toBeDefined()
+        leases.push(lease)
+      }
+      for (const lease of leases) await lease?.release()
+    } finally {
+      await Promise.all(all.map((l) => l.close()))
+    }
+  })
+
+  it('a name or namespace that is not well-formed Unicode (a lone surrogate) is a TypeError before any I/O', async () => {
+    const { backend, calls } = countingBackend(env.backend())
+    const locks = createLocks({ backend, namespace: env.namespace })
+    expect(() => locks.mutex('lone-\uD800')).toThrow(TypeError)
+    expect(() => locks.mutex('lone-\uDC00-low')).toThrow(/name must be well-formed Unicode/)
+    expect(() => createLocks({ backend, namespace: 'ns-\uD83D' })).toThrow(/namespace must be well-formed Unicode/)
+    expect(calls()).toBe(0)
+    // A well-formed pair of surrogates (one code point) is a valid name.
+    const lease = await locks.mutex(`emoji-${env.uniq('\uD83D\uDD12')}`).tryAcquire()
+    expect(lease).toBeDefined()
+    await lease?.release()
+    await locks.close()
+  })
+
   it('extend moves the expiry; a released lease cannot be extended', async () => {
     const lease = await env
       .locks()
