@@ -2,6 +2,7 @@ import { afterAll, afterEach, describe } from 'vitest'
 import type { Backend } from '../backend/types.js'
 import { inputCases } from './cases-input.js'
 import { kindCases } from './cases-kinds.js'
+import { multiCases } from './cases-multi.js'
 import { mutexCases } from './cases-mutex.js'
 import { processCases } from './cases-process.js'
 import { type ConformanceOptions, createEnv } from './env.js'
@@ -37,6 +38,7 @@ export function describeBackendConformance(
     })
     mutexCases(env)
     kindCases(env)
+    multiCases(env)
     inputCases(env)
     processCases(env)
   })
