@@ -112,7 +112,9 @@ export async function acquireLease(target: LockTarget, settings: AcquireSettings
         abandoned = giveBack(target, request.owner, outcome.pending)
         silence = { kind: 'unanswered', sentMsAgo: monotonicNow() - sentAt }
         stop.throwIfStopped()
-        throw backendSilenceError(target, silence, bound)
+        const error = backendSilenceError(target, silence, bound)
+        emitSafely(ctx.onEvent, { type: 'backend-error', ...describe(target), error })
+        throw error
       }
       if (stop.stopped) {
         if (result?.acquired === true) await releaseQuietly(target, request.owner)

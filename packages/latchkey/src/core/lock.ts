@@ -40,7 +40,10 @@ export interface AcquireOptions {
  */
 export interface Lock {
   readonly name: string
-  /** Waits up to `waitMs` for the lock; rejects with `LockTimeoutError` when the wait runs out. */
+  /**
+   * Waits up to `waitMs` (a hard deadline) for the lock; rejects with `LockTimeoutError` when the wait runs out
+   * while the lock is held, with `BackendUnavailableError` when the backend failed or did not answer instead.
+   */
   acquire(options?: AcquireOptions): Promise<Lease>
   /** Takes the lock if it is free right now; `undefined` otherwise. Never waits. */
   tryAcquire(options?: Omit<AcquireOptions, 'waitMs'>): Promise<Lease | undefined>
