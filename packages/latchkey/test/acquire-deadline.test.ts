@@ -66,6 +66,24 @@ describe('waitMs is a hard deadline', () => {
     expect(((error as Error).cause as Error).message).toMatch(/server down \(test\)/)
   })
 
+  it('a backend that answered "held" and then stops answering: BackendUnavailableError at waitMs', async () => {
+    const { locks, direct, state } = setup()
+    const holder = await direct.mutex('then-hang').acquire()
+    const started = performance.now()
+    const pending = timed(() => locks.mutex('then-hang').acquire({ waitMs: 400 }))
+    await eventually('the first try answered', () => state.calls.includes('tryAcquire'))
+    state.hang()
+    // The release wakes the waiter (memory pushes releases), whose next try hangs.
+    await holder.release()
+    const { error } = await pending
+    expect(performance.now() - started).toBeLessThan(400 + 100)
+    expect(error).toBeInstanceOf(BackendUnavailableError)
+    expect((error as Error).message).toMatch(/did not answer before waitMs \(400 ms\)/)
+    state.resume()
+    await eventually('the late grant given back', () => state.calls.includes('leaveQueue'))
+    expect(await direct.mutex('then-hang').isLocked()).toBe(false)
+  })
+
   it('a backend that answers "held" still ends the wait with LockTimeoutError', async () => {
     const { locks, direct } = setup()
     const holder = await direct.mutex('held').acquire()

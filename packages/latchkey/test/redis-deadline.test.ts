@@ -7,10 +7,10 @@
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { redisBackend } from '../src/backends/redis/index.js'
-import { createLocks } from '../src/core/locks.js'
+import { createLocks, type Locks } from '../src/core/locks.js'
 import { BackendUnavailableError } from '../src/errors.js'
 import { eventually } from './support/eventually.js'
-import { ioredisClient, nodeRedisClient } from './support/redis-backend-module.js'
+import { clientFlavours, ioredisClient, type OpenedClient } from './support/redis-backend-module.js'
 import { type RedisServerProcess, startRedisServer } from './support/redis-server-process.js'
 
 let server: RedisServerProcess
@@ -21,23 +21,7 @@ afterAll(async () => {
   await server?.dispose()
 })
 
-type Opened = { client: Parameters<typeof redisBackend>[0]['client']; close: () => Promise<unknown> }
-const flavours: [string, () => Promise<Opened>][] = [
-  [
-    'ioredis',
-    async () => {
-      const client = ioredisClient(server.url)
-      return { client, close: () => client.quit().catch(() => client.disconnect()) }
-    },
-  ],
-  [
-    'node-redis',
-    async () => {
-      const client = await nodeRedisClient(server.url)
-      return { client, close: () => (client as unknown as { close(): Promise<unknown> }).close() }
-    },
-  ],
-]
+const flavours = clientFlavours(() => server.url)
 
 async function timed(run: () => Promise<unknown>): Promise<{ error: unknown; ms: number }> {
   const started = performance.now()
@@ -48,47 +32,46 @@ async function timed(run: () => Promise<unknown>): Promise<{ error: unknown; ms:
   return { error, ms: performance.now() - started }
 }
 
+/** Opens a client and Locks (`options`), takes one lock while Redis is up, stops Redis and times `run`. */
+async function whileStopped(
+  open: () => Promise<OpenedClient>,
+  options: { unavailableMs?: number },
+  run: (locks: Locks) => Promise<unknown>,
+): Promise<{ error: unknown; ms: number }> {
+  const { client, close } = await open()
+  const backend = redisBackend({ client })
+  const locks = createLocks({ backend, namespace: `deadline-${randomUUID()}`, ...options })
+  try {
+    await (await locks.mutex('warm').acquire()).release()
+    await server.stop()
+    return await timed(() => run(locks))
+  } finally {
+    await server.start()
+    await locks.close()
+    await backend.close()
+    await close()
+  }
+}
+
 describe.each(flavours)('a stopped Redis (%s)', (_name, open) => {
   it('acquire({ waitMs: 2000 }) rejects at 2 s with BackendUnavailableError, not at the command timeout', async () => {
-    const { client, close } = await open()
-    const backend = redisBackend({ client })
-    const locks = createLocks({ backend, namespace: `deadline-${randomUUID()}` })
-    try {
-      await (await locks.mutex('warm').acquire()).release()
-      await server.stop()
-      const { error, ms } = await timed(() => locks.mutex('w').acquire({ waitMs: 2_000 }))
-      expect(error).toBeInstanceOf(BackendUnavailableError)
-      expect((error as Error).message).not.toMatch(/find the holder/)
-      expect((error as Error).message).toMatch(/redis backend (did not answer|was unreachable)/)
-      expect((error as Error).cause).toBeInstanceOf(Error)
-      expect(ms).toBeGreaterThanOrEqual(1_995)
-      expect(ms).toBeLessThan(2_000 + 150)
-    } finally {
-      await server.start()
-      await locks.close()
-      await backend.close()
-      await close()
-    }
+    const { error, ms } = await whileStopped(open, {}, (locks) => locks.mutex('w').acquire({ waitMs: 2_000 }))
+    expect(error).toBeInstanceOf(BackendUnavailableError)
+    expect((error as Error).message).not.toMatch(/find the holder/)
+    expect((error as Error).message).toMatch(/redis backend (did not answer|was unreachable)/)
+    expect((error as Error).cause).toBeInstanceOf(Error)
+    expect(ms).toBeGreaterThanOrEqual(1_995)
+    expect(ms).toBeLessThan(2_000 + 150)
   }, 30_000)
 
   it('an infinite wait rejects after unavailableMs with BackendUnavailableError', async () => {
-    const { client, close } = await open()
-    const backend = redisBackend({ client })
-    const locks = createLocks({ backend, namespace: `silent-${randomUUID()}`, unavailableMs: 800 })
-    try {
-      await (await locks.mutex('warm').acquire()).release()
-      await server.stop()
-      const { error, ms } = await timed(() => locks.mutex('s').acquire({ waitMs: Number.POSITIVE_INFINITY }))
-      expect(error).toBeInstanceOf(BackendUnavailableError)
-      expect((error as Error).message).toMatch(/unavailableMs \(800 ms\)/)
-      expect(ms).toBeGreaterThanOrEqual(795)
-      expect(ms).toBeLessThan(800 + 150)
-    } finally {
-      await server.start()
-      await locks.close()
-      await backend.close()
-      await close()
-    }
+    const { error, ms } = await whileStopped(open, { unavailableMs: 800 }, (locks) =>
+      locks.mutex('s').acquire({ waitMs: Number.POSITIVE_INFINITY }),
+    )
+    expect(error).toBeInstanceOf(BackendUnavailableError)
+    expect((error as Error).message).toMatch(/unavailableMs \(800 ms\)/)
+    expect(ms).toBeGreaterThanOrEqual(795)
+    expect(ms).toBeLessThan(800 + 150)
   }, 30_000)
 })
 

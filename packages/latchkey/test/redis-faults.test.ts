@@ -10,7 +10,7 @@ import type { Backend } from '../src/backend/types.js'
 import { redisBackend } from '../src/backends/redis/index.js'
 import { createLocks, type Locks } from '../src/core/locks.js'
 import { BackendUnavailableError, LockLostError } from '../src/errors.js'
-import { ioredisClient, nodeRedisClient } from './support/redis-backend-module.js'
+import { clientFlavours, ioredisClient } from './support/redis-backend-module.js'
 import { type RedisServerProcess, startRedisServer } from './support/redis-server-process.js'
 
 let server: RedisServerProcess
@@ -35,27 +35,7 @@ function aborted(signal: AbortSignal, withinMs: number): Promise<unknown> {
   })
 }
 
-type Client = { close(): Promise<unknown> }
-
-const flavours: [
-  string,
-  () => Promise<{ client: Parameters<typeof redisBackend>[0]['client']; close: () => Promise<unknown> }>,
-][] = [
-  [
-    'ioredis',
-    async () => {
-      const client = ioredisClient(server.url)
-      return { client, close: () => client.quit().catch(() => client.disconnect()) }
-    },
-  ],
-  [
-    'node-redis',
-    async () => {
-      const client = await nodeRedisClient(server.url)
-      return { client, close: () => (client as unknown as Client).close() }
-    },
-  ],
-]
+const flavours = clientFlavours(() => server.url)
 
 describe.each(flavours)('redis outage (%s)', (_name, open) => {
   it('fails new acquires with BackendUnavailableError, aborts an unrenewable lease, resumes after restart', async () => {

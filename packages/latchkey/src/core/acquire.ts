@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto'
 import type { AcquireRequest, AcquireResult, Backend } from '../backend/types.js'
 import { isLockError, LockTimeoutError } from '../errors.js'
-import { backendSilenceError, type Silence } from './backend-silence.js'
+import { backendSilenceError, type Silence, unansweredCause } from './backend-silence.js'
 import { jitter, monotonicNow, sleep } from './clock.js'
 import type { LockTarget } from './context.js'
 import { emitSafely } from './events.js'
@@ -67,6 +67,7 @@ export async function acquireLease(target: LockTarget, settings: AcquireSettings
   const waitEnds: Limit = { at: started + settings.waitMs, option: 'waitMs', ms: settings.waitMs }
   // The backend's last answer of any kind ("held" included) in this acquire; the start until it answers.
   let answeredAt = started
+  let slowestAnswerMs = 0
   const silenceEnds = (): Limit => ({
     at: answeredAt + settings.unavailableMs,
     option: 'unavailableMs',
@@ -101,6 +102,7 @@ export async function acquireLease(target: LockTarget, settings: AcquireSettings
       if (outcome.state === 'answered') {
         result = outcome.value
         answeredAt = monotonicNow()
+        slowestAnswerMs = Math.max(slowestAnswerMs, answeredAt - sentAt)
         silence = undefined
       } else if (outcome.state === 'failed') {
         const { error } = outcome
@@ -110,8 +112,17 @@ export async function acquireLease(target: LockTarget, settings: AcquireSettings
         emitSafely(ctx.onEvent, { type: 'backend-error', ...describe(target), error })
       } else {
         abandoned = giveBack(target, request.owner, outcome.pending)
-        silence = { kind: 'unanswered', sentMsAgo: monotonicNow() - sentAt }
+        const sentMsAgo = monotonicNow() - sentAt
         stop.throwIfStopped()
+        // The backend's last word was "held" and the wait ran out while one more try was out for no longer than its
+        // answers take (sent a moment before the deadline, e.g. by a timer firing early): the holder, not the
+        // backend, is why.
+        const inTime = sentMsAgo <= 2 * slowestAnswerMs + 1
+        if (silence === undefined && answeredAt > started && bound === waitEnds && inTime) {
+          lastError = unansweredCause(backend.name, sentMsAgo)
+          throw verdict(Math.max(monotonicNow(), waitEnds.at)) as Error
+        }
+        silence = { kind: 'unanswered', sentMsAgo }
         const error = backendSilenceError(target, silence, bound)
         emitSafely(ctx.onEvent, { type: 'backend-error', ...describe(target), error })
         throw error
