@@ -94,9 +94,10 @@ describe('redis fencing counter expiry', () => {
         await next()
         // Real expiry: the counter vanishes by itself once the lock was idle for fenceIdleTtlMs.
         await eventually(
-          () => admin.exists(fenceKey(key, kind)),
-          (n) => n === 0,
-          { what: `${kind} counter expiry` },
+          `${kind} counter expiry`,
+          async () => (await admin.exists(fenceKey(key, kind))) === 0,
+          10_000,
+          50,
         )
         await next()
       }
@@ -116,10 +117,15 @@ describe('redis fencing counter expiry', () => {
       const churnMs = performance.now() - started
       const justAfter = await countKeys(admin, patterns)
       const memoryJustAfter = await usedMemory(admin)
-      const idle = await eventually(
-        () => countKeys(admin, patterns),
-        (n) => n === 0,
-        { timeoutMs: 20_000, everyMs: 250, what: 'no key left of 10 000 idle names' },
+      let idle = -1
+      await eventually(
+        'no key left of 10 000 idle names',
+        async () => {
+          idle = await countKeys(admin, patterns)
+          return idle === 0
+        },
+        20_000,
+        250,
       )
       expect(idle).toBe(0)
       const after = await usedMemory(admin)

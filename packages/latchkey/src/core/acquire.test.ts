@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { flakyBackend } from '../../test/support/flaky-backend.js'
 import type { Backend } from '../backend/types.js'
 import { memoryBackend } from '../backends/memory/index.js'
-import { BackendUnavailableError, LockTimeoutError, UnsupportedError } from '../errors.js'
+import { BackendUnavailableError, UnsupportedError } from '../errors.js'
 import { sleep } from './clock.js'
 import { createLocks, type Locks } from './locks.js'
 
@@ -30,7 +30,7 @@ describe('acquisition loop', () => {
     await lease.release()
   })
 
-  it('a wait that runs out during an outage is a LockTimeoutError caused by the backend error', async () => {
+  it('a wait that runs out during an outage is a BackendUnavailableError caused by the backend error', async () => {
     const { backend, state } = flakyBackend(memoryBackend())
     const locks = track(createLocks({ backend }))
     state.down = true
@@ -38,7 +38,7 @@ describe('acquisition loop', () => {
       .mutex('b')
       .acquire({ waitMs: 100 })
       .catch((e: unknown) => e)
-    expect(error).toBeInstanceOf(LockTimeoutError)
+    expect(error).toBeInstanceOf(BackendUnavailableError)
     expect((error as Error).cause).toBeInstanceOf(BackendUnavailableError)
     state.down = false
   })

@@ -4,11 +4,14 @@
  */
 import { randomUUID } from 'node:crypto'
 import type { AcquireRequest, AcquireResult, Backend } from '../backend/types.js'
-import { isLockError, LocksClosedError, LockTimeoutError, PermitsMismatchError } from '../errors.js'
+import { isLockError, LockTimeoutError, PermitsMismatchError } from '../errors.js'
+import { backendSilenceError, type Silence, unansweredCause } from './backend-silence.js'
 import { jitter, monotonicNow, sleep } from './clock.js'
 import type { LockTarget } from './context.js'
 import { emitSafely } from './events.js'
 import { HeldLease } from './lease.js'
+import { settleWithin } from './settle-within.js'
+import { StopCheck } from './stop-check.js'
 
 /** Resolved acquire options. */
 export interface AcquireSettings {
@@ -16,6 +19,8 @@ export interface AcquireSettings {
   readonly ttlMs: number
   readonly autoRenew: boolean
   readonly signal: AbortSignal | undefined
+  /** Reject with `BackendUnavailableError` once the backend has answered nothing for this long. */
+  readonly unavailableMs: number
   /** `tryAcquire`: resolve `undefined` instead of rejecting with `LockTimeoutError` when the lock is taken. */
   readonly orUndefined: boolean
 }
@@ -25,10 +30,20 @@ const FIRST_POLL_MS = 2
 /** Longest sleep between tries when releases are pushed: a bound on how long a lost message can cost. */
 const PUSHED_FALLBACK_MS = 2_000
 
+/** A limit of the acquire: an instant on the monotonic clock and the option that set it. */
+interface Limit {
+  readonly at: number
+  readonly option: 'waitMs' | 'unavailableMs'
+  readonly ms: number
+}
+
 /**
- * Acquires a lease for `target`, waiting up to `settings.waitMs`. When the wait runs out it resolves `undefined`
- * (`orUndefined`, for tryAcquire) or rejects with `LockTimeoutError`; it rejects with the caller's
- * `signal.reason` on abort. Whatever it rejects with, nothing stays held or queued.
+ * Acquires a lease for `target`, waiting up to `settings.waitMs`. Both limits are hard: an in-flight try is
+ * raced against them, not awaited. When the wait runs out while the backend answers "held" it resolves
+ * `undefined` (`orUndefined`, for tryAcquire) or rejects with `LockTimeoutError`; when the backend is what
+ * stopped it (its last try failed or is unanswered), or it answered nothing for `unavailableMs`, it rejects with
+ * `BackendUnavailableError`; on abort, with the caller's `signal.reason`. Whatever it rejects with, nothing
+ * stays held or queued: a try abandoned at the deadline is given back (release, leaveQueue) when it answers.
  */
 export async function acquireLease(target: LockTarget, settings: AcquireSettings): Promise<HeldLease | undefined> {
   const { ctx } = target
@@ -49,21 +64,68 @@ export async function acquireLease(target: LockTarget, settings: AcquireSettings
     queueTtlMs: ctx.queueTtlMs,
   }
   const subscription = waiting ? backend.subscribe?.(request, request.owner) : undefined
+  const waitEnds: Limit = { at: started + settings.waitMs, option: 'waitMs', ms: settings.waitMs }
+  // The backend's last answer of any kind ("held" included) in this acquire; the start until it answers.
+  let answeredAt = started
+  let slowestAnswerMs = 0
+  const silenceEnds = (): Limit => ({
+    at: answeredAt + settings.unavailableMs,
+    option: 'unavailableMs',
+    ms: settings.unavailableMs,
+  })
+  // What the last try did when it did not answer: undefined after an answer.
+  let silence: Silence | undefined
+  let lastError: unknown
+  let abandoned: Promise<void> | undefined
   let tried = false
   let granted = false
-  let lastError: unknown
+  /** The error (or `undefined` result) that ends the acquire at `now`, or `false` to go on. */
+  const verdict = (now: number): Error | undefined | false => {
+    if (silence !== undefined) {
+      const limit = waiting && now >= waitEnds.at ? waitEnds : silenceEnds()
+      return now >= limit.at ? backendSilenceError(target, silence, limit) : false
+    }
+    if (now < waitEnds.at) return false
+    if (settings.orUndefined) return undefined
+    emitSafely(ctx.onEvent, { type: 'timeout', ...describe(target), waitedMs: now - started })
+    return new LockTimeoutError(target.name, now - started, { cause: lastError })
+  }
   try {
     for (let attempt = 0; ; attempt++) {
       stop.throwIfStopped()
       const sentAt = monotonicNow()
       let result: AcquireResult | undefined
       tried = true
-      try {
-        result = await backend.tryAcquire(request)
-      } catch (error) {
+      // A try may not outlast the wait (when waiting) nor the patience for a silent backend.
+      const bound = waiting && waitEnds.at <= silenceEnds().at ? waitEnds : silenceEnds()
+      const outcome = await settleWithin(backend.tryAcquire(request), bound.at - sentAt)
+      if (outcome.state === 'answered') {
+        result = outcome.value
+        answeredAt = monotonicNow()
+        slowestAnswerMs = Math.max(slowestAnswerMs, answeredAt - sentAt)
+        silence = undefined
+      } else if (outcome.state === 'failed') {
+        const { error } = outcome
         if (!waiting || !(isLockError(error) && error.retryable) || stop.stopped) throw error
+        silence = { kind: 'failed', error }
         lastError = error
         emitSafely(ctx.onEvent, { type: 'backend-error', ...describe(target), error })
+      } else {
+        abandoned = giveBack(target, request.owner, outcome.pending)
+        const sentMsAgo = monotonicNow() - sentAt
+        stop.throwIfStopped()
+        // The backend's last word was "held" and the wait ran out while one more try was out for no longer than its
+        // answers take (sent a moment before the deadline, e.g. by a timer firing early): the holder, not the
+        // backend, is why.
+        const inTime = sentMsAgo <= 2 * slowestAnswerMs + 1
+        if (silence === undefined && answeredAt > started && bound === waitEnds && inTime) {
+          lastError = unansweredCause(backend.name, sentMsAgo)
+          throw verdict(Math.max(monotonicNow(), waitEnds.at)) as Error
+        }
+        silence = { kind: 'unanswered', sentMsAgo }
+        const error = backendSilenceError(target, silence, bound)
+        emitSafely(ctx.onEvent, { type: 'backend-error', ...describe(target), error })
+        throw error
       }
       if (stop.stopped) {
         if (result?.acquired === true) await releaseQuietly(target, request.owner)
@@ -88,28 +150,52 @@ export async function acquireLease(target: LockTarget, settings: AcquireSettings
       if (result?.permitsInForce !== undefined) {
         throw new PermitsMismatchError(target.name, target.permits, result.permitsInForce)
       }
-      const waitedMs = monotonicNow() - started
-      const remaining = settings.waitMs - waitedMs
-      if (remaining <= 0) {
-        if (settings.orUndefined) return undefined
-        emitSafely(ctx.onEvent, { type: 'timeout', ...describe(target), waitedMs })
-        throw new LockTimeoutError(target.name, waitedMs, { cause: lastError })
+      const now = monotonicNow()
+      const ended = verdict(now)
+      if (ended !== false) {
+        if (ended === undefined) return undefined
+        throw ended
       }
+      const remaining = Math.min(waitEnds.at, silence === undefined ? Number.POSITIVE_INFINITY : silenceEnds().at) - now
       const pause = nextPause(target, attempt, remaining, result)
       const signal = stop.linked()
       if (subscription !== undefined) await subscription.wait(pause, signal)
       else await sleep(pause, signal)
+      // No new try once a limit has passed: it could only end after the deadline.
+      const afterWait = verdict(monotonicNow())
+      if (afterWait !== false) {
+        if (afterWait === undefined) return undefined
+        throw afterWait
+      }
     }
   } finally {
     subscription?.close()
     stop.dispose()
-    // Any waiter that gave up tells the backend, which may keep state per waiter (a place in line, a node).
-    if (waiting && tried && !granted) {
-      await backend.leaveQueue(request).catch((error: unknown) => {
+    // Any waiter that gave up tells the backend, which may keep state per waiter (a place in line, a node). After
+    // an abandoned try, only once that try has answered (it may queue us again); while the backend is failing, in
+    // the background, so that the caller's deadline holds.
+    const leave = (): Promise<void> =>
+      backend.leaveQueue(request).catch((error: unknown) => {
         emitSafely(ctx.onEvent, { type: 'backend-error', ...describe(target), error })
       })
+    if (abandoned !== undefined) void abandoned.then(leave)
+    else if (waiting && tried && !granted) {
+      if (silence === undefined) await leave()
+      else void leave()
     }
   }
+}
+
+/** Releases the grant of a try abandoned at a deadline, should it answer `acquired` later. */
+function giveBack(target: LockTarget, owner: string, pending: Promise<AcquireResult>): Promise<void> {
+  return pending.then(
+    async (result) => {
+      if (result.acquired) await releaseQuietly(target, owner)
+    },
+    (error: unknown) => {
+      emitSafely(target.ctx.onEvent, { type: 'backend-error', ...describe(target), error })
+    },
+  )
 }
 
 /** How long to sleep before the next try. */
@@ -135,53 +221,4 @@ async function releaseQuietly(target: LockTarget, owner: string): Promise<void> 
 
 function describe(target: LockTarget): { name: string; kind: LockTarget['kind']; backend: string } {
   return { name: target.name, kind: target.kind, backend: (target.ctx.backend as Backend).name }
-}
-
-/**
- * The caller's signal and `close()`, checked cheaply on every try; one linked `AbortSignal` is built only when
- * the acquire has to wait (an uncontended acquire never pays for an AbortController and its listeners).
- */
-class StopCheck {
-  private link: { controller: AbortController; onUser(): void; onClose(): void } | undefined
-
-  constructor(
-    private readonly user: AbortSignal | undefined,
-    private readonly closing: AbortSignal,
-  ) {}
-
-  get stopped(): boolean {
-    return this.user?.aborted === true || this.closing.aborted
-  }
-
-  /** Rejects with the caller's reason, or `LocksClosedError` after `close()`. */
-  throwIfStopped(): void {
-    if (this.user?.aborted) throw this.user.reason
-    if (this.closing.aborted) throw closedError()
-  }
-
-  /** A signal that aborts like {@link throwIfStopped} would throw; created once, on the first wait. */
-  linked(): AbortSignal {
-    if (this.link !== undefined) return this.link.controller.signal
-    const controller = new AbortController()
-    const onUser = (): void => controller.abort(this.user?.reason)
-    const onClose = (): void => controller.abort(closedError())
-    this.link = { controller, onUser, onClose }
-    if (this.user?.aborted) onUser()
-    else if (this.closing.aborted) onClose()
-    else {
-      this.user?.addEventListener('abort', onUser, { once: true })
-      this.closing.addEventListener('abort', onClose, { once: true })
-    }
-    return controller.signal
-  }
-
-  dispose(): void {
-    if (this.link === undefined) return
-    this.user?.removeEventListener('abort', this.link.onUser)
-    this.closing.removeEventListener('abort', this.link.onClose)
-  }
-}
-
-function closedError(): LocksClosedError {
-  return new LocksClosedError('latchkey: Locks.close() was called while acquiring')
 }

@@ -10,6 +10,7 @@ export interface LocksContext {
   readonly namespace: string
   readonly ttlMs: number
   readonly waitMs: number
+  readonly unavailableMs: number
   readonly lockDelayMs: number
   readonly queueTtlMs: number
   readonly maxPollMs: number

@@ -4,7 +4,15 @@ import type { LocksContext, LockTarget } from './context.js'
 import { emitSafely } from './events.js'
 import { type Lease, ReentrantLease } from './lease.js'
 import { findHeld, type HeldEntry, runHolding } from './reentrancy.js'
-import { checkBoolean, checkDuration, checkFunction, checkOptions, checkSignal, MAX_TIMER_MS } from './validate.js'
+import {
+  checkBoolean,
+  checkDuration,
+  checkFunction,
+  checkOptions,
+  checkSignal,
+  checkUnavailableMs,
+  MAX_TIMER_MS,
+} from './validate.js'
 
 /** Options of `acquire`, `tryAcquire` and `withLock`. Unset fields take the `createLocks` defaults. */
 export interface AcquireOptions {
@@ -16,6 +24,11 @@ export interface AcquireOptions {
   autoRenew?: boolean
   /** Abort the wait: the call rejects with `signal.reason` and leaves nothing held or queued. */
   signal?: AbortSignal
+  /**
+   * Reject with `BackendUnavailableError` once the backend has answered nothing at all (not even "held") for this
+   * long, even when `waitMs` is `Infinity` (default from `createLocks`, itself 30 000).
+   */
+  unavailableMs?: number
 }
 
 /**
@@ -27,7 +40,10 @@ export interface AcquireOptions {
  */
 export interface Lock {
   readonly name: string
-  /** Waits up to `waitMs` for the lock; rejects with `LockTimeoutError` when the wait runs out. */
+  /**
+   * Waits up to `waitMs` (a hard deadline) for the lock; rejects with `LockTimeoutError` when the wait runs out
+   * while the lock is held, with `BackendUnavailableError` when the backend failed or did not answer instead.
+   */
   acquire(options?: AcquireOptions): Promise<Lease>
   /** Takes the lock if it is free right now; `undefined` otherwise. Never waits. */
   tryAcquire(options?: Omit<AcquireOptions, 'waitMs'>): Promise<Lease | undefined>
@@ -50,6 +66,7 @@ export function resolveSettings(ctx: LocksContext, options: unknown, waitForIt: 
     ttlMs: o.ttlMs === undefined ? ctx.ttlMs : checkDuration('ttlMs', o.ttlMs, { min: 1, max: MAX_TIMER_MS }),
     autoRenew: o.autoRenew === undefined ? true : checkBoolean('autoRenew', o.autoRenew),
     signal: o.signal === undefined ? undefined : checkSignal('signal', o.signal),
+    unavailableMs: o.unavailableMs === undefined ? ctx.unavailableMs : checkUnavailableMs(o.unavailableMs),
     orUndefined: !waitForIt,
   }
 }

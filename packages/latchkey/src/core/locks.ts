@@ -6,6 +6,7 @@ import type { LocksContext } from './context.js'
 import type { LockEventHandler } from './events.js'
 import { LeaseTimers } from './lease-timers.js'
 import { type Lock, LockHandle } from './lock.js'
+import { lockKey } from './lock-key.js'
 import { canonicalHandles, MultiLock } from './multi.js'
 import {
   checkBoolean,
@@ -14,6 +15,7 @@ import {
   checkInteger,
   checkName,
   checkOptions,
+  checkUnavailableMs,
   MAX_NAME_BYTES,
   MAX_TIMER_MS,
 } from './validate.js'
@@ -22,12 +24,21 @@ import {
 export interface LocksOptions {
   /** Where locks live, e.g. `memoryBackend()`, `sqliteBackend({ path })`, `redisBackend({ client })`. */
   backend: Backend
-  /** Prefix of every lock name in the backend (`namespace:name`). Default: none. */
+  /**
+   * Prefix of every lock name in the backend: the key is `namespace:name`, with `%` and `:` in the namespace
+   * escaped (`%25`, `%3A`) so that two namespaced names never meet. Default: none (the key is the name verbatim).
+   */
   namespace?: string
   /** Default lease length. Default 30 000. */
   ttlMs?: number
   /** Default wait for `acquire`/`withLock`. Default `Infinity`. */
   waitMs?: number
+  /**
+   * An acquire whose backend has answered nothing (not even "held") for this long rejects with
+   * `BackendUnavailableError`, whatever `waitMs` is (Redisson's and Curator's blocking acquires wait through an
+   * outage forever). `Infinity` waits through any outage. Default 30 000.
+   */
+  unavailableMs?: number
   /** Chubby's lock-delay: an expired, unreleased lock stays unavailable this long. Default 0. */
   lockDelayMs?: number
   /** Fail now, with `UnsupportedError`, unless the backend issues fencing tokens. Default false. */
@@ -92,6 +103,7 @@ export function createLocks(options: LocksOptions): Locks {
     namespace,
     ttlMs: o.ttlMs === undefined ? 30_000 : checkDuration('ttlMs', o.ttlMs, { min: 1, max: MAX_TIMER_MS }),
     waitMs: o.waitMs === undefined ? Number.POSITIVE_INFINITY : checkDuration('waitMs', o.waitMs, { infinite: true }),
+    unavailableMs: o.unavailableMs === undefined ? 30_000 : checkUnavailableMs(o.unavailableMs),
     lockDelayMs: o.lockDelayMs === undefined ? 0 : checkDuration('lockDelayMs', o.lockDelayMs),
     maxPollMs: o.maxPollMs === undefined ? 100 : checkDuration('maxPollMs', o.maxPollMs, { min: 1, max: MAX_TIMER_MS }),
     queueTtlMs:
@@ -113,7 +125,7 @@ export function createLocks(options: LocksOptions): Locks {
 
   const handle = (name: unknown, kind: LockKind, permits = 1): LockHandle => {
     const checked = checkName('name', name)
-    const key = namespace === '' ? checked : `${namespace}:${checked}`
+    const key = lockKey(namespace, checked)
     if (Buffer.byteLength(key) > MAX_NAME_BYTES) {
       throw new RangeError(
         `latchkey: namespace + name must be at most ${MAX_NAME_BYTES} bytes, received ${Buffer.byteLength(key)} bytes`,

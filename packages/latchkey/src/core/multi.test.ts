@@ -55,6 +55,33 @@ describe('multi', () => {
     expect(lease.signal.reason).toBeInstanceOf(LockLostError)
   })
 
+  it('one name twice: a write covers a read of the same Locks; what would wait for itself is refused up front', async () => {
+    const [a, b] = make()
+    const rw = a.readWrite('rw')
+    const both = a.multi([rw.read, rw.write])
+    const lease = (await both.acquire({ waitMs: 1_000 })) as MultiLease
+    expect(lease.leases).toHaveLength(1)
+    expect(await b.readWrite('rw').read.tryAcquire()).toBeUndefined()
+    // Inside withLock the dropped read re-enters the write it was folded into.
+    await lease.release()
+    await both.withLock(async () => {
+      await rw.read.withLock(async (inner) => expect(inner.token).toBeGreaterThan(0n))
+    })
+    expect(() => a.multi([a.mutex('m'), a.multi([a.readWrite('m').read])])).toThrow(
+      /locks\[0\] \(mutex "m"\) and locks\[1\] \(read lock "m"\) cannot be held together/,
+    )
+    expect(() => a.multi([a.fairMutex('f'), a.mutex('f')])).toThrow(RangeError)
+    expect(() => a.multi([a.mutex('x'), b.mutex('x')])).toThrow(/two Locks instances over one backend/)
+    const reads = await a.multi([a.readWrite('r').read, b.readWrite('r').read]).acquire({ waitMs: 1_000 })
+    await reads.release()
+    const permits = await a
+      .multi([a.semaphore('s', { permits: 2 }), b.semaphore('s', { permits: 2 })])
+      .acquire({ waitMs: 1_000 })
+    expect(await a.semaphore('s', { permits: 2 }).isLocked()).toBe(true)
+    await permits.release()
+    expect(() => a.multi([a.semaphore('t', { permits: 1 }), b.semaphore('t', { permits: 1 })])).toThrow(RangeError)
+  })
+
   it('rejects what is not a lock', () => {
     const [a] = make()
     expect(() => a.multi('x' as never)).toThrow(TypeError)

@@ -1,8 +1,11 @@
 /**
  * `multi(locks)`: all-or-nothing over several locks (Redisson's RedissonMultiLock), from one backend or many.
  * Locks are always taken in one canonical order (backend instance, name, kind), so two callers passing the
- * same locks in opposite orders cannot deadlock; a failure part-way releases what was taken.
+ * same locks in opposite orders cannot deadlock; a failure part-way releases what was taken. Parts that are one
+ * lock (a read and a write of one name, ...) are collapsed or rejected up front: a caller must never wait for itself.
  */
+import { stateKey } from '../backend/grant-rules.js'
+import type { Backend, LockKind } from '../backend/types.js'
 import { monotonicNow } from './clock.js'
 import type { Lease } from './lease.js'
 import { type AcquireOptions, type Lock, LockHandle, resolveSettings, runWithLeases } from './lock.js'
@@ -14,18 +17,87 @@ function order(a: LockHandle, b: LockHandle): number {
   )
 }
 
-/** Flattens nested multi-locks, drops duplicates and sorts into the canonical order. */
+/** A handle and the index in `locks` it came from (for messages). */
+type Part = { readonly handle: LockHandle; readonly index: number }
+
+/**
+ * Flattens nested multi-locks, drops duplicates, collapses or rejects parts that name one lock, and sorts into
+ * the canonical order. Throws before any I/O.
+ */
 export function canonicalHandles(locks: unknown): LockHandle[] {
   if (!Array.isArray(locks)) throw new TypeError(`latchkey: locks must be an array of locks, received ${typeof locks}`)
   if (locks.length === 0) throw new RangeError('latchkey: locks must name at least one lock, received an empty array')
-  const handles: LockHandle[] = []
-  for (const [i, lock] of locks.entries()) {
-    if (lock instanceof MultiLock) handles.push(...lock.handles)
-    else if (lock instanceof LockHandle) handles.push(lock)
-    else throw new TypeError(`latchkey: locks[${i}] must be a lock made by createLocks(), received ${typeof lock}`)
+  const parts: Part[] = []
+  for (const [index, lock] of locks.entries()) {
+    if (lock instanceof MultiLock) parts.push(...lock.handles.map((handle) => ({ handle, index })))
+    else if (lock instanceof LockHandle) parts.push({ handle: lock, index })
+    else throw new TypeError(`latchkey: locks[${index}] must be a lock made by createLocks(), received ${typeof lock}`)
   }
-  handles.sort(order)
-  return handles.filter((h, i) => i === 0 || order(handles[i - 1] as LockHandle, h) !== 0)
+  parts.sort((a, b) => order(a.handle, b.handle))
+  const unique = parts.filter((p, i) => i === 0 || order((parts[i - 1] as Part).handle, p.handle) !== 0)
+  return withoutOverlaps(unique).map((p) => p.handle)
+}
+
+/**
+ * Parts that name one lock state of one backend. On every backend the mutex, fair mutex and read-write kinds of a
+ * name share one state (a holder of any exclusive kind excludes all of them) and a semaphore of the name lives
+ * apart. Within that state one caller could wait for itself forever, so: a read beside a write of the same
+ * `Locks` is dropped (the write covers it: it excludes every other holder); two reads of two `Locks` share; two
+ * semaphore permits fit when the semaphore has at least two; anything else is rejected.
+ */
+function withoutOverlaps(parts: readonly Part[]): Part[] {
+  const groups = new Map<Backend, Map<string, Part[]>>()
+  for (const part of parts) {
+    const { backend } = part.handle.ctx
+    const byState = groups.get(backend) ?? new Map<string, Part[]>()
+    groups.set(backend, byState)
+    const state = stateKey(part.handle)
+    byState.set(state, [...(byState.get(state) ?? []), part])
+  }
+  const dropped = new Set<Part>()
+  for (const group of [...groups.values()].flatMap((byState) => [...byState.values()])) {
+    for (const [i, a] of group.entries()) {
+      for (const b of group.slice(i + 1)) {
+        if (dropped.has(a) || dropped.has(b)) continue
+        const covered = coveredOf(a.handle, b.handle)
+        if (covered === 'a') dropped.add(a)
+        else if (covered === 'b') dropped.add(b)
+        else if (covered !== 'both') throw overlapError(a, b)
+      }
+    }
+  }
+  return parts.filter((p) => !dropped.has(p))
+}
+
+/** Which of two parts in one lock state may be dropped ('a' / 'b'), 'both' kept, or undefined (cannot hold both). */
+function coveredOf(a: LockHandle, b: LockHandle): 'a' | 'b' | 'both' | undefined {
+  if (a.ctx === b.ctx) {
+    if (a.kind === 'read' && b.kind === 'write') return 'a'
+    if (a.kind === 'write' && b.kind === 'read') return 'b'
+    return undefined
+  }
+  if (a.kind === 'read' && b.kind === 'read') return 'both'
+  if (a.kind === 'semaphore' && b.kind === 'semaphore' && Math.min(a.permits, b.permits) >= 2) return 'both'
+  return undefined
+}
+
+function overlapError(a: Part, b: Part): RangeError {
+  const show = (p: Part) => `locks[${p.index}] (${KIND_NAMES[p.handle.kind]} "${p.handle.name}")`
+  const why =
+    a.handle.ctx === b.handle.ctx
+      ? 'a mutex, a fair mutex and a read-write lock of one name are one lock in every backend'
+      : 'two Locks instances over one backend take it twice'
+  return new RangeError(
+    `latchkey: ${show(a)} and ${show(b)} cannot be held together by one caller: ${why}, and the second would wait for the first forever; pass one of them`,
+  )
+}
+
+const KIND_NAMES: Readonly<Record<LockKind, string>> = {
+  mutex: 'mutex',
+  fair: 'fair mutex',
+  read: 'read lock',
+  write: 'write lock',
+  semaphore: 'semaphore',
 }
 
 /** A lease over several locks: aborts when any part is lost; `token` is the highest part's token. */

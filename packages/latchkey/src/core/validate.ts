@@ -12,9 +12,16 @@ function show(value: unknown): string {
   return String(value)
 }
 
-/** A lock name: a non-empty string of at most {@link MAX_NAME_BYTES} UTF-8 bytes. */
+/**
+ * A lock name: a non-empty string of well-formed Unicode, at most {@link MAX_NAME_BYTES} UTF-8 bytes. A lone
+ * surrogate has no UTF-8 form: backends that URI-encode keys (ZooKeeper, etcd) would throw `URIError`, the
+ * others would store U+FFFD and make it the same lock as a name with a real U+FFFD.
+ */
 export function checkName(option: string, value: unknown, allowEmpty = false): string {
   if (typeof value !== 'string') throw new TypeError(`latchkey: ${option} must be a string, received ${show(value)}`)
+  if (!(value as string & { isWellFormed(): boolean }).isWellFormed()) {
+    throw new TypeError(`latchkey: ${option} must be well-formed Unicode (no lone surrogate), received ${show(value)}`)
+  }
   if (!allowEmpty && value.length === 0) throw new RangeError(`latchkey: ${option} must not be empty, received ""`)
   const bytes = Buffer.byteLength(value)
   if (bytes > MAX_NAME_BYTES) {
@@ -45,6 +52,11 @@ export function checkDuration(
     throw new RangeError(`latchkey: ${option} must be at most ${opts.max} ms, received ${show(value)}`)
   }
   return value
+}
+
+/** `unavailableMs`: at least 1 ms, or `Infinity` to wait through any outage. */
+export function checkUnavailableMs(value: unknown): number {
+  return checkDuration('unavailableMs', value, { min: 1, infinite: true })
 }
 
 /** A whole number >= `min`. */

@@ -18,6 +18,7 @@ export function inputCases(env: SuiteEnv): void {
       ['oversized name', () => locks.mutex('x'.repeat(5_000)), RangeError, ['name', '5000']],
       ['NaN ttl', () => createLocks({ backend, ttlMs: Number.NaN }), RangeError, ['ttlMs', 'NaN']],
       ['negative wait', () => createLocks({ backend, waitMs: -1 }), RangeError, ['waitMs', '-1']],
+      ['zero unavailableMs', () => createLocks({ backend, unavailableMs: 0 }), RangeError, ['unavailableMs', '0']],
       [
         'string lock-delay',
         () => createLocks({ backend, lockDelayMs: '5' as never }),
@@ -42,6 +43,7 @@ export function inputCases(env: SuiteEnv): void {
     const asyncCases: Case[] = [
       ['NaN waitMs', () => lock.acquire({ waitMs: Number.NaN }), RangeError, ['waitMs', 'NaN']],
       ['negative ttlMs', () => lock.acquire({ ttlMs: -5 }), RangeError, ['ttlMs', '-5']],
+      ['NaN unavailableMs', () => lock.acquire({ unavailableMs: Number.NaN }), RangeError, ['unavailableMs', 'NaN']],
       ['ttlMs beyond a timer', () => lock.acquire({ ttlMs: 2 ** 31 }), RangeError, ['ttlMs', '2147483648']],
       ['zero ttlMs', () => lock.tryAcquire({ ttlMs: 0 }), RangeError, ['ttlMs', '0']],
       ['bad signal', () => lock.acquire({ signal: 'stop' as never }), TypeError, ['signal', '"stop"']],
@@ -61,6 +63,41 @@ export function inputCases(env: SuiteEnv): void {
     await expect(held.extend(Number.NaN)).rejects.toBeInstanceOf(RangeError)
     expect(calls()).toBe(afterAcquire)
     await held.release()
+    await locks.close()
+  })
+
+  it('namespace and name never collide: a + "b:c", "a:b" + c and "a%3Ab" + c are three locks', async () => {
+    const base = `${env.namespace}-${env.uniq('ns')}`
+    const pairs = [
+      [base, 'b:c'],
+      [`${base}:b`, 'c'],
+      [`${base}%3Ab`, 'c'],
+    ] as const
+    const all = pairs.map(([namespace]) => createLocks({ backend: env.backend(), namespace }))
+    try {
+      const leases = []
+      for (const [i, [, name]] of pairs.entries()) {
+        const lease = await all[i]?.mutex(name).tryAcquire()
+        expect(lease, `${pairs[i]?.[0]} + ${name}`).toBeDefined()
+        leases.push(lease)
+      }
+      for (const lease of leases) await lease?.release()
+    } finally {
+      await Promise.all(all.map((l) => l.close()))
+    }
+  })
+
+  it('a name or namespace that is not well-formed Unicode (a lone surrogate) is a TypeError before any I/O', async () => {
+    const { backend, calls } = countingBackend(env.backend())
+    const locks = createLocks({ backend, namespace: env.namespace })
+    expect(() => locks.mutex('lone-\uD800')).toThrow(TypeError)
+    expect(() => locks.mutex('lone-\uDC00-low')).toThrow(/name must be well-formed Unicode/)
+    expect(() => createLocks({ backend, namespace: 'ns-\uD83D' })).toThrow(/namespace must be well-formed Unicode/)
+    expect(calls()).toBe(0)
+    // A well-formed pair of surrogates (one code point) is a valid name.
+    const lease = await locks.mutex(`emoji-${env.uniq('\uD83D\uDD12')}`).tryAcquire()
+    expect(lease).toBeDefined()
+    await lease?.release()
     await locks.close()
   })
 

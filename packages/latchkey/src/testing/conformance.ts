@@ -2,6 +2,7 @@ import { afterAll, afterEach, describe } from 'vitest'
 import type { Backend } from '../backend/types.js'
 import { inputCases } from './cases-input.js'
 import { kindCases } from './cases-kinds.js'
+import { multiCases } from './cases-multi.js'
 import { mutexCases } from './cases-mutex.js'
 import { processCases } from './cases-process.js'
 import { semaphoreCases } from './cases-semaphore.js'
@@ -38,6 +39,7 @@ export function describeBackendConformance(
     })
     mutexCases(env)
     kindCases(env)
+    multiCases(env)
     inputCases(env)
     processCases(env)
     semaphoreCases(env)

@@ -9,7 +9,11 @@ export interface ConformanceOptions {
    * a module path or file URL whose export (default `createBackend`) returns a `Backend` or a promise of one.
    */
   processBackend?: { module: string; export?: string }
-  /** Deletes whatever the run left on the server for lock names starting with `namespace` (keys, rows, znodes). */
+  /**
+   * Deletes whatever the run left on the server for lock keys starting with `namespace` (keys, rows, znodes). The
+   * suite's namespace holds neither `%` nor `:`, so its keys start with it verbatim (a namespace is escaped in
+   * keys); the cases that need other namespaces append to it.
+   */
   cleanup?: (namespace: string) => Promise<void>
   /** Multiplies every TTL and delay in the suite, for slow backends. Default 1. */
   timeScale?: number

@@ -1,23 +1,18 @@
 /**
- * Polls `probe` until it returns something `done` accepts, or fails after `timeoutMs` with the last value
- * seen: waits on a condition instead of a guessed sleep.
+ * Polls `check` until it returns true (or a value that is not false/undefined), every `everyMs`, for at most
+ * `withinMs`; then fails with `what`. For tests that must wait for something done in the background, without a
+ * fixed sleep.
  */
-export async function eventually<T>(
-  probe: () => Promise<T>,
-  done: (value: T) => boolean,
-  {
-    timeoutMs = 10_000,
-    everyMs = 50,
-    what = 'condition',
-  }: { timeoutMs?: number; everyMs?: number; what?: string } = {},
-): Promise<T> {
-  const deadline = performance.now() + timeoutMs
+export async function eventually(
+  what: string,
+  check: () => boolean | Promise<boolean>,
+  withinMs = 3_000,
+  everyMs = 20,
+) {
+  const deadline = performance.now() + withinMs
   for (;;) {
-    const value = await probe()
-    if (done(value)) return value
-    if (performance.now() > deadline) {
-      throw new Error(`${what} not reached within ${timeoutMs} ms; last value: ${String(value)}`)
-    }
+    if (await check()) return
+    if (performance.now() > deadline) throw new Error(`not within ${withinMs} ms: ${what}`)
     await new Promise((resolve) => setTimeout(resolve, everyMs))
   }
 }

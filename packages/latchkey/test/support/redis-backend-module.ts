@@ -27,6 +27,32 @@ export async function nodeRedisClient(url = REDIS_URL, options: Record<string, u
   return client
 }
 
+/** A client for `redisBackend` and how to close it. */
+export type OpenedClient = { client: RedisBackendOptions['client']; close: () => Promise<unknown> }
+
+/**
+ * The two client flavours the Redis tests run against, for `describe.each`: each entry opens a new client on
+ * `url()` (a function, so that a server started in `beforeAll` is read when the test runs).
+ */
+export function clientFlavours(url: () => string): [string, () => Promise<OpenedClient>][] {
+  return [
+    [
+      'ioredis',
+      async () => {
+        const client = ioredisClient(url())
+        return { client, close: () => client.quit().catch(() => client.disconnect()) }
+      },
+    ],
+    [
+      'node-redis',
+      async () => {
+        const client = await nodeRedisClient(url())
+        return { client, close: () => client.close() }
+      },
+    ],
+  ]
+}
+
 /** A backend whose `close()` also closes the client it was given. */
 function owning(backend: Backend, closeClient: () => Promise<unknown>): Backend {
   return new Proxy(backend, {

@@ -1,0 +1,51 @@
+/** Why an acquire must stop early: the caller's abort or `Locks.close()`. */
+import { LocksClosedError } from '../errors.js'
+
+/**
+ * The caller's signal and `close()`, checked cheaply on every try; one linked `AbortSignal` is built only when
+ * the acquire has to wait (an uncontended acquire never pays for an AbortController and its listeners).
+ */
+export class StopCheck {
+  private link: { controller: AbortController; onUser(): void; onClose(): void } | undefined
+
+  constructor(
+    private readonly user: AbortSignal | undefined,
+    private readonly closing: AbortSignal,
+  ) {}
+
+  get stopped(): boolean {
+    return this.user?.aborted === true || this.closing.aborted
+  }
+
+  /** Rejects with the caller's reason, or `LocksClosedError` after `close()`. */
+  throwIfStopped(): void {
+    if (this.user?.aborted) throw this.user.reason
+    if (this.closing.aborted) throw closedError()
+  }
+
+  /** A signal that aborts like {@link throwIfStopped} would throw; created once, on the first wait. */
+  linked(): AbortSignal {
+    if (this.link !== undefined) return this.link.controller.signal
+    const controller = new AbortController()
+    const onUser = (): void => controller.abort(this.user?.reason)
+    const onClose = (): void => controller.abort(closedError())
+    this.link = { controller, onUser, onClose }
+    if (this.user?.aborted) onUser()
+    else if (this.closing.aborted) onClose()
+    else {
+      this.user?.addEventListener('abort', onUser, { once: true })
+      this.closing.addEventListener('abort', onClose, { once: true })
+    }
+    return controller.signal
+  }
+
+  dispose(): void {
+    if (this.link === undefined) return
+    this.user?.removeEventListener('abort', this.link.onUser)
+    this.closing.removeEventListener('abort', this.link.onClose)
+  }
+}
+
+function closedError(): LocksClosedError {
+  return new LocksClosedError('latchkey: Locks.close() was called while acquiring')
+}
