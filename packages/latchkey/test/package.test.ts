@@ -37,6 +37,8 @@ const subpaths = [
   '/etcd',
   '/fence',
   '/testing',
+  '/prometheus',
+  '/opentelemetry',
 ]
 
 let tmp: string
@@ -141,10 +143,14 @@ describe('the installed tarball', () => {
         'latchkey/fence': 'function',
         // the conformance suite is written with vitest, an optional peer this folder lacks
         'latchkey/testing': 'ERR_MODULE_NOT_FOUND: vitest',
+        // metrics and tracing need prom-client and @opentelemetry/api, optional peers too
+        'latchkey/prometheus': 'ERR_MODULE_NOT_FOUND: prom-client',
+        'latchkey/opentelemetry': 'ERR_MODULE_NOT_FOUND: @opentelemetry/api',
       },
       token: 'bigint',
       timedOut: true,
       freeAfterRelease: true,
+      acquisitionsCounted: null,
     })
     expect(stderr).toBe('')
   })
@@ -158,6 +164,25 @@ describe('the installed tarball', () => {
       expect((result as { loaded: Record<string, string> }).loaded['latchkey/testing']).toBe('function')
     } finally {
       rmSync(link)
+    }
+  })
+
+  it('CommonJS: latchkey/prometheus and latchkey/opentelemetry work once prom-client and @opentelemetry/api are installed', async () => {
+    // what `npm install prom-client @opentelemetry/api` would give: the workspace's copies, linked
+    const links = [join(consumer, 'node_modules', 'prom-client'), join(consumer, 'node_modules', '@opentelemetry')]
+    symlinkSync(join(repoRoot, 'node_modules', 'prom-client'), links[0] as string, 'dir')
+    mkdirSync(links[1] as string)
+    symlinkSync(join(repoRoot, 'node_modules', '@opentelemetry', 'api'), join(links[1] as string, 'api'), 'dir')
+    try {
+      const { result, stderr } = await runConsumer('require-every-subpath.cjs')
+      const { loaded, acquisitionsCounted } = result as { loaded: Record<string, string>; acquisitionsCounted: number }
+      expect(loaded['latchkey/prometheus']).toBe('function')
+      expect(loaded['latchkey/opentelemetry']).toBe('function')
+      // two acquisitions: the lease, then the tryAcquire after its release (the timed-out one is not counted)
+      expect(acquisitionsCounted).toBe(2)
+      expect(stderr).toBe('')
+    } finally {
+      for (const link of links) rmSync(link, { recursive: true, force: true })
     }
   })
 
