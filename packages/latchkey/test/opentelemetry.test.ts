@@ -146,7 +146,7 @@ describe('latchkey/opentelemetry', () => {
     expect(errors[0]?.status).toMatchObject({ code: SpanStatusCode.ERROR, message: expect.stringContaining('down') })
     expect(errors[0]?.attributes).toMatchObject({ 'latchkey.backend': 'flaky', 'error.type': 'BACKEND_UNAVAILABLE' })
     expect(errors[0]?.events.map((e) => e.name)).toEqual(['exception'])
-    expect(await otel.points('latchkey.backend.errors', { 'latchkey.backend': 'flaky' })).toEqual([errors.length])
+    expect(await otel.points('latchkey.lock.backend_errors', { 'latchkey.backend': 'flaky' })).toEqual([errors.length])
   })
 
   it('the wait histogram uses the given buckets; nameAttribute adds the lock name to metrics', async () => {

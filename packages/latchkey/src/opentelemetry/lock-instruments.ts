@@ -1,5 +1,6 @@
 import type { Attributes, Counter, Histogram, Meter, UpDownCounter } from '@opentelemetry/api'
 import type { LockEvent } from '../core/events.js'
+import { COUNTED_EVENTS } from '../observe/counted-events.js'
 import { HeldLeases } from '../observe/held-leases.js'
 
 /**
@@ -10,12 +11,7 @@ export class LockInstruments {
   private readonly wait: Histogram
   private readonly hold: Histogram
   private readonly acquisitions: Counter
-  private readonly timeouts: Counter
-  private readonly losses: Counter
-  private readonly renewals: Counter
-  private readonly renewalFailures: Counter
-  private readonly releaseFailures: Counter
-  private readonly backendErrors: Counter
+  private readonly counters: ReadonlyMap<string, Counter>
   private readonly other: Counter
   private readonly held: UpDownCounter
   private readonly leases = new HeldLeases()
@@ -39,12 +35,9 @@ export class LockInstruments {
     const counter = (name: string, description: string, unit: string) =>
       meter.createCounter(name, { description, unit })
     this.acquisitions = counter('latchkey.lock.acquisitions', 'Leases acquired', '{acquisition}')
-    this.timeouts = counter('latchkey.lock.timeouts', 'Acquisitions that gave up when waitMs ran out', '{timeout}')
-    this.losses = counter('latchkey.lock.losses', 'Leases lost (expired, taken away, not renewed in time)', '{lease}')
-    this.renewals = counter('latchkey.lock.renewals', 'Lease renewals (watchdog or extend())', '{renewal}')
-    this.renewalFailures = counter('latchkey.lock.renewal_failures', 'Renewals that failed', '{renewal}')
-    this.releaseFailures = counter('latchkey.lock.release_failures', 'Releases that failed', '{release}')
-    this.backendErrors = counter('latchkey.backend.errors', 'Backend errors while acquiring (retried)', '{error}')
+    this.counters = new Map(
+      Object.entries(COUNTED_EVENTS).map(([type, c]) => [type, counter(`latchkey.lock.${c.name}`, c.help, c.unit)]),
+    )
     this.other = counter('latchkey.lock.other_events', 'Lock events of a type this version does not know', '{event}')
     this.held = meter.createUpDownCounter('latchkey.lock.held', {
       description: 'Leases held now by this process (reentrant acquisitions share one)',
@@ -57,35 +50,16 @@ export class LockInstruments {
     if (change === 'repeat') return
     const attributes: Attributes = { 'latchkey.lock.kind': event.kind, 'latchkey.backend': event.backend }
     if (this.nameAttribute) attributes['latchkey.lock.name'] = event.name
-    switch (event.type) {
-      case 'acquired':
-        this.acquisitions.add(1, { ...attributes, 'latchkey.reentrant': event.reentrant })
-        if (!event.reentrant) this.wait.record(event.waitedMs / 1000, attributes)
-        break
-      case 'released':
-        this.hold.record(event.heldMs / 1000, attributes)
-        break
-      case 'timeout':
-        this.timeouts.add(1, attributes)
-        break
-      case 'lost':
-        this.losses.add(1, attributes)
-        break
-      case 'renewed':
-        this.renewals.add(1, attributes)
-        break
-      case 'renew-failed':
-        this.renewalFailures.add(1, attributes)
-        break
-      case 'release-failed':
-        this.releaseFailures.add(1, attributes)
-        break
-      case 'backend-error':
-        this.backendErrors.add(1, attributes)
-        break
-      default:
-        // A newer core may add event types: count them rather than fail.
-        this.other.add(1, { ...attributes, 'latchkey.event.type': String((event as { type: unknown }).type) })
+    if (event.type === 'acquired') {
+      this.acquisitions.add(1, { ...attributes, 'latchkey.reentrant': event.reentrant })
+      if (!event.reentrant) this.wait.record(event.waitedMs / 1000, attributes)
+    } else if (event.type === 'released') {
+      this.hold.record(event.heldMs / 1000, attributes)
+    } else {
+      const counted = this.counters.get(event.type)
+      // A newer core may add event types: count them rather than fail.
+      if (counted === undefined) this.other.add(1, { ...attributes, 'latchkey.event.type': String(event.type) })
+      else counted.add(1, attributes)
     }
     if (change !== 0) this.held.add(change, attributes)
   }

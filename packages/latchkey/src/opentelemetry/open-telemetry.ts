@@ -46,7 +46,7 @@ export interface OpenTelemetryInstrumentation {
  *
  * Metrics (attributes `latchkey.lock.kind`, `latchkey.backend`): histograms `latchkey.lock.wait.duration` and
  * `latchkey.lock.hold.duration` (seconds); counters `latchkey.lock.acquisitions` (plus `latchkey.reentrant`),
- * `.timeouts`, `.losses`, `.renewals`, `.renewal_failures`, `.release_failures`, `latchkey.backend.errors`,
+ * `.timeouts`, `.losses`, `.renewals`, `.renewal_failures`, `.release_failures` (once per lease), `.backend_errors`,
  * `latchkey.lock.other_events` (event types this version does not know); up-down counter `latchkey.lock.held`
  * (leases held now).
  *
@@ -88,11 +88,10 @@ export function openTelemetryInstrumentation(options?: OpenTelemetryOptions): Op
 
 function checkProvider<P>(o: Record<string, unknown>, option: 'tracerProvider' | 'meterProvider'): P {
   const value = o[option]
-  const method = option === 'tracerProvider' ? 'getTracer' : 'getMeter'
+  const [type, method] = option === 'tracerProvider' ? ['TracerProvider', 'getTracer'] : ['MeterProvider', 'getMeter']
   if (typeof value !== 'object' || value === null || typeof (value as Record<string, unknown>)[method] !== 'function') {
-    throw new TypeError(
-      `latchkey: ${option} must be an OpenTelemetry ${option === 'tracerProvider' ? 'TracerProvider' : 'MeterProvider'} (with ${method}()), received ${value === null ? 'null' : typeof value}`,
-    )
+    const received = value === null ? 'null' : typeof value
+    throw new TypeError(`latchkey: ${option} must be an OpenTelemetry ${type} (with ${method}()), received ${received}`)
   }
   return value as P
 }

@@ -9,6 +9,7 @@ import {
 import type { LockEvent, LockEventHandler } from '../core/events.js'
 import { checkBoolean, checkOptions } from '../core/validate.js'
 import { checkBuckets, DEFAULT_BUCKETS_SECONDS } from '../observe/check-buckets.js'
+import { COUNTED_EVENTS } from '../observe/counted-events.js'
 import { HeldLeases } from '../observe/held-leases.js'
 
 /** A prom-client registry of either exposition format. */
@@ -45,15 +46,10 @@ const NAMES = [
   'acquire_wait_seconds',
   'hold_seconds',
   'acquisitions_total',
-  'timeouts_total',
-  'losses_total',
-  'renewals_total',
-  'renewal_failures_total',
-  'release_failures_total',
-  'backend_errors_total',
+  ...Object.values(COUNTED_EVENTS).map((c) => `${c.name}_total`),
   'held_leases',
   'other_events_total',
-] as const
+]
 
 /**
  * Prometheus metrics of latchkey locks, fed by `createLocks({ onEvent })`, every one labelled by lock `kind`
@@ -62,7 +58,7 @@ const NAMES = [
  * - `latchkey_hold_seconds` (histogram): from acquisition to release;
  * - `latchkey_acquisitions_total{reentrant}`, `latchkey_timeouts_total`, `latchkey_losses_total`,
  *   `latchkey_renewals_total`, `latchkey_renewal_failures_total`, `latchkey_release_failures_total`,
- *   `latchkey_backend_errors_total` (counters);
+ *   `latchkey_backend_errors_total` (counters; a release failure that `Locks.close()` reports again counts once);
  * - `latchkey_held_leases` (gauge): leases held now by this process;
  * - `latchkey_other_events_total{type}`: events this version does not know (from a newer core).
  *
@@ -94,20 +90,17 @@ export function prometheusMetrics<R extends PrometheusRegistry = Registry>(
   const base = nameLabel ? (['kind', 'backend', 'name'] as const) : (['kind', 'backend'] as const)
   type Label = (typeof base)[number] | 'reentrant' | 'type'
   const registers = [registry]
-  const counter = (name: (typeof NAMES)[number], help: string, extra: readonly Label[] = []) =>
+  const counter = (name: string, help: string, extra: readonly Label[] = []) =>
     new Counter<Label>({ name: prefix + name, help, labelNames: [...base, ...extra], registers })
-  const histogram = (name: (typeof NAMES)[number], help: string) =>
+  const histogram = (name: string, help: string) =>
     new Histogram<Label>({ name: prefix + name, help, labelNames: [...base], buckets, registers })
 
   const wait = histogram('acquire_wait_seconds', 'Time from asking for a lock to holding it (not reentrant)')
   const hold = histogram('hold_seconds', 'Time a lease was held, from acquisition to release')
   const acquisitions = counter('acquisitions_total', 'Leases acquired', ['reentrant'])
-  const timeouts = counter('timeouts_total', 'Acquisitions that gave up when waitMs ran out')
-  const losses = counter('losses_total', 'Leases lost (expired, taken away, or not renewable in time)')
-  const renewals = counter('renewals_total', 'Lease renewals (watchdog or extend())')
-  const renewalFailures = counter('renewal_failures_total', 'Renewals that failed (the watchdog retries)')
-  const releaseFailures = counter('release_failures_total', 'Releases that failed or found the lease gone')
-  const backendErrors = counter('backend_errors_total', 'Backend errors while acquiring (retried)')
+  const counters = new Map(
+    Object.entries(COUNTED_EVENTS).map(([type, c]) => [type, counter(`${c.name}_total`, c.help)]),
+  )
   const other = counter('other_events_total', 'Lock events of a type this version does not know', ['type'])
   const held = new Gauge<Label>({
     name: `${prefix}held_leases`,
@@ -122,35 +115,16 @@ export function prometheusMetrics<R extends PrometheusRegistry = Registry>(
     if (change === 'repeat') return
     const labels: Partial<Record<Label, string>> = { kind: event.kind, backend: event.backend }
     if (nameLabel) labels.name = event.name
-    switch (event.type) {
-      case 'acquired':
-        acquisitions.inc({ ...labels, reentrant: String(event.reentrant) })
-        if (!event.reentrant) wait.observe(labels, event.waitedMs / 1000)
-        break
-      case 'released':
-        hold.observe(labels, event.heldMs / 1000)
-        break
-      case 'timeout':
-        timeouts.inc(labels)
-        break
-      case 'lost':
-        losses.inc(labels)
-        break
-      case 'renewed':
-        renewals.inc(labels)
-        break
-      case 'renew-failed':
-        renewalFailures.inc(labels)
-        break
-      case 'release-failed':
-        releaseFailures.inc(labels)
-        break
-      case 'backend-error':
-        backendErrors.inc(labels)
-        break
-      default:
-        // A newer core may add event types: count them rather than fail.
-        other.inc({ ...labels, type: String((event as { type: unknown }).type) })
+    if (event.type === 'acquired') {
+      acquisitions.inc({ ...labels, reentrant: String(event.reentrant) })
+      if (!event.reentrant) wait.observe(labels, event.waitedMs / 1000)
+    } else if (event.type === 'released') {
+      hold.observe(labels, event.heldMs / 1000)
+    } else {
+      const counted = counters.get(event.type)
+      // A newer core may add event types: count them rather than fail.
+      if (counted === undefined) other.inc({ ...labels, type: String(event.type) })
+      else counted.inc(labels)
     }
     if (change !== 0) held.inc(labels, change)
   }
