@@ -70,6 +70,25 @@ async function runConsumer(script: string): Promise<{ result: unknown; stderr: s
   return { result: JSON.parse(stdout), stderr }
 }
 
+/** Type-checks `lines` as a CommonJS TypeScript file (module nodenext) of the consumer folder; throws on errors. */
+async function typecheck(file: string, lines: string[]): Promise<void> {
+  writeFileSync(join(consumer, file), `${lines.join('\n')}\n`)
+  const compilerOptions = {
+    module: 'nodenext',
+    moduleResolution: 'nodenext',
+    target: 'es2022',
+    strict: true,
+    noEmit: true,
+    skipLibCheck: false,
+    types: ['node'],
+    typeRoots: [join(repoRoot, 'node_modules', '@types')],
+  }
+  const config = join(consumer, `tsconfig.${file}.json`)
+  writeFileSync(config, JSON.stringify({ compilerOptions, files: [file] }))
+  const tsc = join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc')
+  await run(process.execPath, [tsc, '-p', config], consumer)
+}
+
 describe('npm pack', () => {
   it('ships package.json, README, LICENSE, CHANGELOG and dist, and no test or build-info file', () => {
     const paths = packed.files.map((f) => f.path)
@@ -181,6 +200,22 @@ describe('the installed tarball', () => {
       // two acquisitions: the lease, then the tryAcquire after its release (the timed-out one is not counted)
       expect(acquisitionsCounted).toBe(2)
       expect(stderr).toBe('')
+      await typecheck('peers.cts', [
+        "import { combineEventHandlers, createLocks } from 'latchkey'",
+        "import { memoryBackend } from 'latchkey/memory'",
+        "import { openTelemetryInstrumentation } from 'latchkey/opentelemetry'",
+        "import { prometheusMetrics } from 'latchkey/prometheus'",
+        "import { Registry } from 'prom-client'",
+        "const metrics = prometheusMetrics({ registry: new Registry(), prefix: 'app_', nameLabel: false })",
+        'const otel = openTelemetryInstrumentation({ spans: false })',
+        'const onEvent = combineEventHandlers(metrics.onEvent, otel.onEvent)',
+        'const locks = createLocks({ backend: memoryBackend(), onEvent })',
+        'const text: Promise<string> = metrics.registry.metrics()',
+        // a wrong type must be caught, or the imports resolved to `any`
+        '// @ts-expect-error buckets are numbers',
+        "prometheusMetrics({ buckets: ['1'] })",
+        'export { locks, text }',
+      ])
     } finally {
       for (const link of links) rmSync(link, { recursive: true, force: true })
     }
@@ -214,19 +249,6 @@ describe('the installed tarball', () => {
       'locks.mutex(42)',
       'export { token, guard, checked, layout }',
     ]
-    writeFileSync(join(consumer, 'consumer.cts'), `${lines.join('\n')}\n`)
-    const compilerOptions = {
-      module: 'nodenext',
-      moduleResolution: 'nodenext',
-      target: 'es2022',
-      strict: true,
-      noEmit: true,
-      skipLibCheck: false,
-      types: ['node'],
-      typeRoots: [join(repoRoot, 'node_modules', '@types')],
-    }
-    writeFileSync(join(consumer, 'tsconfig.json'), JSON.stringify({ compilerOptions, files: ['consumer.cts'] }))
-    const tsc = join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc')
-    await run(process.execPath, [tsc, '-p', consumer], consumer)
+    await typecheck('consumer.cts', lines)
   })
 })
