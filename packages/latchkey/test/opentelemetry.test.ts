@@ -13,6 +13,7 @@ import {
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-base'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import type { AcquireRequest, Backend } from '../src/backend/types.js'
 import { memoryBackend } from '../src/backends/memory/index.js'
 import type { LockEvent } from '../src/core/events.js'
 import { createLocks } from '../src/core/locks.js'
@@ -61,6 +62,30 @@ function sdk() {
 }
 
 const ms = ([s, ns]: [number, number]) => s * 1000 + ns / 1e6
+const nowMs = () => performance.timeOrigin + performance.now()
+
+/** `inner` with its `tryAcquire` calls counted (every other call passed through as it is). */
+function countingTries(inner: Backend): { backend: Backend; tries: () => number } {
+  let tries = 0
+  const backend = new Proxy(inner, {
+    get(target, prop, receiver) {
+      const value = Reflect.get(target, prop, receiver)
+      if (prop === 'tryAcquire') {
+        return (request: AcquireRequest) => {
+          tries++
+          return target.tryAcquire(request)
+        }
+      }
+      return typeof value === 'function' ? value.bind(target) : value
+    },
+  })
+  return { backend, tries: () => tries }
+}
+
+/** Polls `check` every few ms until it holds (the test's timeout bounds it). */
+async function eventually(check: () => boolean): Promise<void> {
+  while (!check()) await new Promise((resolve) => setTimeout(resolve, 2))
+}
 const spanMs = (span: ReadableSpan) => ms(span.endTime) - ms(span.startTime)
 
 describe.each(observedBackends)('latchkey/opentelemetry on $name', (kind) => {
@@ -132,6 +157,25 @@ describe.each(observedBackends)('latchkey/opentelemetry on $name', (kind) => {
 
 describe('latchkey/opentelemetry', () => {
   const memory = observedBackends[0] as (typeof observedBackends)[number]
+
+  it('a waiter: its span starts when it asked and ends once the holder released', async () => {
+    const otel = sdk()
+    const { backend, tries } = countingTries(memoryBackend())
+    const locks = createLocks({ backend, onEvent: otel.onEvent })
+    const holder = await locks.mutex('w').acquire()
+    const askedAt = nowMs()
+    const waiter = locks.mutex('w').acquire({ waitMs: 10_000 })
+    // Release only once the waiter has been refused at least once, so it really waited.
+    await eventually(() => tries() >= 2)
+    const releasedAt = nowMs()
+    await holder.release()
+    await (await waiter).release()
+    await locks.close()
+    await backend.close()
+    const span = otel.spans().filter((s) => s.name === ACQUIRE_SPAN)[1] as ReadableSpan
+    expect(Math.abs(ms(span.startTime) - askedAt)).toBeLessThan(5)
+    expect(ms(span.endTime)).toBeGreaterThanOrEqual(releasedAt)
+  })
 
   it('a backend error while acquiring: a latchkey.backend_error span with the exception, status error', async () => {
     const otel = sdk()
