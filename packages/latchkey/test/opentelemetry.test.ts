@@ -5,7 +5,7 @@
 import { once } from 'node:events'
 import { type Attributes, context, SpanStatusCode, trace } from '@opentelemetry/api'
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks'
-import { type Histogram, MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics'
+import { type Histogram, MeterProvider } from '@opentelemetry/sdk-metrics'
 import {
   BasicTracerProvider,
   InMemorySpanExporter,
@@ -13,7 +13,6 @@ import {
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-base'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import type { AcquireRequest, Backend } from '../src/backend/types.js'
 import { memoryBackend } from '../src/backends/memory/index.js'
 import type { LockEvent } from '../src/core/events.js'
 import { createLocks } from '../src/core/locks.js'
@@ -22,12 +21,7 @@ import { combineEventHandlers } from '../src/observe/combine-event-handlers.js'
 import { ACQUIRE_SPAN, BACKEND_ERROR_SPAN, openTelemetryInstrumentation } from '../src/opentelemetry/index.js'
 import { flakyBackend } from './support/flaky-backend.js'
 import { closeObservedLocks, observedBackends, observedLocks } from './support/observed-locks.js'
-
-/** A metric reader collected on demand (no export timer). */
-class TestReader extends MetricReader {
-  protected override async onForceFlush(): Promise<void> {}
-  protected override async onShutdown(): Promise<void> {}
-}
+import { countingTries, eventually, sdk, TestReader } from './support/otel-sdk.js'
 
 const contextManager = new AsyncLocalStorageContextManager()
 beforeAll(() => {
@@ -38,54 +32,9 @@ afterAll(() => {
 })
 afterEach(closeObservedLocks)
 
-function sdk() {
-  const exporter = new InMemorySpanExporter()
-  const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] })
-  const reader = new TestReader()
-  const meterProvider = new MeterProvider({ readers: [reader] })
-  const events: LockEvent[] = []
-  const otel = openTelemetryInstrumentation({ tracerProvider, meterProvider })
-  return {
-    tracerProvider,
-    spans: () => exporter.getFinishedSpans(),
-    events,
-    onEvent: combineEventHandlers(otel.onEvent, (e) => events.push(e)),
-    /** The data points of metric `name` whose attributes include `attributes`. */
-    async points(name: string, attributes: Record<string, unknown> = {}) {
-      const { resourceMetrics, errors } = await reader.collect()
-      expect(errors).toEqual([])
-      const metric = resourceMetrics.scopeMetrics.flatMap((s) => s.metrics).find((m) => m.descriptor.name === name)
-      const matches = (a: Record<string, unknown>) => Object.entries(attributes).every(([k, v]) => a[k] === v)
-      return (metric?.dataPoints ?? []).filter((p) => matches(p.attributes)).map((p) => p.value)
-    },
-  }
-}
-
 const ms = ([s, ns]: [number, number]) => s * 1000 + ns / 1e6
 const nowMs = () => performance.timeOrigin + performance.now()
 
-/** `inner` with its `tryAcquire` calls counted (every other call passed through as it is). */
-function countingTries(inner: Backend): { backend: Backend; tries: () => number } {
-  let tries = 0
-  const backend = new Proxy(inner, {
-    get(target, prop, receiver) {
-      const value = Reflect.get(target, prop, receiver)
-      if (prop === 'tryAcquire') {
-        return (request: AcquireRequest) => {
-          tries++
-          return target.tryAcquire(request)
-        }
-      }
-      return typeof value === 'function' ? value.bind(target) : value
-    },
-  })
-  return { backend, tries: () => tries }
-}
-
-/** Polls `check` every few ms until it holds (the test's timeout bounds it). */
-async function eventually(check: () => boolean): Promise<void> {
-  while (!check()) await new Promise((resolve) => setTimeout(resolve, 2))
-}
 const spanMs = (span: ReadableSpan) => ms(span.endTime) - ms(span.startTime)
 
 describe.each(observedBackends)('latchkey/opentelemetry on $name', (kind) => {

@@ -143,7 +143,7 @@ function checkPrefix(value: unknown): string {
 
 function checkRegistry(value: unknown): PrometheusRegistry {
   const r = value as Partial<Registry> | null
-  if (typeof r !== 'object' || r === null || typeof r.registerMetric !== 'function') {
+  if (typeof r?.registerMetric !== 'function' || typeof r.getSingleMetric !== 'function') {
     throw new TypeError(`latchkey: registry must be a prom-client Registry, received ${describe(value)}`)
   }
   return value as PrometheusRegistry
