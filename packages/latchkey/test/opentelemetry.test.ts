@@ -3,6 +3,7 @@
  * it records per acquisition, timeout and backend error, and the metrics it records through the OTel API.
  */
 import { once } from 'node:events'
+import { readFileSync } from 'node:fs'
 import { type Attributes, context, SpanStatusCode, trace } from '@opentelemetry/api'
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks'
 import { type Histogram, MeterProvider } from '@opentelemetry/sdk-metrics'
@@ -23,6 +24,7 @@ import { flakyBackend } from './support/flaky-backend.js'
 import { closeObservedLocks, observedBackends, observedLocks } from './support/observed-locks.js'
 import { countingTries, eventually, sdk, TestReader } from './support/otel-sdk.js'
 
+const packageJson = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
 const contextManager = new AsyncLocalStorageContextManager()
 beforeAll(() => {
   context.setGlobalContextManager(contextManager.enable())
@@ -60,7 +62,7 @@ describe.each(observedBackends)('latchkey/opentelemetry on $name', (kind) => {
     expect(span && spanMs(span)).toBeCloseTo(acquired?.type === 'acquired' ? acquired.waitedMs : Number.NaN, 2)
     expect(span?.status.code).toBe(SpanStatusCode.UNSET)
     expect(span?.parentSpanContext?.spanId).toBe(outer.spanContext().spanId)
-    expect(span?.instrumentationScope.name).toBe('latchkey')
+    expect(span?.instrumentationScope).toMatchObject({ name: 'latchkey', version: packageJson.version })
   })
 
   it('a timeout: an acquire span with status error and error.type timeout', async () => {
