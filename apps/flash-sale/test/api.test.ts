@@ -153,7 +153,7 @@ describe('flash-sale HTTP API', () => {
     expect(res.statusCode).toBe(404)
   })
 
-  it('GET /healthz and GET /metrics (orders, rejections, latency, lock wait and hold)', async () => {
+  it('GET /healthz and GET /metrics (orders, rejections, latency, lock wait, hold and held leases)', async () => {
     expect((await app.inject({ method: 'GET', url: '/healthz' })).json()).toMatchObject({ ok: true })
     const res = await app.inject({ method: 'GET', url: '/metrics' })
     expect(res.statusCode).toBe(200)
@@ -163,8 +163,11 @@ describe('flash-sale HTTP API', () => {
       'flash_sale_rejections_total{strategy="lock",reason="sold_out"}',
       'flash_sale_rejections_total{strategy="lock",reason="not_started"}',
       'flash_sale_order_duration_seconds_bucket',
-      'latchkey_lock_wait_seconds_count{backend="memory"}',
-      'latchkey_lock_hold_seconds_count{backend="memory"}',
+      // latchkey/prometheus's lock metrics, in the service's registry
+      'latchkey_acquire_wait_seconds_count{kind="mutex",backend="memory"}',
+      'latchkey_hold_seconds_count{kind="mutex",backend="memory"}',
+      'latchkey_acquisitions_total{kind="mutex",backend="memory",reentrant="false"}',
+      'latchkey_held_leases{kind="mutex",backend="memory"} 0',
     ]) {
       expect(res.body).toContain(line)
     }

@@ -39,4 +39,5 @@ export {
   StaleTokenError,
   UnsupportedError,
 } from './errors.js'
+export { combineEventHandlers } from './observe/combine-event-handlers.js'
 export { redactText, redactUrl } from './redact-url.js'

@@ -37,6 +37,8 @@ const subpaths = [
   '/etcd',
   '/fence',
   '/testing',
+  '/prometheus',
+  '/opentelemetry',
 ]
 
 let tmp: string
@@ -66,6 +68,25 @@ async function runConsumer(script: string): Promise<{ result: unknown; stderr: s
   // output on stderr is a finding.
   const { stdout, stderr } = await run(process.execPath, ['--disable-warning=ExperimentalWarning', script], consumer)
   return { result: JSON.parse(stdout), stderr }
+}
+
+/** Type-checks `lines` as a CommonJS TypeScript file (module nodenext) of the consumer folder; throws on errors. */
+async function typecheck(file: string, lines: string[]): Promise<void> {
+  writeFileSync(join(consumer, file), `${lines.join('\n')}\n`)
+  const compilerOptions = {
+    module: 'nodenext',
+    moduleResolution: 'nodenext',
+    target: 'es2022',
+    strict: true,
+    noEmit: true,
+    skipLibCheck: false,
+    types: ['node'],
+    typeRoots: [join(repoRoot, 'node_modules', '@types')],
+  }
+  const config = join(consumer, `tsconfig.${file}.json`)
+  writeFileSync(config, JSON.stringify({ compilerOptions, files: [file] }))
+  const tsc = join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc')
+  await run(process.execPath, [tsc, '-p', config], consumer)
 }
 
 describe('npm pack', () => {
@@ -141,10 +162,14 @@ describe('the installed tarball', () => {
         'latchkey/fence': 'function',
         // the conformance suite is written with vitest, an optional peer this folder lacks
         'latchkey/testing': 'ERR_MODULE_NOT_FOUND: vitest',
+        // metrics and tracing need prom-client and @opentelemetry/api, optional peers too
+        'latchkey/prometheus': 'ERR_MODULE_NOT_FOUND: prom-client',
+        'latchkey/opentelemetry': 'ERR_MODULE_NOT_FOUND: @opentelemetry/api',
       },
       token: 'bigint',
       timedOut: true,
       freeAfterRelease: true,
+      acquisitionsCounted: null,
     })
     expect(stderr).toBe('')
   })
@@ -158,6 +183,41 @@ describe('the installed tarball', () => {
       expect((result as { loaded: Record<string, string> }).loaded['latchkey/testing']).toBe('function')
     } finally {
       rmSync(link)
+    }
+  })
+
+  it('CommonJS: latchkey/prometheus and latchkey/opentelemetry work once prom-client and @opentelemetry/api are installed', async () => {
+    // what `npm install prom-client @opentelemetry/api` would give: the workspace's copies, linked
+    const links = [join(consumer, 'node_modules', 'prom-client'), join(consumer, 'node_modules', '@opentelemetry')]
+    symlinkSync(join(repoRoot, 'node_modules', 'prom-client'), links[0] as string, 'dir')
+    mkdirSync(links[1] as string)
+    symlinkSync(join(repoRoot, 'node_modules', '@opentelemetry', 'api'), join(links[1] as string, 'api'), 'dir')
+    try {
+      const { result, stderr } = await runConsumer('require-every-subpath.cjs')
+      const { loaded, acquisitionsCounted } = result as { loaded: Record<string, string>; acquisitionsCounted: number }
+      expect(loaded['latchkey/prometheus']).toBe('function')
+      expect(loaded['latchkey/opentelemetry']).toBe('function')
+      // two acquisitions: the lease, then the tryAcquire after its release (the timed-out one is not counted)
+      expect(acquisitionsCounted).toBe(2)
+      expect(stderr).toBe('')
+      await typecheck('peers.cts', [
+        "import { combineEventHandlers, createLocks } from 'latchkey'",
+        "import { memoryBackend } from 'latchkey/memory'",
+        "import { openTelemetryInstrumentation } from 'latchkey/opentelemetry'",
+        "import { prometheusMetrics } from 'latchkey/prometheus'",
+        "import { Registry } from 'prom-client'",
+        "const metrics = prometheusMetrics({ registry: new Registry(), prefix: 'app_', nameLabel: false })",
+        'const otel = openTelemetryInstrumentation({ spans: false })',
+        'const onEvent = combineEventHandlers(metrics.onEvent, otel.onEvent)',
+        'const locks = createLocks({ backend: memoryBackend(), onEvent })',
+        'const text: Promise<string> = metrics.registry.metrics()',
+        // a wrong type must be caught, or the imports resolved to `any`
+        '// @ts-expect-error buckets are numbers',
+        "prometheusMetrics({ buckets: ['1'] })",
+        'export { locks, text }',
+      ])
+    } finally {
+      for (const link of links) rmSync(link, { recursive: true, force: true })
     }
   })
 
@@ -189,19 +249,6 @@ describe('the installed tarball', () => {
       'locks.mutex(42)',
       'export { token, guard, checked, layout }',
     ]
-    writeFileSync(join(consumer, 'consumer.cts'), `${lines.join('\n')}\n`)
-    const compilerOptions = {
-      module: 'nodenext',
-      moduleResolution: 'nodenext',
-      target: 'es2022',
-      strict: true,
-      noEmit: true,
-      skipLibCheck: false,
-      types: ['node'],
-      typeRoots: [join(repoRoot, 'node_modules', '@types')],
-    }
-    writeFileSync(join(consumer, 'tsconfig.json'), JSON.stringify({ compilerOptions, files: ['consumer.cts'] }))
-    const tsc = join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc')
-    await run(process.execPath, [tsc, '-p', consumer], consumer)
+    await typecheck('consumer.cts', lines)
   })
 })

@@ -1,4 +1,5 @@
-import type { LockEvent } from 'latchkey'
+import type { LockEventHandler } from 'latchkey'
+import { prometheusMetrics } from 'latchkey/prometheus'
 import { Counter, Histogram, Registry } from 'prom-client'
 import { LiveStats } from './live-stats.js'
 
@@ -12,16 +13,17 @@ export interface ServiceMetrics {
   readonly live: LiveStats
   order(strategy: string, seconds: number): void
   reject(strategy: string, reason: RejectReason, seconds: number): void
-  /** Feed for `createLocks({ onEvent })`: lock wait and hold times. */
-  onLockEvent(event: LockEvent): void
+  /** Feed for `createLocks({ onEvent })`: latchkey/prometheus's lock metrics, in the same registry. */
+  readonly onLockEvent: LockEventHandler
 }
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
 
 /**
  * Creates the metrics: `flash_sale_orders_total`, `flash_sale_rejections_total`,
- * `flash_sale_order_duration_seconds`, `latchkey_lock_wait_seconds`, `latchkey_lock_hold_seconds`,
- * `latchkey_lock_events_total`.
+ * `flash_sale_order_duration_seconds`, and latchkey/prometheus's lock metrics (`latchkey_acquire_wait_seconds`,
+ * `latchkey_hold_seconds`, `latchkey_held_leases`, `latchkey_acquisitions_total`, `latchkey_timeouts_total`,
+ * `latchkey_losses_total`, ... by lock kind and backend; never by lock name, which holds the sale id).
  *
  * @example
  * const metrics = createMetrics()
@@ -48,26 +50,8 @@ export function createMetrics(): ServiceMetrics {
     buckets: LATENCY_BUCKETS,
     registers: [registry],
   })
-  const wait = new Histogram({
-    name: 'latchkey_lock_wait_seconds',
-    help: 'Time from asking for a lock to holding it (latchkey acquired.waitedMs)',
-    labelNames: ['backend'],
-    buckets: LATENCY_BUCKETS,
-    registers: [registry],
-  })
-  const hold = new Histogram({
-    name: 'latchkey_lock_hold_seconds',
-    help: 'Time a lock was held (latchkey released.heldMs)',
-    labelNames: ['backend'],
-    buckets: LATENCY_BUCKETS,
-    registers: [registry],
-  })
-  const events = new Counter({
-    name: 'latchkey_lock_events_total',
-    help: 'latchkey lock events by type (acquired, released, timeout, lost, ...)',
-    labelNames: ['backend', 'type'],
-    registers: [registry],
-  })
+  // The lock buckets start lower than latchkey's default: an uncontended memory or Redis lock takes well under 1 ms.
+  const locks = prometheusMetrics({ registry, buckets: LATENCY_BUCKETS })
   const live = new LiveStats()
   return {
     registry,
@@ -83,10 +67,6 @@ export function createMetrics(): ServiceMetrics {
       // Bad input and unknown sales say nothing about a strategy's behaviour under load.
       if (reason !== 'invalid' && reason !== 'unknown_sale') live.record(strategy, false, seconds * 1000)
     },
-    onLockEvent(event) {
-      events.inc({ backend: event.backend, type: event.type })
-      if (event.type === 'acquired' && !event.reentrant) wait.observe({ backend: event.backend }, event.waitedMs / 1000)
-      else if (event.type === 'released') hold.observe({ backend: event.backend }, event.heldMs / 1000)
-    },
+    onLockEvent: locks.onEvent,
   }
 }

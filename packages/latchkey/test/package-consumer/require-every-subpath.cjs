@@ -11,15 +11,21 @@ const factories = {
   'latchkey/etcd': 'etcdBackend',
   'latchkey/fence': 'createFenceGuard',
   'latchkey/testing': 'describeBackendConformance',
+  'latchkey/prometheus': 'prometheusMetrics',
+  'latchkey/opentelemetry': 'openTelemetryInstrumentation',
 }
+
+/** The optional peer each subpath needs, named in the error require() throws without it. */
+const peers = ['vitest', 'prom-client', '@opentelemetry/api']
 
 /** The type of the subpath's main export, or the code of the error require() threw. */
 function load(specifier) {
   try {
     return typeof require(specifier)[factories[specifier]]
   } catch (error) {
-    // latchkey/testing imports vitest, an optional peer: without it the message must name it.
-    return `${error.code}: ${String(error.message).includes("'vitest'") ? 'vitest' : error.message}`
+    // latchkey/testing, /prometheus and /opentelemetry import an optional peer: without it the message names it.
+    const peer = peers.find((name) => String(error.message).includes(`'${name}'`))
+    return `${error.code}: ${peer ?? error.message}`
   }
 }
 
@@ -27,8 +33,11 @@ async function main() {
   const loaded = Object.fromEntries(Object.keys(factories).map((specifier) => [specifier, load(specifier)]))
   const { createLocks, isLockError, LockTimeoutError } = require('latchkey')
   const { memoryBackend } = require('latchkey/memory')
+  // With prom-client installed, the lock below is counted by latchkey/prometheus.
+  const metrics =
+    loaded['latchkey/prometheus'] === 'function' ? require('latchkey/prometheus').prometheusMetrics() : null
   const backend = memoryBackend()
-  const locks = createLocks({ backend, namespace: 'package-test' })
+  const locks = createLocks({ backend, namespace: 'package-test', ...(metrics ? { onEvent: metrics.onEvent } : {}) })
   const lock = locks.mutex('cjs')
   const lease = await lock.acquire({ ttlMs: 5_000 })
   const timeout = await lock.acquire({ waitMs: 20 }).catch((error) => error)
@@ -42,6 +51,11 @@ async function main() {
     token: typeof lease.token,
     timedOut: timeout instanceof LockTimeoutError && isLockError(timeout),
     freeAfterRelease: again !== undefined,
+    acquisitionsCounted: metrics
+      ? (await metrics.registry.getMetricsAsJSON())
+          .find((m) => m.name === 'latchkey_acquisitions_total')
+          .values.reduce((sum, v) => sum + v.value, 0)
+      : null,
   }
   process.stdout.write(`${JSON.stringify(result)}\n`)
 }
