@@ -261,7 +261,7 @@ describe('waitReplicas', () => {
         .tryAcquire()
         .catch((e: unknown) => e)
       expect(error).toBeInstanceOf(BackendUnavailableError)
-      expect(String((error as Error).message)).toMatch(/0 of 1 Redis replicas/)
+      expect(String((error as Error).message)).toMatch(/0 of 1 replicas of Redis/)
       expect(await locks.mutex('w1').isLocked()).toBe(false)
     } finally {
       await locks.close()

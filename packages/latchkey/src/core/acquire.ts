@@ -122,7 +122,9 @@ export async function acquireLease(target: LockTarget, settings: AcquireSettings
           lastError = unansweredCause(backend.name, sentMsAgo)
           throw verdict(Math.max(monotonicNow(), waitEnds.at)) as Error
         }
-        silence = { kind: 'unanswered', sentMsAgo }
+        // A backend that failed the tries before this one: its last error says more than "no answer" does.
+        const earlier = silence?.kind === 'failed' ? silence.error : undefined
+        silence = earlier === undefined ? { kind: 'unanswered', sentMsAgo } : { kind: 'unanswered', sentMsAgo, earlier }
         const error = backendSilenceError(target, silence, bound)
         emitSafely(ctx.onEvent, { type: 'backend-error', ...describe(target), error })
         throw error

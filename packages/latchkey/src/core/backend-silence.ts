@@ -10,7 +10,7 @@ import type { LockTarget } from './context.js'
 /** What the backend last did in this acquire, when it did not answer "held". */
 export type Silence =
   | { readonly kind: 'failed'; readonly error: unknown }
-  | { readonly kind: 'unanswered'; readonly sentMsAgo: number }
+  | { readonly kind: 'unanswered'; readonly sentMsAgo: number; readonly earlier?: unknown }
 
 /** Which limit ran out. */
 export type SilenceLimit = { readonly option: 'waitMs' | 'unavailableMs'; readonly ms: number }
@@ -33,11 +33,15 @@ export function backendSilenceError(
   limit: SilenceLimit,
 ): BackendUnavailableError {
   const backend = target.ctx.backend.name
-  const cause = silence.kind === 'failed' ? silence.error : unansweredCause(backend, silence.sentMsAgo)
+  // The last error the backend gave is the cause; with none yet, one describes the unanswered call.
+  const cause =
+    silence.kind === 'failed' ? silence.error : (silence.earlier ?? unansweredCause(backend, silence.sentMsAgo))
+  const lastError =
+    silence.kind === 'failed' || silence.earlier !== undefined ? `; last error: ${redactText(messageOf(cause))}` : ''
   const what =
     silence.kind === 'failed'
       ? `was unreachable until ${limit.option} (${limit.ms} ms) ran out (last error: ${redactText(messageOf(cause))})`
-      : `did not answer before ${limit.option} (${limit.ms} ms) ran out (a tryAcquire sent ${Math.round(silence.sentMsAgo)} ms earlier is still unanswered)`
+      : `did not answer before ${limit.option} (${limit.ms} ms) ran out (a tryAcquire sent ${Math.round(silence.sentMsAgo)} ms earlier is still unanswered${lastError})`
   return new BackendUnavailableError(
     `Lock "${target.name}" was not acquired: the ${backend} backend ${what}; nothing is known about a holder. Check the server, or raise ${limit.option}`,
     { lockName: target.name, cause },
