@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import { flakyBackend } from '../../test/support/flaky-backend.js'
 import type { Backend } from '../backend/types.js'
 import { memoryBackend } from '../backends/memory/index.js'
 import { BackendUnavailableError, UnsupportedError } from '../errors.js'
+import { flakyBackend } from '../testing/flaky-backend.js'
 import { sleep } from './clock.js'
 import { createLocks, type Locks } from './locks.js'
 

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { flakyBackend } from '../../test/support/flaky-backend.js'
 import { memoryBackend } from '../backends/memory/index.js'
 import { BackendUnavailableError, LockLostError, NotLockHolderError } from '../errors.js'
+import { flakyBackend } from '../testing/flaky-backend.js'
 import type { LockEvent } from './events.js'
 import { createLocks, type Locks } from './locks.js'
 

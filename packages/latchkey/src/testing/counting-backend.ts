@@ -20,7 +20,11 @@ export function countingBackend(inner: Backend): { backend: Backend; calls: () =
     forceRelease: count((r) => inner.forceRelease(r)),
     close: async () => undefined,
   }
-  if (inner.subscribe !== undefined) backend.subscribe = count((r) => inner.subscribe?.(r) ?? never())
+  // The owner is forwarded: a backend that keeps waiters in line wakes each one from its own predecessor watch.
+  if (inner.subscribe !== undefined) backend.subscribe = count((ref, owner) => inner.subscribe?.(ref, owner) ?? never())
+  // Not counted: watching a lease is local bookkeeping, not a call to the server.
+  if (inner.watchLease !== undefined)
+    backend.watchLease = (holder, onLost) => inner.watchLease?.(holder, onLost) ?? never()
   return { backend, calls: () => calls }
 }
 

@@ -1,3 +1,5 @@
 export { describeBackendConformance } from './conformance.js'
 export { countingBackend } from './counting-backend.js'
 export type { ConformanceOptions } from './env.js'
+export { eventually, type Latch, latch } from './eventually.js'
+export { flakyBackend } from './flaky-backend.js'

@@ -1,18 +1,2 @@
-/**
- * Polls `check` until it returns true (or a value that is not false/undefined), every `everyMs`, for at most
- * `withinMs`; then fails with `what`. For tests that must wait for something done in the background, without a
- * fixed sleep.
- */
-export async function eventually(
-  what: string,
-  check: () => boolean | Promise<boolean>,
-  withinMs = 3_000,
-  everyMs = 20,
-) {
-  const deadline = performance.now() + withinMs
-  for (;;) {
-    if (await check()) return
-    if (performance.now() > deadline) throw new Error(`not within ${withinMs} ms: ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, everyMs))
-  }
-}
+// The one implementation lives in `latchkey/testing`; kept as a path for the tests and bench scripts importing it.
+export { eventually } from '../../src/testing/eventually.js'
