@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { memoryBackend } from '../backends/memory/index.js'
 import { createLocks } from '../core/locks.js'
+import { eventually } from '../testing/eventually.js'
 import { LocalNotifier } from './local-notifier.js'
 import type { Backend } from './types.js'
 
@@ -14,7 +15,7 @@ describe('local notifications', () => {
       sub.wait(200).then(() => woken.push(name))
     const waits = [watch('m1', m1), watch('m2', m2), watch('reader', reader)]
     notifier.notify('k')
-    await new Promise((r) => setTimeout(r, 20))
+    await eventually('m1 and the reader woke', () => woken.length >= 2)
     expect(woken.sort()).toEqual(['m1', 'reader'])
     // m1 leaves with a wake-up it never used: m2 gets it.
     notifier.notify('k')

@@ -2,8 +2,8 @@ import { afterEach, describe, expect, it } from 'vitest'
 import type { Backend } from '../backend/types.js'
 import { memoryBackend } from '../backends/memory/index.js'
 import { BackendUnavailableError, UnsupportedError } from '../errors.js'
+import { eventually } from '../testing/eventually.js'
 import { flakyBackend } from '../testing/flaky-backend.js'
-import { sleep } from './clock.js'
 import { createLocks, type Locks } from './locks.js'
 
 const opened: Locks[] = []
@@ -23,7 +23,10 @@ describe('acquisition loop', () => {
     state.down = true
     await expect(locks.mutex('a').tryAcquire()).rejects.toBeInstanceOf(BackendUnavailableError)
     const waiting = locks.mutex('a').acquire({ waitMs: 5_000 })
-    await sleep(120)
+    await eventually(
+      'the waiter tried again after a failed try',
+      () => events.filter((e) => e === 'backend-error').length >= 2,
+    )
     state.down = false
     const lease = await waiting
     expect(events).toContain('backend-error')
@@ -46,23 +49,29 @@ describe('acquisition loop', () => {
   it('an abort during an in-flight grant releases the late grant before rejecting', async () => {
     const { backend, state } = flakyBackend(memoryBackend())
     const locks = track(createLocks({ backend }))
-    state.delayMs = 60
+    state.hang()
     const controller = new AbortController()
     const pending = locks.mutex('c').acquire({ signal: controller.signal })
-    await sleep(20)
+    await eventually('the try is in flight', () => state.calls.includes('tryAcquire'))
     controller.abort(new Error('stop'))
+    // The grant lands after the abort.
+    state.resume()
     await expect(pending).rejects.toThrow('stop')
-    state.delayMs = 0
     expect(await locks.mutex('c').isLocked()).toBe(false)
   })
 
   it('polls with backoff when the backend pushes nothing, bounded by the holder lease', async () => {
     const inner = memoryBackend()
+    let refusals = 0
     const polling: Backend = {
       ...inner,
       name: 'polling',
       capabilities: { ...inner.capabilities, notifications: 'none' },
-      tryAcquire: (r) => inner.tryAcquire(r),
+      tryAcquire: async (r) => {
+        const result = await inner.tryAcquire(r)
+        if (!result.acquired) refusals++
+        return result
+      },
       renew: (r) => inner.renew(r),
       release: (r) => inner.release(r),
       leaveQueue: (r) => inner.leaveQueue(r),
@@ -74,7 +83,8 @@ describe('acquisition loop', () => {
     const locks = track(createLocks({ backend: polling, maxPollMs: 20 }))
     const held = await locks.mutex('d').acquire()
     const waiting = locks.mutex('d').acquire({ waitMs: 2_000 })
-    await sleep(50)
+    // Released only once the waiter found it held: from then on nothing but its polling can find it free.
+    await eventually('the waiter was refused once', () => refusals >= 1)
     await held.release()
     const lease = await waiting
     await lease.release()

@@ -107,9 +107,9 @@ export function inputCases(env: SuiteEnv): void {
       .mutex(env.uniq('extend'))
       .acquire({ ttlMs: env.ms(200), autoRenew: false })
     const first = lease.expiresAt
-    await delay(env.ms(20))
     await lease.extend(env.ms(2_000))
     expect(lease.expiresAt).toBeGreaterThan(first + env.ms(1_000))
+    // The duration under test: past the first TTL, which the extension must have replaced.
     await delay(env.ms(300))
     expect(lease.signal.aborted).toBe(false)
     await lease.release()
@@ -133,10 +133,11 @@ export function inputCases(env: SuiteEnv): void {
       probes.push(other.semaphore(semName, { permits: 1 }))
     }
     for (const probe of probes) expect(await probe.tryAcquire()).toBeUndefined()
+    const refused = env.refusedOwners(name)
     const pending = locks.mutex(name).acquire()
     // Attach the expectation now: the acquire rejects while close() is still releasing over the network.
     const pendingRejects = expect(pending).rejects.toBeInstanceOf(LocksClosedError)
-    await delay(env.ms(30))
+    await env.waitersAsked(name, refused)
     await locks.close()
     await pendingRejects
     await expect(locks.mutex(name).acquire()).rejects.toBeInstanceOf(LocksClosedError)

@@ -1,7 +1,8 @@
 import { expect, it } from 'vitest'
 import type { Lease } from '../core/lease.js'
 import { LockLostError, UnsupportedError } from '../errors.js'
-import { abortedWithin, delay, type SuiteEnv } from './env.js'
+import { abortedWithin, delay, type SuiteEnv, yieldToIo } from './env.js'
+import { latch } from './eventually.js'
 
 /** Reentrancy, fair order, read-write, semaphore, multi, lock-delay. */
 export function kindCases(env: SuiteEnv): void {
@@ -22,10 +23,14 @@ export function kindCases(env: SuiteEnv): void {
     })
     expect(await lock.isLocked()).toBe(false)
     // Code outside the callback's call tree does not re-enter by accident.
-    let sibling: Lease | undefined | 'unset' = 'unset'
-    const holding = lock.withLock(() => delay(env.ms(80)))
-    await delay(env.ms(20))
-    sibling = await lock.tryAcquire()
+    const [inside, done] = [latch(), latch()]
+    const holding = lock.withLock(async () => {
+      inside.open()
+      await done.wait()
+    })
+    await inside.wait()
+    const sibling = await lock.tryAcquire()
+    done.open()
     expect(sibling).toBeUndefined()
     await holding
   })
@@ -54,10 +59,10 @@ export function kindCases(env: SuiteEnv): void {
       waiters.push(
         lock.withLock(async () => {
           order.push(i)
-          await delay(env.ms(5))
         }),
       )
-      await delay(env.ms(40))
+      // Waiter i is in line once the backend has answered its first try; only then may i + 1 ask.
+      await env.waitersAsked(name, i)
     }
     await first.release()
     await Promise.all(waiters)
@@ -75,19 +80,24 @@ export function kindCases(env: SuiteEnv): void {
       expect(await c.write.tryAcquire()).toBeUndefined()
       await r2?.release()
       let writerHas = false
+      const refused = env.refusedOwners(name)
       const writer = c.write.acquire({ waitMs: env.ms(5_000) }).then((lease) => {
         writerHas = true
         return lease
       })
-      await delay(env.ms(60))
+      await env.waitersAsked(name, refused)
       // A reader arriving after the writer started waiting must queue behind it.
       expect(await b.read.tryAcquire()).toBeUndefined()
       expect(writerHas).toBe(false)
-      const lateReader = b.read.acquire({ waitMs: env.ms(5_000) })
+      let lateHas = false
+      const lateReader = b.read.acquire({ waitMs: env.ms(5_000) }).then((lease) => {
+        lateHas = true
+        return lease
+      })
       await r1.release()
       const w = await writer
       expect(await a.read.tryAcquire()).toBeUndefined()
-      await delay(env.ms(30))
+      expect(lateHas).toBe(false)
       await w.release()
       const late = await lateReader
       await late.release()
@@ -108,6 +118,7 @@ export function kindCases(env: SuiteEnv): void {
             .withLock(async () => {
               inside++
               maxInside = Math.max(maxInside, inside)
+              // A holding time, not an ordering guess: holders must overlap for the permit count to be tested.
               await delay(env.ms(10))
               inside--
             }),
@@ -138,7 +149,7 @@ export function kindCases(env: SuiteEnv): void {
         async () => {
           inside++
           expect(inside).toBe(1)
-          await delay(1)
+          await yieldToIo()
           inside--
           rounds++
         },
@@ -162,8 +173,9 @@ export function kindCases(env: SuiteEnv): void {
       const name = env.uniq('lockdelay')
       const locks = env.locks({ lockDelayMs: env.ms(300) })
       const started = performance.now()
-      await locks.mutex(name).acquire({ ttlMs: env.ms(100), autoRenew: false })
-      await delay(env.ms(200))
+      const expiring = await locks.mutex(name).acquire({ ttlMs: env.ms(100), autoRenew: false })
+      // Past the TTL (the lease reports it), inside the 300 ms lock-delay that follows.
+      await abortedWithin(expiring.signal, env.ms(200))
       expect(await locks.mutex(name).tryAcquire()).toBeUndefined()
       const next = await locks.mutex(name).acquire({ waitMs: env.ms(3_000) })
       expect(performance.now() - started).toBeGreaterThanOrEqual(env.ms(380))

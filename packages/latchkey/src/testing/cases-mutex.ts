@@ -1,6 +1,6 @@
 import { expect, it } from 'vitest'
 import { LockLostError, LockTimeoutError, NotLockHolderError } from '../errors.js'
-import { abortedWithin, delay, type SuiteEnv } from './env.js'
+import { abortedWithin, delay, type SuiteEnv, yieldToIo } from './env.js'
 
 /** Exclusion, waiting, timeouts, abort, ownership, expiry, watchdog, loss, tokens. */
 export function mutexCases(env: SuiteEnv): void {
@@ -16,7 +16,7 @@ export function mutexCases(env: SuiteEnv): void {
           inside++
           maxInside = Math.max(maxInside, inside)
           const read = counter
-          await delay(1)
+          await yieldToIo()
           counter = read + 1
           inside--
         }),
@@ -69,8 +69,10 @@ export function mutexCases(env: SuiteEnv): void {
       const held = await make().acquire()
       const controller = new AbortController()
       const reason = new Error('caller gave up')
+      const refused = env.refusedOwners(name)
       const waiting = make().acquire({ signal: controller.signal })
-      await delay(env.ms(60))
+      // Abort once it waits (a fair waiter then has a place in line to leave).
+      await env.waitersAsked(name, refused)
       controller.abort(reason)
       await expect(waiting).rejects.toBe(reason)
       await held.release()
@@ -90,7 +92,7 @@ export function mutexCases(env: SuiteEnv): void {
       .locks()
       .mutex(name)
       .acquire({ ttlMs: env.ms(100), autoRenew: false })
-    await delay(env.ms(180))
+    await abortedWithin(a.signal, env.ms(1_000))
     const b = await env
       .locks()
       .mutex(name)
@@ -129,6 +131,7 @@ export function mutexCases(env: SuiteEnv): void {
     const name = env.uniq('watchdog')
     const ttl = env.ms(120)
     const a = await env.locks().mutex(name).acquire({ ttlMs: ttl })
+    // The duration under test: the lease must outlive five TTLs.
     await delay(ttl * 5 + env.ms(50))
     expect(a.signal.aborted).toBe(false)
     expect(await env.locks().mutex(name).tryAcquire()).toBeUndefined()
@@ -155,6 +158,7 @@ export function mutexCases(env: SuiteEnv): void {
     const ttl = env.ms(90)
     const result = await lock.withLock(
       async () => {
+        // The duration under test: a callback that outlives three TTLs without looking at lease.signal.
         await delay(ttl * 3)
         return 42
       },

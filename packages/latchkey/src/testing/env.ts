@@ -1,6 +1,9 @@
 import { randomUUID } from 'node:crypto'
 import type { Backend, BackendCapabilities, LockKind } from '../backend/types.js'
+import { lockKey } from '../core/lock-key.js'
 import { createLocks, type Locks, type LocksOptions } from '../core/locks.js'
+import { eventually } from './eventually.js'
+import { refusalLog } from './refusal-log.js'
 
 /** Options of `describeBackendConformance`. */
 export interface ConformanceOptions {
@@ -27,6 +30,13 @@ export interface SuiteEnv {
   readonly capabilities: () => BackendCapabilities
   /** A `Locks` over the backend, closed after each test. */
   locks(options?: Omit<LocksOptions, 'backend'>): Locks
+  /** How many distinct acquirers (of any `env.locks()`) the backend has answered "not now" on lock `name`. */
+  refusedOwners(name: string): number
+  /**
+   * Resolves once `count` more acquirers than `before` have been refused on `name`, i.e. are waiting (in line,
+   * for a fair or write lock). Orders "the waiter has asked" before what a test does next, without a sleep.
+   */
+  waitersAsked(name: string, before: number, count?: number): Promise<void>
   /** A lock name not used by any other test of the run. */
   uniq(prefix: string): string
   /** `ms * timeScale`. */
@@ -41,16 +51,30 @@ export function createEnv(options: ConformanceOptions, getBackend: () => Backend
   const scale = options.timeScale ?? 1
   let opened: Locks[] = []
   let n = 0
+  let log: ReturnType<typeof refusalLog> | undefined
+  // Built on first use: the backend is created while the suite is collected, after this env.
+  const logged = () => {
+    log ??= refusalLog(getBackend())
+    return log
+  }
+  const refusedOwners = (name: string) => logged().refusedOwners(lockKey(namespace, name))
   return {
     options,
     namespace,
     backend: getBackend,
     capabilities: () => getBackend().capabilities,
     locks(extra = {}) {
-      const locks = createLocks({ ...extra, backend: getBackend(), namespace })
+      const locks = createLocks({ ...extra, backend: logged().backend, namespace })
       opened.push(locks)
       return locks
     },
+    refusedOwners,
+    waitersAsked: (name, before, count = 1) =>
+      eventually(
+        `${count} more waiter(s) asked for ${name}`,
+        () => refusedOwners(name) >= before + count,
+        scale * 5_000,
+      ),
     uniq: (prefix) => `${prefix}-${++n}`,
     ms: (ms) => Math.round(ms * scale),
     async closeAll() {
@@ -62,9 +86,17 @@ export function createEnv(options: ConformanceOptions, getBackend: () => Backend
   }
 }
 
-/** Resolves after `ms`. */
+/** Resolves after `ms`: for a duration of the system under test (a TTL, a callback's run time), never to order events. */
 export function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms))
+}
+
+/**
+ * Resolves after pending I/O callbacks have run: inside a critical section, lets every other acquirer's network
+ * answer arrive between a read and a write, so two holders at once would show.
+ */
+export function yieldToIo(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve))
 }
 
 /** Resolves when `signal` aborts, or rejects after `ms`. */

@@ -6,6 +6,7 @@ describe('memory backend housekeeping', () => {
     const backend = new MemoryBackend()
     const base = { kind: 'mutex' as const, permits: 1, lockDelayMs: 0, queue: false, queueTtlMs: 1_000 }
     await backend.tryAcquire({ ...base, key: 'abandoned', owner: 'a', ttlMs: 1 })
+    // The duration under test: past the 1 ms TTL, so the entry is expired and unreleased.
     await new Promise((r) => setTimeout(r, 5))
     for (let i = 0; i < 10_000; i++) {
       const owner = `o${i}`
