@@ -8,6 +8,7 @@ import type { AcquireRequest, Backend, LockKind } from '../src/backend/types.js'
 import { type ZookeeperBackend, zookeeperBackend } from '../src/backends/zookeeper/index.js'
 import { createLocks } from '../src/core/locks.js'
 import { BackendUnavailableError, LockLostError } from '../src/errors.js'
+import { eventually } from './support/eventually.js'
 import { childrenOf, cleanupNamespace, rawClient, zkUrl } from './support/zookeeper-env.js'
 import { ZkProxy } from './support/zookeeper-proxy.js'
 
@@ -29,7 +30,15 @@ const request = (key: string, kind: LockKind = 'mutex', permits = 1): AcquireReq
   queue: false,
   queueTtlMs: 5_000,
 })
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+/**
+ * Two requests answered on `b`'s session, then one turn of the event loop. ZooKeeper answers one session's
+ * requests and watch events in order, so any watch event the writes before this triggered has been delivered,
+ * and the re-check it started (one more request) answered: "nothing woke" can be checked without a sleep.
+ */
+async function settled(b: Backend): Promise<void> {
+  for (let i = 0; i < 2; i++) await b.isLocked({ key: `${namespace}:settle`, kind: 'mutex', permits: 1 })
+  await new Promise((resolve) => setImmediate(resolve))
+}
 
 afterAll(async () => {
   await Promise.all(opened.map((b) => b.close()))
@@ -54,12 +63,13 @@ describe('zookeeper: no herd', () => {
     }
     // Renewals rewrite the holder's node (a data change for its successor's watch): nobody may wake.
     for (let i = 0; i < 3; i++) expect(await b.renew({ ...holder, ttlMs: 10_000 })).toBe(true)
-    await sleep(150)
+    await settled(b)
     expect(woken).toEqual([])
     let current = holder
     for (let round = 0; round < 4; round++) {
       expect(await b.release(current)).toBe(true)
-      await sleep(250)
+      await eventually(`waiter ${round} woke`, () => woken.length > round)
+      await settled(b)
       // Exactly the next in line woke up, nobody else.
       expect(woken).toEqual(Array.from({ length: round + 1 }, (_, i) => i))
       current = waiters[round] as AcquireRequest
@@ -70,11 +80,14 @@ describe('zookeeper: no herd', () => {
     await b.release(current)
     for (const [i, w] of waiters.entries()) if (i >= 4) await b.leaveQueue(w)
     for (const sub of subs) sub.close()
-    await sleep(100)
     // Closing the subscriptions of the remaining waiters gave up their places: the lock node is gone.
     const raw = await rawClient(zkUrl())
-    expect(await childrenOf(raw, `/latchkey/${encodeURIComponent(`${namespace}:herd`)}`)).toEqual([])
-    raw.close()
+    try {
+      const herd = `/latchkey/${encodeURIComponent(`${namespace}:herd`)}`
+      await eventually('the herd lock node is empty', async () => (await childrenOf(raw, herd)).length === 0)
+    } finally {
+      raw.close()
+    }
   })
 })
 
@@ -92,8 +105,7 @@ describe('zookeeper: lock nodes', () => {
         expect(await b.release(r)).toBe(true)
         expect(await exists()).toBe(true)
       }
-      await sleep(700)
-      expect(await exists()).toBe(false)
+      await eventually('the idle lock node was deleted', async () => !(await exists()))
     } finally {
       raw.close()
     }
@@ -107,12 +119,13 @@ describe('zookeeper: watchLease', () => {
     expect((await b.tryAcquire(r)).acquired).toBe(true)
     const reasons: string[] = []
     const stop = b.watchLease(r, (reason) => reasons.push(reason))
-    await sleep(100)
+    await settled(b) // the watch on its node is armed
     for (let i = 0; i < 3; i++) expect(await b.renew({ ...r, ttlMs: 10_000 })).toBe(true)
-    await sleep(100)
+    await settled(b)
     expect(reasons).toEqual([])
     expect(await backend().forceRelease(r)).toBe(true)
-    for (let i = 0; i < 50 && reasons.length === 0; i++) await sleep(20)
+    await eventually('the holder was told', () => reasons.length > 0, 1_000)
+    await settled(b)
     expect(reasons).toHaveLength(1)
     expect(reasons[0]).toMatch(/deleted/)
     expect(await b.renew({ ...r, ttlMs: 10_000 })).toBe(false)
@@ -164,7 +177,7 @@ describe('zookeeper: session liveness', () => {
       partitioned.watchLease(direct, (reason) => {
         watchedLost = reason
       })
-      await sleep(300)
+      await settled(partitioned) // the watch is armed before the cut
       proxy.blackhole()
       const cutAt = performance.now()
       let lostAt = 0
