@@ -16,7 +16,9 @@ import type { LockEvent } from '../src/core/events.js'
 import { createLocks } from '../src/core/locks.js'
 import { BackendUnavailableError, NotLockHolderError, StaleTokenError } from '../src/errors.js'
 import { createFenceGuard } from '../src/fence/index.js'
+import { refusalLog } from '../src/testing/refusal-log.js'
 import { ETCD_URL } from './support/etcd-backend-module.js'
+import { eventually } from './support/eventually.js'
 
 const run = promisify(execFile)
 const script = fileURLToPath(new URL('../../../scripts/servers/etcd.sh', import.meta.url))
@@ -24,7 +26,6 @@ const PORT = 23790
 const PRIVATE_URL = `http://127.0.0.1:${PORT}`
 const privateEnv = { ...process.env, LATCHKEY_ETCD_PORT: String(PORT), LATCHKEY_ETCD_PEER_PORT: '23800' }
 const server = (command: 'start' | 'stop') => run('bash', [script, command], { env: privateEnv, timeout: 60_000 })
-const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 const namespace = `lk-faults-${process.pid}`
 
 async function deleteNamespace(url: string): Promise<void> {
@@ -49,8 +50,12 @@ describe('etcd backend faults', () => {
     it('a holder survives a short outage and hands over; a longer one loses the lease before a waiter gets it', async () => {
       const backends = [0, 1, 2].map(() => etcdBackend({ hosts: PRIVATE_URL, callTimeoutMs: 500 }))
       const events: LockEvent[] = []
-      const [a, b, c] = backends.map((backend) => createLocks({ backend, namespace, onEvent: (e) => events.push(e) }))
+      const logs = backends.map((backend) => refusalLog(backend))
+      const [a, b, c] = logs.map(({ backend }) => createLocks({ backend, namespace, onEvent: (e) => events.push(e) }))
       if (a === undefined || b === undefined || c === undefined) throw new Error('unreachable')
+      const waiting = () => logs.reduce((n, log) => n + log.refusedOwners(`${namespace}:m`), 0)
+      const renewedAgain = () =>
+        events.findLastIndex((e) => e.type === 'renewed') > events.findLastIndex((e) => e.type === 'renew-failed')
       try {
         // Phase 1: an outage (stop ~2 s + start ~1 s) shorter than the lease. Renewals fail, then get through again.
         const first = await a.mutex('m').acquire({ ttlMs: 6_000 })
@@ -63,12 +68,12 @@ describe('etcd backend faults', () => {
           },
           () => {},
         )
-        await delay(300)
+        await eventually('the second waits', () => waiting() === 1)
         await server('stop')
         await expect(c.mutex('elsewhere').tryAcquire()).rejects.toBeInstanceOf(BackendUnavailableError)
-        await delay(500)
+        await eventually('a renewal failed', () => events.some((e) => e.type === 'renew-failed'), 5_000)
         await server('start')
-        await delay(1_500)
+        await eventually('a renewal got through again', renewedAgain, 10_000)
         expect(first.signal.aborted).toBe(false)
         expect(events.some((e) => e.type === 'renew-failed')).toBe(true)
         expect(secondAt).toBe(Number.POSITIVE_INFINITY)
@@ -91,10 +96,9 @@ describe('etcd backend faults', () => {
           },
           () => {},
         )
-        await delay(300)
+        await eventually('the third waits', () => waiting() === 2)
         await server('stop')
-        await delay(2_800)
-        expect(held.signal.aborted).toBe(true)
+        await eventually("the holder's lease ran out", () => held.signal.aborted, 10_000)
         await server('start')
         const next = await third
         // The old holder was told it lost the lock before the new one got it.
