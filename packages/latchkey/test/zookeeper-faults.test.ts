@@ -55,7 +55,7 @@ describe('zookeeper: no herd', () => {
     const subs = []
     for (const [i, w] of waiters.entries()) {
       // As the core does: subscribe, then the first try in the same tick (this binds the two); every other
-      // waiter names its owner instead (the proposed contract extension).
+      // waiter names its owner instead (what the core does).
       const sub = b.subscribe(w, i % 2 === 0 ? undefined : w.owner)
       expect((await b.tryAcquire(w)).acquired).toBe(false)
       subs.push(sub)

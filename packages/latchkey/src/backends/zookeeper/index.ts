@@ -44,9 +44,9 @@ export interface ZookeeperBackendOptions {
  * clock from the node's mtime, enforced by the next contender); the session ending (crash, partition longer
  * than the session timeout, expiry). The backend runs its own liveness check, because the client does not
  * notice a silent partition: after 2/3 of the session timeout without a reply the session is suspect, after
- * the full timeout it is lost, renewals fail, and a new session is opened for later calls. Until the core
- * calls `watchLease` (a proposed contract extension that pushes the loss at once), keep `ttlMs` at or below
- * `sessionTimeoutMs`: the core otherwise notices a lost session only at its next renewal (ttl / 3 later).
+ * the full timeout it is lost, renewals fail, and a new session is opened for later calls. The core watches
+ * every lease it grants (`watchLease`), so a lost session or a node deleted behind the holder's back aborts
+ * `lease.signal` at once, not at the next renewal, whatever `ttlMs`.
  * Lock-delay is not supported: a crashed holder's session expiry deletes its node at once. Needs
  * `node-zookeeper-client` (1.x). Emptied lock nodes are deleted after `lockNodeIdleMs`.
  *

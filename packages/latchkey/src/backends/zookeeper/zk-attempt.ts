@@ -5,17 +5,11 @@
 import type { AcquireRequest, AcquireResult } from '../../backend/types.js'
 import { readLong, type ZkStat } from './zk-client.js'
 import type { ZkConnection } from './zk-connection.js'
+import { NO_NODE, type OwnerEntry } from './zk-entry.js'
+import { checkHolders } from './zk-holders.js'
+import { createNode, listChildren, statOf, writeLease } from './zk-node-ops.js'
 import { agreeingLine, lineOf, standingOf } from './zk-nodes.js'
-import {
-  checkHolders,
-  createNode,
-  listChildren,
-  type OwnerEntry,
-  statOf,
-  type WatchHub,
-  watchNodes,
-  writeLease,
-} from './zk-owner.js'
+import { type WatchHub, watchNodes } from './zk-watch.js'
 
 /** What an attempt needs from the backend. */
 export interface AttemptDeps {
@@ -32,21 +26,26 @@ export async function attempt(entry: OwnerEntry, request: AcquireRequest, deps: 
     let fresh = false
     let leased: Promise<ZkStat | undefined> | undefined
     let children: string[]
-    if (entry.name === undefined) {
+    const node = entry.node
+    if (node.is === 'none' || node.is === 'unsure') {
       const created = await createNode(entry, request.ttlMs, (p) => deps.ensureParent(entry.conn, p))
       ;({ children, fresh } = created)
     } else {
       // Woken by our watch, it is most likely our turn: start the lease in the same round trip as the
       // listing (one session's requests are answered in order); if it was not our turn, it is emptied
       // below. Not for a semaphore waiter woken by its predecessor's write: it only moved up in line.
-      if (entry.woken && !entry.wakeOnChange) leased = writeLease(entry, request.ttlMs)
+      if (node.is === 'waiting') {
+        if (node.woken && !node.wakeOnChange) leased = writeLease(entry, request.ttlMs)
+        node.woken = false
+      }
       leased?.catch(() => undefined)
-      entry.woken = false
       children = await listChildren(entry.conn, entry.parent)
     }
     let line = lineOf(children)
-    if (line.every((n) => n.name !== entry.name)) {
-      entry.name = undefined // our node was deleted (forceRelease): take a new place in line
+    const ours = entry.node
+    if (ours.is !== 'waiting' && ours.is !== 'held') continue // not reached: a created node has a name
+    if (line.every((n) => n.name !== ours.name)) {
+      entry.node = NO_NODE // our node was deleted (forceRelease): take a new place in line
       continue
     }
     if (request.kind === 'semaphore') {
@@ -58,7 +57,7 @@ export async function attempt(entry: OwnerEntry, request: AcquireRequest, deps: 
       }
       line = agreeing.line
     }
-    const index = line.findIndex((n) => n.name === entry.name)
+    const index = line.findIndex((n) => n.name === ours.name)
     const standing = standingOf(line, index, request.permits)
     if (standing.eligible) {
       const stat = fresh ? statOf(entry) : (leased ?? writeLease(entry, request.ttlMs))
@@ -73,8 +72,8 @@ export async function attempt(entry: OwnerEntry, request: AcquireRequest, deps: 
       return { acquired: false, retryAfterMs }
     }
     // A waiting node holds no lease: nobody may judge it expired while it waits its turn.
-    if (entry.dataLeased && (await writeLease(entry, undefined)) === undefined) continue
-    entry.wakeOnChange = standing.wakeOnChange
+    if (ours.is === 'waiting' && ours.dataLeased && (await writeLease(entry, undefined)) === undefined) continue
+    if (entry.node.is === 'waiting') entry.node.wakeOnChange = standing.wakeOnChange
     if (await watchNodes(entry, standing.watch, deps.hub)) continue
     return { acquired: false, retryAfterMs }
   }
@@ -86,12 +85,13 @@ export async function attempt(entry: OwnerEntry, request: AcquireRequest, deps: 
  * lease started at the create, after the caller's send time), written (restarted now) otherwise.
  */
 function grant(entry: OwnerEntry, request: AcquireRequest, stat: ZkStat | undefined): AcquireResult {
-  if (stat === undefined) {
-    entry.name = undefined
+  const { node } = entry
+  if (stat === undefined || (node.is !== 'waiting' && node.is !== 'held')) {
+    entry.node = NO_NODE
     return { acquired: false, retryAfterMs: 1 }
   }
-  entry.granted = true
-  entry.lease = { mtime: Number(readLong(stat.mtime)), ttlMs: request.ttlMs }
+  const lease = { mtime: Number(readLong(stat.mtime)), ttlMs: request.ttlMs }
+  entry.node = { is: 'held', name: node.name, lease, onLeaseLost: node.is === 'held' ? node.onLeaseLost : undefined }
   return { acquired: true, token: readLong(stat.czxid) }
 }
 

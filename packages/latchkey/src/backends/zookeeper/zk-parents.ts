@@ -9,7 +9,7 @@
 import { BackendUnavailableError } from '../../errors.js'
 import { isConnectionError, ZK, zkCode } from './zk-client.js'
 import type { ZkConnection } from './zk-connection.js'
-import { removeQuietly } from './zk-owner.js'
+import { removeQuietly } from './zk-node-ops.js'
 
 export class ZkParents {
   private readonly idle = new Map<string, NodeJS.Timeout>()

@@ -4,7 +4,7 @@
 import { BackendUnavailableError } from '../../errors.js'
 import { call, closeClient, openClient, type ZkClient } from './zk-client.js'
 import { ZkConnection } from './zk-connection.js'
-import { removeQuietly } from './zk-owner.js'
+import { removeQuietly } from './zk-node-ops.js'
 
 /** What the session source needs from the backend's options. */
 export interface SessionSettings {

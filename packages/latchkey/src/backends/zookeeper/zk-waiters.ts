@@ -4,8 +4,9 @@
  * and path), and each event wakes only the entries that watched that path.
  */
 import { ZK, type ZkEvent } from './zk-client.js'
-import { leaseLost, type OwnerEntry, type WatchHub, watchNodes } from './zk-owner.js'
+import { leaseLost, type OwnerEntry } from './zk-entry.js'
 import { ZkSubscription } from './zk-subscription.js'
+import { type WatchHub, watchNodes } from './zk-watch.js'
 
 export class ZkWaiters {
   private readonly unbound: ZkSubscription[] = []
@@ -88,12 +89,13 @@ export class ZkWaiters {
     for (const entry of entries) {
       entry.watching.delete(name)
       if (!this.isCurrent(entry)) continue
-      if (entry.granted) {
+      const { node } = entry
+      if (node.is === 'held') {
         // A holder watches only its own node (see `watchLease`); older waiting-time watches are stale.
-        if (event.path === `${entry.parent}/${entry.name}`) this.ownNodeEvent(entry, event, name)
+        if (event.path === `${entry.parent}/${node.name}`) this.ownNodeEvent(entry, event, name)
         continue
       }
-      if (event.type === ZK.NODE_DATA_CHANGED && !entry.wakeOnChange) {
+      if (event.type === ZK.NODE_DATA_CHANGED && node.is === 'waiting' && !node.wakeOnChange) {
         // The node ahead only started or renewed its lease: watch it again and stay asleep (no spurious wake).
         const node = { name, owner: '', kind: entry.kind, seq: 0 }
         void watchNodes(entry, [node], this.hub).then(
@@ -105,7 +107,7 @@ export class ZkWaiters {
   }
 
   private wake(entry: OwnerEntry): void {
-    entry.woken = true
+    if (entry.node.is === 'waiting') entry.node.woken = true
     entry.sub?.fire()
   }
 

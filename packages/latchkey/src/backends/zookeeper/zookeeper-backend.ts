@@ -12,13 +12,15 @@ import type {
 import { type AttemptDeps, attempt, keeps } from './zk-attempt.js'
 import { readLong, type ZkClient } from './zk-client.js'
 import type { ConnectionState, ZkConnection } from './zk-connection.js'
+import { type HeldEntry, leaseLost, NO_NODE, nameOf, type OwnerEntry } from './zk-entry.js'
 import { lockState } from './zk-inspect.js'
+import { removeOwnNode, removeQuietly, writeLease } from './zk-node-ops.js'
 import { encodeSegment } from './zk-nodes.js'
-import { leaseLost, type OwnerEntry, removeOwnNode, removeQuietly, watchNodes, writeLease } from './zk-owner.js'
 import { ZkParents } from './zk-parents.js'
 import { ZkSessions } from './zk-sessions.js'
 import type { ZkSubscription } from './zk-subscription.js'
 import { ZkWaiters } from './zk-waiters.js'
+import { watchNodes } from './zk-watch.js'
 
 /** Resolved options of {@link ZookeeperBackend}. */
 export interface ZookeeperSettings {
@@ -82,7 +84,7 @@ export class ZookeeperBackend implements Backend {
     try {
       return await attempt(entry, request, this.deps)
     } catch (error) {
-      if (!entry.granted && !keeps(entry, request)) void this.drop(entry)
+      if (entry.node.is !== 'held' && !keeps(entry, request)) void this.drop(entry)
       throw error
     }
   }
@@ -90,7 +92,8 @@ export class ZookeeperBackend implements Backend {
   async renew(request: RenewRequest): Promise<boolean> {
     const entry = this.held(request)
     if (entry === undefined) return false
-    const previous = entry.lease
+    const { node } = entry
+    const previous = node.lease
     let stat: Awaited<ReturnType<typeof writeLease>>
     try {
       stat = await writeLease(entry, request.ttlMs)
@@ -101,11 +104,11 @@ export class ZookeeperBackend implements Backend {
     if (stat === undefined) return this.forget(entry)
     const mtime = Number(readLong(stat.mtime))
     // Renewed too late by the server's clock: the lease had run out and someone may have taken over.
-    if (previous !== undefined && previous.mtime + previous.ttlMs < mtime) {
+    if (previous.mtime + previous.ttlMs < mtime) {
       this.drop(entry)
       return false
     }
-    entry.lease = { mtime, ttlMs: request.ttlMs }
+    node.lease = { mtime, ttlMs: request.ttlMs }
     return true
   }
 
@@ -114,14 +117,14 @@ export class ZookeeperBackend implements Backend {
     if (entry === undefined) return false
     this.owners.delete(entry.owner)
     if (!entry.conn.alive) return false
-    const removed = await removeQuietly(entry.conn, `${entry.parent}/${entry.name}`)
+    const removed = await removeQuietly(entry.conn, `${entry.parent}/${entry.node.name}`)
     this.parents.emptied(entry.parent)
     return removed
   }
 
   async leaveQueue(request: HolderRef): Promise<void> {
     const entry = this.owners.get(request.owner)
-    if (entry !== undefined && !entry.granted) await this.drop(entry)
+    if (entry !== undefined && entry.node.is !== 'held') await this.drop(entry)
   }
 
   async isLocked(ref: LockRef & { readonly permits: number }): Promise<boolean> {
@@ -141,8 +144,8 @@ export class ZookeeperBackend implements Backend {
   /**
    * Calls `onLost` once if the lease of `holder` is lost before it is released: its session is lost (our
    * liveness check, or expiry) or its node is deleted behind its back. Returns a function that stops watching.
-   * Not (yet) part of the backend contract: it lets a holder learn of a lost session within the session
-   * timeout even when its renewals are further apart.
+   * The core calls it for every lease it grants (the contract's optional `watchLease`): a holder learns of a
+   * lost session within the session timeout even when its renewals are further apart.
    */
   watchLease(holder: HolderRef, onLost: (reason: string) => void): () => void {
     const entry = this.held(holder)
@@ -150,20 +153,21 @@ export class ZookeeperBackend implements Backend {
       queueMicrotask(() => onLost('it is not held'))
       return () => undefined
     }
-    entry.onLeaseLost = onLost
-    const own = { name: entry.name as string, owner: entry.owner, kind: entry.kind, seq: 0 }
+    const { node } = entry
+    node.onLeaseLost = onLost
+    const own = { name: node.name, owner: entry.owner, kind: entry.kind, seq: 0 }
     void watchNodes(entry, [own], this.waiters.hub).then(
       (gone) => gone && leaseLost(entry, 'its lock node is gone'),
       () => undefined,
     )
     return () => {
-      if (entry.onLeaseLost === onLost) entry.onLeaseLost = undefined
+      if (node.onLeaseLost === onLost) node.onLeaseLost = undefined
     }
   }
 
   /**
    * Opens a subscription fed by one waiter's own watch, so one release wakes exactly one waiter. The waiter is
-   * `owner` when given (an extension of the contract), else the one whose first `tryAcquire` follows in the
+   * `owner` (the core always passes it), else the one whose first `tryAcquire` follows in the
    * same tick, which is the core's order.
    */
   subscribe(ref: LockRef, owner?: string): ReleaseSubscription {
@@ -179,8 +183,8 @@ export class ZookeeperBackend implements Backend {
     if (conn === undefined) return
     if (conn.alive) {
       // Our nodes first (a client handed to us outlives the backend), then the lock nodes they leave empty.
-      const ours = entries.filter((e) => e.conn === conn && e.name !== undefined)
-      await Promise.all(ours.map((e) => removeQuietly(conn, `${e.parent}/${e.name}`).catch(() => false)))
+      const ours = entries.filter((e) => e.conn === conn && nameOf(e) !== undefined)
+      await Promise.all(ours.map((e) => removeQuietly(conn, `${e.parent}/${nameOf(e)}`).catch(() => false)))
       await Promise.all([...parents].map((p) => removeQuietly(conn, p).catch(() => false)))
     }
     await conn.close()
@@ -207,24 +211,17 @@ export class ZookeeperBackend implements Backend {
       permits: request.permits,
       parent: this.lockPath(request),
       conn,
-      name: undefined,
-      unsure: false,
-      dataLeased: false,
-      woken: false,
-      onLeaseLost: undefined,
-      granted: false,
-      lease: undefined,
+      node: NO_NODE,
       sub,
       watching: new Set(),
-      wakeOnChange: false,
     }
     return entry
   }
 
-  private held(ref: HolderRef): OwnerEntry | undefined {
+  private held(ref: HolderRef): HeldEntry | undefined {
     const entry = this.owners.get(ref.owner)
-    if (entry === undefined || !entry.granted || entry.key !== stateKey(ref)) return undefined
-    return entry
+    if (entry === undefined || entry.node.is !== 'held' || entry.key !== stateKey(ref)) return undefined
+    return entry as HeldEntry
   }
 
   private forget(entry: OwnerEntry): false {
@@ -235,7 +232,7 @@ export class ZookeeperBackend implements Backend {
   /** Forgets an entry and deletes its node (the delete is queued at once, so later calls see it done). */
   private drop(entry: OwnerEntry): Promise<void> {
     this.forget(entry)
-    if ((entry.name === undefined && !entry.unsure) || !entry.conn.alive) return Promise.resolve()
+    if (entry.node.is === 'none' || !entry.conn.alive) return Promise.resolve()
     this.parents.emptied(entry.parent)
     // With a known name the delete is queued synchronously, before anything the caller does next.
     return removeOwnNode(entry).then(
@@ -250,15 +247,19 @@ export class ZookeeperBackend implements Backend {
     entry.sub = undefined
     // The core closes the subscription when it stops waiting: give up the place in line now (the delete
     // is queued on the session before anything the caller does next).
-    if (!entry.granted) void this.drop(entry)
+    if (entry.node.is !== 'held') void this.drop(entry)
   }
 
   private onLost(conn: ZkConnection): void {
     const lost = [...this.owners.values()].filter((e) => e.conn === conn)
-    this.sessions.abandon(lost.flatMap((e) => (e.name === undefined ? [] : [`${e.parent}/${e.name}`])))
+    const paths = lost.flatMap((e) => {
+      const name = nameOf(e)
+      return name === undefined ? [] : [`${e.parent}/${name}`]
+    })
+    this.sessions.abandon(paths)
     // Waiters retry at once on a new session; holders are told now if they watch, else at their next renewal.
     for (const entry of lost) {
-      if (entry.granted) leaseLost(entry, `its ZooKeeper session was lost (${conn.lostReason ?? 'unknown'})`)
+      if (entry.node.is === 'held') leaseLost(entry, `its ZooKeeper session was lost (${conn.lostReason ?? 'unknown'})`)
       else entry.sub?.fire()
     }
   }

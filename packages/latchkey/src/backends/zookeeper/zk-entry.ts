@@ -1,0 +1,83 @@
+/**
+ * What the backend remembers about one owner (one lease attempt) between calls: its lock, its session, and where
+ * its node is in its life, as one state (`NodeState`) rather than flags that must agree.
+ */
+import type { LockKind } from '../../backend/types.js'
+import type { ZkConnection } from './zk-connection.js'
+import type { ZkSubscription } from './zk-subscription.js'
+
+/** Server time (ms) of the last grant or renewal, and the TTL then written. */
+export interface WrittenLease {
+  readonly mtime: number
+  readonly ttlMs: number
+}
+
+/**
+ * Where an owner's node is. `none` -> `unsure` (a create sent) -> `waiting` (in line) -> `held`; back to `none`
+ * when our node is deleted behind our back (forceRelease): the next try takes a new place in line.
+ */
+export type NodeState =
+  /** No node: before the first create, or after ours was deleted. */
+  | { readonly is: 'none' }
+  /** A create was sent whose outcome we did not learn: the node may exist under our `_c_<owner>-` prefix. */
+  | { readonly is: 'unsure' }
+  | {
+      readonly is: 'waiting'
+      readonly name: string
+      /** The node's data holds a lease (it was created with one, or written by a try): empty it to wait. */
+      dataLeased: boolean
+      /** Our watch wakes us on a data change of the node ahead too (a semaphore's predecessor leaving). */
+      wakeOnChange: boolean
+      /** A watch woke us since the last try (so the next try is likely to be granted). */
+      woken: boolean
+    }
+  | {
+      readonly is: 'held'
+      readonly name: string
+      lease: WrittenLease
+      /** Set by `watchLease`: called once when the lease is lost behind the holder's back. */
+      onLeaseLost: ((reason: string) => void) | undefined
+    }
+
+/** One lease attempt's node: from its first `tryAcquire` to its release, leaveQueue or session loss. */
+export interface OwnerEntry {
+  readonly owner: string
+  /** `stateKey` of the lock: semaphores live apart from the mutex / read-write family. */
+  readonly key: string
+  readonly kind: LockKind
+  /** A semaphore's permit count, written into its node's name. */
+  readonly permits: number
+  /** Path of the lock node (the parent of the owner's node). */
+  readonly parent: string
+  readonly conn: ZkConnection
+  node: NodeState
+  sub: ZkSubscription | undefined
+  /** Child names this entry has a live watch on (kept across states: a watch outlives the try that set it). */
+  readonly watching: Set<string>
+}
+
+/** An entry whose node holds the lease. */
+export type HeldEntry = OwnerEntry & { node: Extract<NodeState, { is: 'held' }> }
+
+/** The state before the first create. */
+export const NO_NODE: NodeState = Object.freeze({ is: 'none' })
+
+/** A node just created (or found by its prefix), in line with the lease it was created with. */
+export function waitingNode(name: string): NodeState {
+  return { is: 'waiting', name, dataLeased: true, wakeOnChange: false, woken: false }
+}
+
+/** The owner's child name, when it has a node we know of. */
+export function nameOf(entry: OwnerEntry): string | undefined {
+  const { node } = entry
+  return node.is === 'waiting' || node.is === 'held' ? node.name : undefined
+}
+
+/** Tells a holder's `watchLease` listener, once, that its lease is gone. */
+export function leaseLost(entry: OwnerEntry, reason: string): void {
+  const { node } = entry
+  if (node.is !== 'held') return
+  const listener = node.onLeaseLost
+  node.onLeaseLost = undefined
+  listener?.(reason)
+}

@@ -1,0 +1,128 @@
+/**
+ * The znode operations on an owner's node: creating it (protected, so a lost create reply leaves no orphan),
+ * writing or emptying its lease, reading its stat, deleting it; and the two generic ones they build on.
+ */
+import { BackendUnavailableError } from '../../errors.js'
+import { isConnectionError, ZK, type ZkStat, zkCode } from './zk-client.js'
+import type { ZkConnection } from './zk-connection.js'
+import { NO_NODE, type NodeState, nameOf, type OwnerEntry, waitingNode } from './zk-entry.js'
+import { encodeLease, nodePrefix } from './zk-nodes.js'
+
+const EMPTY = Buffer.alloc(0)
+const UNSURE: NodeState = Object.freeze({ is: 'unsure' })
+
+/**
+ * Creates the owner's protected EPHEMERAL_SEQUENTIAL node and lists the lock's children in the same round
+ * trip (requests of one session are answered in order). After a create whose outcome we did not learn
+ * (connection loss: it may have succeeded with its reply lost), look for our `_c_<owner>-` prefix first
+ * instead of creating a second node that would leave the first one orphaned in line.
+ */
+export async function createNode(
+  entry: OwnerEntry,
+  ttlMs: number,
+  ensureParent: (path: string) => Promise<void>,
+): Promise<{ children: string[]; fresh: boolean }> {
+  const { conn, parent } = entry
+  const prefix = nodePrefix(entry.owner, entry.kind, entry.permits)
+  for (let attempt = 0; attempt < 4; attempt++) {
+    if (entry.node.is === 'unsure') {
+      const children = await listChildren(conn, parent)
+      const found = children.find((child) => child.startsWith(prefix))
+      // Its lease (it was created with one) may date from an earlier call: it is restarted or emptied before use.
+      entry.node = found === undefined ? NO_NODE : waitingNode(found)
+      if (found !== undefined) return { children, fresh: false }
+    }
+    // Created with its lease, which starts at the create (ctime >= the caller's send time): an uncontended
+    // acquire then needs only a read for the token, not a second write.
+    const created = conn.run<string>('create', (cb) =>
+      conn.client.create(`${parent}/${prefix}`, encodeLease(ttlMs), ZK.EPHEMERAL_SEQUENTIAL, cb),
+    )
+    const listed = listChildren(conn, parent)
+    listed.catch(() => undefined)
+    entry.node = UNSURE
+    try {
+      const path = await created
+      entry.node = waitingNode(path.slice(path.lastIndexOf('/') + 1))
+      return { children: await listed, fresh: true }
+    } catch (error) {
+      // Left unsure on a connection error: a later call (or drop) looks for the node by its prefix.
+      if (zkCode(error) === ZK.NO_NODE) {
+        entry.node = NO_NODE
+        await ensureParent(parent)
+      } else if (!isConnectionError((error as { cause?: unknown }).cause ?? error) || !conn.alive) throw error
+    }
+  }
+  throw new BackendUnavailableError(
+    `zookeeper backend at ${conn.server}: could not create a lock node under ${parent}; try again`,
+  )
+}
+
+/** Children of a lock node; none when it does not exist. */
+export async function listChildren(conn: ZkConnection, parent: string): Promise<string[]> {
+  try {
+    return await conn.run<string[]>('getChildren', (cb) => conn.client.getChildren(parent, cb))
+  } catch (error) {
+    if (zkCode(error) === ZK.NO_NODE) return []
+    throw error
+  }
+}
+
+/** Deletes the owner's node when we may not know its name (Curator's findAndDeleteProtectedNode). */
+export async function removeOwnNode(entry: OwnerEntry): Promise<void> {
+  const { conn, parent } = entry
+  if (!conn.alive) return
+  let name = nameOf(entry)
+  if (entry.node.is === 'unsure') {
+    const prefix = nodePrefix(entry.owner, entry.kind, entry.permits)
+    name = (await listChildren(conn, parent)).find((child) => child.startsWith(prefix))
+  }
+  if (name !== undefined) await removeQuietly(conn, `${parent}/${name}`)
+}
+
+/**
+ * Writes the owner's node: a lease (`ttlMs`) starts or restarts it, `undefined` empties it (a waiter that
+ * holds nothing). Resolves the stat (czxid = token, mtime = lease start), or undefined when the node is gone.
+ */
+export async function writeLease(entry: OwnerEntry, ttlMs: number | undefined): Promise<ZkStat | undefined> {
+  const { conn } = entry
+  const name = nameOf(entry)
+  if (name === undefined) return undefined
+  const data = ttlMs === undefined ? EMPTY : encodeLease(ttlMs)
+  try {
+    const stat = await conn.run<ZkStat>('setData', (cb) => conn.client.setData(`${entry.parent}/${name}`, data, -1, cb))
+    conn.observe(stat)
+    if (entry.node.is === 'waiting') entry.node.dataLeased = ttlMs !== undefined
+    return stat
+  } catch (error) {
+    if (zkCode(error) === ZK.NO_NODE) return undefined
+    throw error
+  }
+}
+
+/** The stat of the owner's node (a read), or undefined when it is gone. */
+export async function statOf(entry: OwnerEntry): Promise<ZkStat | undefined> {
+  const { conn } = entry
+  const name = nameOf(entry)
+  if (name === undefined) return undefined
+  try {
+    const stat = await conn.run<ZkStat>('exists', (cb) => conn.client.exists(`${entry.parent}/${name}`, cb))
+    if (stat === null || stat === undefined) return undefined
+    conn.observe(stat)
+    return stat
+  } catch (error) {
+    if (zkCode(error) === ZK.NO_NODE) return undefined
+    throw error
+  }
+}
+
+/** Deletes a node; "no node" and "bad version" (someone else changed it first) are not errors. */
+export async function removeQuietly(conn: ZkConnection, path: string, version = -1): Promise<boolean> {
+  try {
+    await conn.run<void>('remove', (cb) => conn.client.remove(path, version, (e) => cb(e, undefined)))
+    return true
+  } catch (error) {
+    const code = zkCode(error)
+    if (code === ZK.NO_NODE || code === ZK.BAD_VERSION || code === ZK.NOT_EMPTY) return false
+    throw error
+  }
+}
