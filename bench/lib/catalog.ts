@@ -117,7 +117,7 @@ function floor(
   }
 }
 
-/** The polling interval of latchkey's polling configuration (note 000's clients sleep 20 ms between tries). */
+/** The polling interval of latchkey's polling configuration (spinning clients commonly sleep 20 ms between tries: docs/background.md#polling-clients). */
 export const POLL_MS = 20
 
 /** Every contender, in report order. */

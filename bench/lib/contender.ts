@@ -65,7 +65,7 @@ export async function openContender(spec: ContenderSpec): Promise<Contender> {
 
 /**
  * The same backend without its release notifications: the core then polls (backoff from 2 ms up to
- * `maxPollMs`, jittered), as the spinning clients of note 000 do. Built on the public Backend contract only.
+ * `maxPollMs`, jittered), as spinning clients do (docs/background.md#polling-clients). Built on the public Backend contract only.
  */
 export function polling(inner: Backend): Backend {
   return {

@@ -31,8 +31,8 @@ function matrixChart(
 /** The matrix charts: file, which contenders, which scenarios, which figure, title, unit, log axis. */
 type MatrixSpec = [
   string,
-  'peers' | 'backends' | 'note',
-  'unc' | 'con' | 'note',
+  'peers' | 'backends' | 'services',
+  'unc' | 'con' | 'services',
   keyof CellFigures,
   string,
   string,
@@ -79,18 +79,18 @@ const MATRIX_CHARTS: readonly MatrixSpec[] = [
     true,
   ],
   [
-    'note-000.svg',
-    'note',
-    'note',
+    'services.svg',
+    'services',
+    'services',
     'rate',
-    'Note 000: MySQL vs Redis (notify / polling) vs ZooKeeper, by contenders',
+    'The usual comparison: MySQL vs Redis (notify / polling) vs ZooKeeper, by contenders',
     'pairs/s (c=1) or acquisitions/s',
     true,
   ],
 ]
 
-/** The contenders of note 000's chart: Redis notified and polling, ZooKeeper, MariaDB. */
-const NOTE_IDS = [
+/** The contenders of the usual comparison (docs/background.md#the-usual-comparison-of-lock-services): Redis notified and polling, ZooKeeper, MariaDB. */
+const SERVICE_IDS = [
   'redis',
   'redis-poll',
   'redis-semaphore',
@@ -123,10 +123,10 @@ function flashSaleChart(fs: NonNullable<Results['flashSale']>): ChartFile {
 /** Every chart. */
 export function charts(r: Results, s: Summaries): ChartFile[] {
   const con = r.matrixConfig.waiters.map((w) => `w${w}`)
-  const scenariosOf = { unc: r.matrixConfig.concurrency.map((c) => `c${c}`), con, note: ['c1', ...con] }
+  const scenariosOf = { unc: r.matrixConfig.concurrency.map((c) => `c${c}`), con, services: ['c1', ...con] }
   const defsOf = (set: MatrixSpec[1], waits: boolean) =>
-    set === 'note'
-      ? NOTE_IDS.flatMap((id) => r.defs.filter((d) => d.id === id))
+    set === 'services'
+      ? SERVICE_IDS.flatMap((id) => r.defs.filter((d) => d.id === id))
       : r.defs.filter((d) => d.tables.includes(set) && (!waits || d.waits))
   const out = MATRIX_CHARTS.map(([file, set, sc, figure, title, unit, log]) => ({
     file,

@@ -1,5 +1,5 @@
 /**
- * bench/RESULTS.md from bench/results.jsonl: header, headline, note 000's verdicts, then every table.
+ * bench/RESULTS.md from bench/results.jsonl: header, headline, the usual comparison's verdicts, then every table.
  */
 import type { Results } from '../lib/results.js'
 import { fmt } from '../lib/stats.js'
@@ -34,7 +34,7 @@ function header(r: Results): string[] {
     `- Uncontended: concurrency ${mc.concurrency.join(' and ')}: that many loops of acquire → release, each on its own key, in one process. Contended: ${mc.waiters.join(', ')} waiters on one key, spread over up to 4 OS processes (child processes; one connection / backend instance per process), each holding ${mc.holdMs} ms and thinking ${mc.thinkMs} ms after release before contending again; the waiters start max(${mc.rampMs} ms, ${mc.rampPerWaiterMs} ms × waiters) before the measured window (so they have queued up) and wait at most until it ends. TTL 10 s.`,
     '- Handoff gap: another waiter\'s acquisition minus the previous holder\'s release call (times from CLOCK_MONOTONIC, shared by the processes). Overlaps: acquisitions that began before the previous holder called release (must be 0). Fairness: most acquisitions of one waiter over fewest (∞ when one got none; "starved" counts them). Server cmds: Redis `INFO commandstats` delta (including commands inside Lua; summed over the 5 nodes for RedLock; "–" for non-Redis servers). Client CPU: user+system time of the processes running the contender, per 1,000 acquisitions (harness included).',
     "- Redis peers and latchkey's Redis backend run against a private `redis-server` started for the run (no persistence), so other users of 6379 neither disturb nor are disturbed; the other servers are the ones `scripts/servers.sh start` runs.",
-    "- Every contender runs at its defaults, except: redis-semaphore's `acquireTimeout` is the time left in the window; latchkey's polling configuration hides the Redis backend's notifications behind the public `Backend` contract (its core then polls, 2 ms doubling up to `maxPollMs` 20, jittered; note 000's clients sleep 20 ms between tries); SQL pools keep the URL default (10 connections), except for the session strategies (`get_lock`, `for_update`, `advisory`) in the concurrency-50 cells: 60, since they pin a connection per held lock (`for_update` keeps one more for its tokens).",
+    "- Every contender runs at its defaults, except: redis-semaphore's `acquireTimeout` is the time left in the window; latchkey's polling configuration hides the Redis backend's notifications behind the public `Backend` contract (its core then polls, 2 ms doubling up to `maxPollMs` 20, jittered; the spinning clients of the usual comparison sleep 20 ms between tries); SQL pools keep the URL default (10 connections), except for the session strategies (`get_lock`, `for_update`, `advisory`) in the concurrency-50 cells: 60, since they pin a connection per held lock (`for_update` keeps one more for its tokens).",
   ]
 }
 
@@ -126,11 +126,17 @@ function claimsSection(c: Ctx): string[] {
     '',
     ...headline(c.r, c.s, c.labels).map((l) => `- ${l}`),
   ]
-  out.push('', "## Note 000's claims, checked", '')
+  out.push(
+    '',
+    '## The usual comparison, checked',
+    '',
+    "The claims often made about lock services ([docs/background.md](../docs/background.md#the-usual-comparison-of-lock-services)), decided from this run's medians.",
+    '',
+  )
   for (const v of verdicts(c.s, c.labels, c.r.matrixConfig.waiters)) {
     out.push(`- **"${v.claim}" — ${v.verdict}.**`, ...v.evidence.map((e) => `  - ${e}`))
   }
-  return [...out, '', c.chart('note-000.svg'), '']
+  return [...out, '', c.chart('services.svg'), '']
 }
 
 function peersSection(c: Ctx): string[] {

@@ -1,5 +1,5 @@
 /**
- * Note 000's closing comparison, claim by claim, decided from the measured medians (nothing hand-written
+ * The usual comparison of lock services (docs/background.md#the-usual-comparison-of-lock-services), claim by claim, decided from the measured medians (nothing hand-written
  * but the wording): "MySQL locks are slow", "Redis is best at low concurrency (ZooKeeper second)", and
  * "ZooKeeper is far ahead at high concurrency, mainly because Redis clients spin".
  */

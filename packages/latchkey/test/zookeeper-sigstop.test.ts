@@ -1,6 +1,6 @@
 /**
  * A holder process paused (SIGSTOP) past its session timeout loses its lease; the next holder's token is
- * higher, and a fenced resource rejects the paused holder's late write (note 002's GC-pause scenario).
+ * higher, and a fenced resource rejects the paused holder's late write (the pause of docs/background.md#fencing-tokens).
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
