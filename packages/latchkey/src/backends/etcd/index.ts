@@ -16,8 +16,9 @@
  * - **Who keeps a key while waiting.** Only a waiting fair/write request (`request.queue`, which the core ends
  *   with `leaveQueue`) keeps its key between tries: that key is its place in line, on a lease of
  *   ceil(queueTtlMs / 1000) s refreshed by its tries, so the place of a crashed waiter runs out by itself.
- *   Mutex, read and semaphore waiters get no `leaveQueue` from the core, so their tries write nothing unless
- *   they win (a range compare in the txn) and they are not FIFO - the same as the memory backend.
+ *   Mutex, read and semaphore waiters keep no key: their tries write nothing unless they win (a range compare in
+ *   the txn), and they are not FIFO - the same as the memory backend. The core's `leaveQueue` when they give up
+ *   only revokes the lease a miss kept for the owner's next try.
  * - **Grant rules.** mutex/fair/write: no key at all under the name (holders and queued waiters); read: no
  *   mutex/fair/write key (so a waiting writer blocks new readers); semaphore: a free permit slot
  *   (`.../semaphore/<0..permits-1>`, one compare per slot, so acquirers of different permits never conflict); a queued
