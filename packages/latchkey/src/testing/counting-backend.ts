@@ -12,19 +12,19 @@ export function countingBackend(inner: Backend): { backend: Backend; calls: () =
   const backend: Backend = {
     name: inner.name,
     capabilities: inner.capabilities,
-    tryAcquire: count((r) => inner.tryAcquire(r)),
-    renew: count((r) => inner.renew(r)),
-    release: count((r) => inner.release(r)),
-    leaveQueue: count((r) => inner.leaveQueue(r)),
-    isLocked: count((r) => inner.isLocked(r)),
-    forceRelease: count((r) => inner.forceRelease(r)),
+    tryAcquire: count((...a) => inner.tryAcquire(...a)),
+    renew: count((...a) => inner.renew(...a)),
+    release: count((...a) => inner.release(...a)),
+    leaveQueue: count((...a) => inner.leaveQueue(...a)),
+    isLocked: count((...a) => inner.isLocked(...a)),
+    forceRelease: count((...a) => inner.forceRelease(...a)),
     close: async () => undefined,
   }
-  // The owner is forwarded: a backend that keeps waiters in line wakes each one from its own predecessor watch.
-  if (inner.subscribe !== undefined) backend.subscribe = count((ref, owner) => inner.subscribe?.(ref, owner) ?? never())
+  // Every argument is passed on: a backend that keeps waiters in line wakes each one from its own predecessor
+  // watch, found by subscribe's `owner`; dropped, the waiter sleeps until the core's fallback poll.
+  if (inner.subscribe !== undefined) backend.subscribe = count((...a) => inner.subscribe?.(...a) ?? never())
   // Not counted: watching a lease is local bookkeeping, not a call to the server.
-  if (inner.watchLease !== undefined)
-    backend.watchLease = (holder, onLost) => inner.watchLease?.(holder, onLost) ?? never()
+  if (inner.watchLease !== undefined) backend.watchLease = (...a) => inner.watchLease?.(...a) ?? never()
   return { backend, calls: () => calls }
 }
 

@@ -43,18 +43,18 @@ export function flakyBackend(inner: Backend) {
   const backend: Backend = {
     name: 'flaky',
     capabilities: inner.capabilities,
-    tryAcquire: wrap('tryAcquire', (r) => inner.tryAcquire(r)),
-    renew: wrap('renew', (r) => inner.renew(r)),
-    release: wrap('release', (r) => inner.release(r)),
-    leaveQueue: wrap('leaveQueue', (r) => inner.leaveQueue(r)),
-    isLocked: wrap('isLocked', (r) => inner.isLocked(r)),
-    forceRelease: wrap('forceRelease', (r) => inner.forceRelease(r)),
+    tryAcquire: wrap('tryAcquire', (...a) => inner.tryAcquire(...a)),
+    renew: wrap('renew', (...a) => inner.renew(...a)),
+    release: wrap('release', (...a) => inner.release(...a)),
+    leaveQueue: wrap('leaveQueue', (...a) => inner.leaveQueue(...a)),
+    isLocked: wrap('isLocked', (...a) => inner.isLocked(...a)),
+    forceRelease: wrap('forceRelease', (...a) => inner.forceRelease(...a)),
     close: () => inner.close(),
   }
-  // The owner is forwarded: a backend that keeps waiters in line wakes each one from its own predecessor watch.
-  if (inner.subscribe !== undefined) backend.subscribe = (ref, owner) => inner.subscribe?.(ref, owner) ?? never()
-  if (inner.watchLease !== undefined)
-    backend.watchLease = (holder, onLost) => inner.watchLease?.(holder, onLost) ?? never()
+  // Every argument is passed on: a backend that keeps waiters in line wakes each one from its own predecessor
+  // watch, found by subscribe's `owner`; dropped, the waiter sleeps until the core's fallback poll.
+  if (inner.subscribe !== undefined) backend.subscribe = (...a) => inner.subscribe?.(...a) ?? never()
+  if (inner.watchLease !== undefined) backend.watchLease = (...a) => inner.watchLease?.(...a) ?? never()
   return { backend, state }
 }
 

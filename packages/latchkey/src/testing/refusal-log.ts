@@ -7,27 +7,28 @@ import type { Backend } from '../backend/types.js'
  */
 export function refusalLog(inner: Backend): { backend: Backend; refusedOwners(key: string): number } {
   const refused = new Map<string, Set<string>>()
+  // Every argument is passed on: a wrapper that drops one (subscribe's owner) changes what the backend does.
   const backend: Backend = {
     name: inner.name,
     capabilities: inner.capabilities,
-    tryAcquire: async (request) => {
-      const result = await inner.tryAcquire(request)
+    tryAcquire: async (...a) => {
+      const [request] = a
+      const result = await inner.tryAcquire(...a)
       if (!result.acquired) {
         const owners = refused.get(request.key) ?? new Set()
         refused.set(request.key, owners.add(request.owner))
       }
       return result
     },
-    renew: (r) => inner.renew(r),
-    release: (r) => inner.release(r),
-    leaveQueue: (r) => inner.leaveQueue(r),
-    isLocked: (r) => inner.isLocked(r),
-    forceRelease: (r) => inner.forceRelease(r),
+    renew: (...a) => inner.renew(...a),
+    release: (...a) => inner.release(...a),
+    leaveQueue: (...a) => inner.leaveQueue(...a),
+    isLocked: (...a) => inner.isLocked(...a),
+    forceRelease: (...a) => inner.forceRelease(...a),
     close: () => inner.close(),
   }
-  if (inner.subscribe !== undefined) backend.subscribe = (ref, owner) => inner.subscribe?.(ref, owner) ?? never()
-  if (inner.watchLease !== undefined)
-    backend.watchLease = (holder, onLost) => inner.watchLease?.(holder, onLost) ?? never()
+  if (inner.subscribe !== undefined) backend.subscribe = (...a) => inner.subscribe?.(...a) ?? never()
+  if (inner.watchLease !== undefined) backend.watchLease = (...a) => inner.watchLease?.(...a) ?? never()
   return { backend, refusedOwners: (key) => refused.get(key)?.size ?? 0 }
 }
 
