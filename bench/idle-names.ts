@@ -64,11 +64,7 @@ async function redis(): Promise<void> {
   await churn(backend, ns)
   const left = await countKeys(client, patterns)
   const bytes = await client.memory('USAGE', latchkeyLayout.keysOf({ key: `${ns}:order:0`, kind: 'mutex' }).keys[6])
-  await eventually(
-    () => countKeys(client, patterns),
-    (n) => n === 0,
-    { timeoutMs: 30_000, what: 'redis idle' },
-  )
+  await eventually('redis idle', async () => (await countKeys(client, patterns)) === 0, 30_000, 100)
   report(
     'Redis',
     `${left} keys (the fencing counter, MEMORY USAGE ${bytes} B)`,
@@ -184,13 +180,15 @@ async function zookeeper(): Promise<void> {
   const after = (await childrenOf(client, root)).length
   const grown = await mntr()
   const perNode = ((grown.bytes - before.bytes) / (grown.znodes - before.znodes)).toFixed(0)
-  const idle = await eventually(
-    () => childrenOf(client, root).then((c) => c.length),
-    (n) => n === 0,
-    {
-      timeoutMs: 30_000,
-      what: 'zookeeper idle',
+  let idle = -1
+  await eventually(
+    'zookeeper idle',
+    async () => {
+      idle = (await childrenOf(client, root)).length
+      return idle === 0
     },
+    30_000,
+    100,
   )
   report(
     'ZooKeeper',

@@ -17,7 +17,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { memoryBackend } from '../src/backends/memory/index.js'
 import type { LockEvent } from '../src/core/events.js'
 import { createLocks } from '../src/core/locks.js'
-import { LockTimeoutError } from '../src/errors.js'
+import { BackendUnavailableError, LockTimeoutError } from '../src/errors.js'
 import { combineEventHandlers } from '../src/observe/combine-event-handlers.js'
 import { ACQUIRE_SPAN, BACKEND_ERROR_SPAN, openTelemetryInstrumentation } from '../src/opentelemetry/index.js'
 import { flakyBackend } from './support/flaky-backend.js'
@@ -133,7 +133,7 @@ describe('latchkey/opentelemetry', () => {
     const { backend, state } = flakyBackend(memoryBackend())
     const locks = createLocks({ backend, onEvent: otel.onEvent })
     state.down = true
-    await expect(locks.mutex('e').acquire({ waitMs: 60 })).rejects.toBeInstanceOf(LockTimeoutError)
+    await expect(locks.mutex('e').acquire({ waitMs: 60 })).rejects.toBeInstanceOf(BackendUnavailableError)
     await locks.close()
     await backend.close()
     const errors = otel.spans().filter((s) => s.name === BACKEND_ERROR_SPAN)
