@@ -105,7 +105,8 @@ export class RedisBackend implements Backend {
     const waitTtl = request.queue ? request.queueTtlMs : WATCH_TTL_MS
     // Packed into one argument: each argument costs the client more than Lua's string.match costs Redis.
     const spec = `${request.kind} ${request.ttlMs} ${request.lockDelayMs} ${request.permits} ${mode} ${waitTtl}`
-    // A watcher names its process's wake channel, where a release granting it the lock tells it (see handoff in scripts/handoff.lua).
+    // A watcher names its process's wake channel, where a release granting it the lock tells it (see handoff
+    // in scripts/handoff.lua).
     const wake = this.notifier.wakeChannel
     const args = wake !== undefined && (mode === 'w' || mode === 'f') ? [field, spec, wake] : [field, spec]
     // A grant that arrives after the caller was told "unavailable" (timed out, resent on reconnect) has no
