@@ -3,6 +3,12 @@
  * beside the code that calls it, read once when the module loads; a call is EVALSHA, and EVAL (which also loads
  * the script) only when the server answers NOSCRIPT (a restarted server, a failover, SCRIPT FLUSH); the reply
  * goes through the script's own `reply` function, so each caller sees one typed shape.
+ *
+ * Read at load rather than generated into a `.ts` module: the `.lua` file is the only copy, so there is nothing
+ * to regenerate or to check is current, and editors and Lua linters see plain Lua. The price: the build copies
+ * the `.lua` files into `dist` (package.json `build`), and a bundler that inlines `dist` must copy them too.
+ * Shared code is a part the scripts `--#include`, not a checked-in expanded copy of each script: the copies
+ * would repeat every part in every script that uses it (test/redis-scripts.test.ts checks the expansion).
  */
 import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
