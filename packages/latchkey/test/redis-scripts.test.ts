@@ -86,8 +86,10 @@ describe('the .lua files', () => {
     expect(() => readLuaFile(pathToFileURL(join(dir, 'loop.lua')))).toThrow(RangeError)
   })
 
-  it('a script without source is a TypeError naming it', () => {
+  it('a script without source, or a client that is not one, is a TypeError naming it', () => {
     expect(() => luaScript('empty', '  \n')).toThrow(/script empty needs its Lua source/)
+    const script = luaScript('one', 'return 1')
+    expect(() => evalScript({} as RedisClientLike, script, [], [])).toThrow(/evalScript needs an ioredis/)
   })
 })
 

@@ -44,10 +44,14 @@ const INCLUDE = /^--#include ([\w.-]+\.lua)[ \t]*$/gm
  * @example
  * const source = readLuaFile(new URL('./acquire.lua', import.meta.url))
  */
-export function readLuaFile(url: URL, depth = 0): string {
+export function readLuaFile(url: URL): string {
+  return expand(url, 0)
+}
+
+function expand(url: URL, depth: number): string {
   if (depth > 8) throw new RangeError(`latchkey: --#include nests deeper than 8 files at ${url.pathname}`)
   return readFileSync(url, 'utf8').replace(INCLUDE, (_, name: string) =>
-    readLuaFile(new URL(name, url), depth + 1).trimEnd(),
+    expand(new URL(name, url), depth + 1).trimEnd(),
   )
 }
 
@@ -103,9 +107,15 @@ export function evalScript<Reply>(
   keys: readonly string[],
   args: readonly string[],
 ): Promise<Reply> {
-  let runner = runners.get(client)
+  let runner = typeof client === 'object' && client !== null ? runners.get(client) : undefined
   if (runner === undefined) {
-    runner = adaptClient(client)
+    try {
+      runner = adaptClient(client)
+    } catch {
+      throw new TypeError(
+        `latchkey: evalScript needs an ioredis or a connected node-redis client, received ${typeof client}`,
+      )
+    }
     runners.set(client, runner)
   }
   return runScript(runner, script, keys, args)
