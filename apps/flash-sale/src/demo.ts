@@ -6,9 +6,9 @@ import { redactUrl } from 'latchkey'
 import { startCluster } from './cluster.js'
 import { formatChecks, formatTable, type ResultRow } from './load/report.js'
 import { runSale } from './load/run-sale.js'
-import { deleteReserveKeys } from './reserve/open-reserve.js'
 import { randomAdminToken } from './server/admin-auth.js'
 import { STRATEGIES, type Strategy } from './store/types.js'
+import { deleteReserveKeys } from './strategies/reserve/open-reserve.js'
 
 /** What the table's columns mean. */
 export const LEGEND = [

@@ -15,7 +15,7 @@ const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).
  * visible to every user of the machine (`ps`): anything secret goes over IPC (`child.send`).
  *
  * @example
- * const child = forkEntry('buyer-worker.ts', [])
+ * const child = forkEntry('load/buyer-worker.ts', [])
  * child.send(job)
  */
 export function forkEntry(entry: string, args: readonly string[]): ChildProcess {

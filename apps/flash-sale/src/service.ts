@@ -1,11 +1,11 @@
 import type { FastifyInstance } from 'fastify'
 import type { Backend, Locks } from 'latchkey'
 import { backendFromUrl, createLocks } from 'latchkey'
-import { type OpenReserve, openReserve, type ReserveOptions } from './reserve/open-reserve.js'
 import { type AppOptions, buildApp, checkAppOptions } from './server/app.js'
 import { createMetrics } from './server/metrics.js'
 import { openStore } from './store/open-store.js'
 import type { SaleStore } from './store/types.js'
+import { type OpenReserve, openReserve, type ReserveOptions } from './strategies/reserve/open-reserve.js'
 
 /** Options of {@link startService}. */
 export interface ServiceOptions {

@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis'
 import { latchkeyLayout, REDLOCK_KEY_PREFIX } from 'latchkey/redis'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
-import { unlinkMatching } from '../src/reserve/open-reserve.js'
+import { unlinkMatching } from '../src/strategies/reserve/open-reserve.js'
 import { adminPost, type Instance, post, startInstances, tempDir } from './support.js'
 
 const BUYERS = 1_000

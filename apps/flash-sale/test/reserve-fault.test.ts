@@ -7,7 +7,7 @@ import { type Cluster, type ClusterOptions, startCluster } from '../src/cluster.
 import { exited } from '../src/fork.js'
 import { runSale } from '../src/load/run-sale.js'
 import { createSale } from '../src/load/sale-client.js'
-import type { RelayCrashPoint, RelayStats } from '../src/reserve/outbox-relay.js'
+import type { RelayCrashPoint, RelayStats } from '../src/strategies/reserve/outbox-relay.js'
 import { ADMIN_TOKEN, REDIS_URL, redisKeys, tempDir } from './support.js'
 
 const STOCK = 150

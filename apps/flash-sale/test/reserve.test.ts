@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
-import { settleReservation } from '../src/reserve/settle.js'
 import type { ReservedSummary } from '../src/server/sale-routes.js'
+import { settleReservation } from '../src/strategies/reserve/settle.js'
 import {
   adminGet,
   adminPost,
@@ -167,7 +167,7 @@ describe('the outbox relay (SQLite store)', () => {
     expect(read?.[0]?.[1]).toHaveLength(1)
     expect(await instance.store.audit(saleId)).toMatchObject({ orders: 0, remaining: 5 })
     // A live relay (a restarted process: a new consumer) claims it once it has been idle 300 ms.
-    const { OutboxRelay } = await import('../src/reserve/outbox-relay.js')
+    const { OutboxRelay } = await import('../src/strategies/reserve/outbox-relay.js')
     const client = new Redis(REDIS_URL)
     const relay = new OutboxRelay(
       instance.store,

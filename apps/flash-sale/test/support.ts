@@ -9,13 +9,18 @@ import { memoryBackend } from 'latchkey/memory'
 import { sqliteBackend } from 'latchkey/sqlite'
 import mysql from 'mysql2/promise'
 import pg from 'pg'
-import { deleteReserveKeys, type OpenReserve, openReserve, type ReserveOptions } from '../src/reserve/open-reserve.js'
 import { buildApp } from '../src/server/app.js'
 import { createMetrics } from '../src/server/metrics.js'
 import { mysqlStore } from '../src/store/mysql-store.js'
 import { postgresStore } from '../src/store/postgres-store.js'
 import { sqliteStore } from '../src/store/sqlite-store.js'
 import type { SaleStore } from '../src/store/types.js'
+import {
+  deleteReserveKeys,
+  type OpenReserve,
+  openReserve,
+  type ReserveOptions,
+} from '../src/strategies/reserve/open-reserve.js'
 
 /** The admin token of the tests' services (`adminToken`); {@link adminPost} and {@link adminGet} send it. */
 export const ADMIN_TOKEN = `test-admin-${randomUUID()}`

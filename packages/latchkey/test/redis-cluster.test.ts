@@ -7,10 +7,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { LockKind } from '../src/backend/types.js'
 import { keySlot, latchkeyLayout, redisBackend, redissonLayout } from '../src/backends/redis/index.js'
 import { createLocks } from '../src/core/locks.js'
+import { eventually } from './support/eventually.js'
 import { ioredisClient } from './support/redis-backend-module.js'
 import { type RedisServerProcess, startRedisServer } from './support/redis-server-process.js'
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 const NAMES = ['order:42', 'a{b}c', '{x}', 'x}y', '}', '{}', 'ünïcödé 🔒', '%7B', 'a{', '']
 const KINDS: LockKind[] = ['mutex', 'fair', 'read', 'write', 'semaphore']
@@ -57,9 +56,12 @@ describe('Redis Cluster key slots', () => {
       ])
       const admin = ioredisClient(server.url)
       await admin.call('CLUSTER', 'ADDSLOTSRANGE', '0', '16383')
-      for (let i = 0; i < 100 && !/cluster_state:ok/.test(String(await admin.call('CLUSTER', 'INFO'))); i++) {
-        await sleep(50)
-      }
+      await eventually(
+        'the cluster is ok',
+        async () => /cluster_state:ok/.test(String(await admin.call('CLUSTER', 'INFO'))),
+        5_000,
+        50,
+      )
       for (const layout of [latchkeyLayout, redissonLayout]) {
         for (const kind of KINDS) {
           const keys = layout.keysOf({ key: 'ns:a{b}c', kind })
@@ -76,6 +78,12 @@ describe('Redis Cluster key slots', () => {
     })
 
     it.each(['latchkey', 'redisson'] as const)('runs every primitive without CROSSSLOT (layout %s)', async (layout) => {
+      const keyLayout = layout === 'latchkey' ? latchkeyLayout : redissonLayout
+      // A waiter of the line (fair, write) has taken its place: the line's zset holds it.
+      const inLine = (name: string, kind: 'fair' | 'write') =>
+        eventually(`the ${kind} waiter of ${name} stands in line`, async () => {
+          return (await cluster.zcard(keyLayout.keysOf({ key: `ns:${name}`, kind }).keys[2])) === 1
+        })
       const backend = redisBackend({ client: cluster, layout })
       const locks = createLocks({ backend, namespace: 'ns' })
       try {
@@ -86,13 +94,13 @@ describe('Redis Cluster key slots', () => {
           expect(await locks.mutex(name).isLocked()).toBe(true)
           await m.extend()
           const waiter = locks.fairMutex(name).acquire({ waitMs: 5_000 })
-          await sleep(20)
+          await inLine(name, 'fair')
           await m.release()
           await (await waiter).release()
           const rw = locks.readWrite(name)
           const r = await rw.read.acquire()
           const w = rw.write.acquire({ waitMs: 5_000 })
-          await sleep(20)
+          await inLine(name, 'write')
           await r.release()
           await (await w).release()
           const s = await locks.semaphore(name, { permits: 2 }).acquire()

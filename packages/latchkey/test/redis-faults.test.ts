@@ -7,9 +7,10 @@
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Backend } from '../src/backend/types.js'
-import { redisBackend } from '../src/backends/redis/index.js'
+import { latchkeyLayout, redisBackend } from '../src/backends/redis/index.js'
 import { createLocks, type Locks } from '../src/core/locks.js'
 import { BackendUnavailableError, LockLostError } from '../src/errors.js'
+import { eventually } from './support/eventually.js'
 import { clientFlavours, ioredisClient } from './support/redis-backend-module.js'
 import { type RedisServerProcess, startRedisServer } from './support/redis-server-process.js'
 
@@ -22,7 +23,24 @@ afterAll(async () => {
   await server?.dispose()
 })
 
+/** Holds a lease a moment, as work would (not to order anything). */
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+/** `backend`, counting the tries it is asked for. */
+function countingTries(backend: Backend): { backend: Backend; tries: () => number } {
+  let tries = 0
+  const counted = Object.create(backend) as Backend
+  counted.tryAcquire = (request) => {
+    tries++
+    return backend.tryAcquire(request)
+  }
+  return { backend: counted, tries: () => tries }
+}
+
+/** How many mutex watchers of lock `key` are registered (the W zset of key-layout.ts). */
+async function watchers(admin: ReturnType<typeof ioredisClient>, key: string): Promise<number> {
+  return admin.zcard(latchkeyLayout.keysOf({ key, kind: 'mutex' }).keys[4])
+}
 
 function aborted(signal: AbortSignal, withinMs: number): Promise<unknown> {
   if (signal.aborted) return Promise.resolve(signal.reason)
@@ -41,7 +59,10 @@ describe.each(flavours)('redis outage (%s)', (_name, open) => {
   it('fails new acquires with BackendUnavailableError, aborts an unrenewable lease, resumes after restart', async () => {
     const { client, close } = await open()
     const backend = redisBackend({ client })
-    const locks = createLocks({ backend, namespace: `faults-${randomUUID()}` })
+    const counted = countingTries(backend)
+    const namespace = `faults-${randomUUID()}`
+    const locks = createLocks({ backend: counted.backend, namespace })
+    const admin = ioredisClient(server.url)
     try {
       const lease = await locks.mutex('held').acquire({ ttlMs: 1_200 })
       await server.stop()
@@ -64,19 +85,21 @@ describe.each(flavours)('redis outage (%s)', (_name, open) => {
 
       // A waiter started during the outage gets the lock once Redis is back, with the same client (the
       // grant of the first tryAcquire above, resent by ioredis after its reply timed out, was given back).
+      const triedBefore = counted.tries()
       const pending = locks.mutex('other').acquire({ waitMs: 15_000, ttlMs: 5_000 })
-      await sleep(200)
+      await eventually('the waiter tried during the outage', () => counted.tries() > triedBefore)
       await server.start()
       const resumed = await pending
       expect(resumed.token).toBeGreaterThan(0n)
 
       // Notifications resume too: a release hands the lock to a waiter.
       const next = locks.mutex('other').acquire({ waitMs: 10_000 })
-      await sleep(50)
+      await eventually('the waiter watches', async () => (await watchers(admin, `${namespace}:other`)) === 1)
       await resumed.release()
       await (await next).release()
     } finally {
       await server.start()
+      admin.disconnect()
       await locks.close()
       await backend.close()
       await close()
@@ -87,7 +110,8 @@ describe.each(flavours)('redis outage (%s)', (_name, open) => {
     const { client, close } = await open()
     const admin = ioredisClient(server.url)
     const backend = redisBackend({ client, commandTimeoutMs: 300 })
-    const locks = createLocks({ backend, namespace: `paused-${randomUUID()}` })
+    const namespace = `paused-${randomUUID()}`
+    const locks = createLocks({ backend, namespace })
     try {
       // CLIENT PAUSE ALL: the server holds every other client's commands (and runs them) when the pause ends.
       await admin.call('CLIENT', 'PAUSE', '1500', 'ALL')
@@ -103,13 +127,19 @@ describe.each(flavours)('redis outage (%s)', (_name, open) => {
       expect(tookMs).toBeGreaterThanOrEqual(290)
       expect(tookMs).toBeLessThan(1_400)
       // The acquire ran when the pause ended and granted a lock nobody holds: the backend gives it back.
-      await sleep(1_500)
-      let locked = true
-      for (let i = 0; i < 50 && locked; i++) {
-        locked = await locks.mutex('p').isLocked()
-        if (locked) await sleep(50)
-      }
-      expect(locked).toBe(false)
+      // Its token's counter exists from then on; isLocked fails (paused) until then, which counts as locked.
+      const counter = latchkeyLayout.keysOf({ key: `${namespace}:p`, kind: 'mutex' }).keys[6]
+      await eventually(
+        'the late grant ran and was given back',
+        async () =>
+          (await admin.exists(counter)) === 1 &&
+          !(await locks
+            .mutex('p')
+            .isLocked()
+            .catch(() => true)),
+        5_000,
+        50,
+      )
       const lease = await locks.mutex('p').tryAcquire()
       expect(lease).toBeDefined()
       await lease?.release()
@@ -151,7 +181,8 @@ describe('wake-one handoff', () => {
   it('20 waiters on one key: a release costs about one retry, not one per waiter', async () => {
     const client = ioredisClient(server.url)
     backend = redisBackend({ client })
-    locks = createLocks({ backend, namespace: `herd-${randomUUID()}` })
+    const namespace = `herd-${randomUUID()}`
+    locks = createLocks({ backend, namespace })
     const lock = locks.mutex('hot')
     const waiters = 20
     const rounds = 5
@@ -168,7 +199,7 @@ describe('wake-one handoff', () => {
         await lease.release()
       }
     })
-    await sleep(100)
+    await eventually('every waiter watches', async () => (await watchers(admin, `${namespace}:hot`)) === waiters)
     await holder.release()
     await Promise.all(all)
     const calls = (await commandCalls(admin, ['evalsha', 'eval'])) - before
@@ -205,7 +236,10 @@ describe('wake-one handoff', () => {
           }),
       )
       // Each waiter's first try registers it before the next one arrives.
-      await sleep(40)
+      await eventually(
+        `waiter ${i} watches`,
+        async () => (await watchers(first.client, `${namespace}:queue`)) === i + 1,
+      )
     }
     await holder.release()
     await Promise.all(waiters)

@@ -7,6 +7,8 @@ import { randomUUID } from 'node:crypto'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import type { AcquireRequest, AcquireResult, LockKind } from '../src/backend/types.js'
 import { type RedisBackend, redisBackend } from '../src/backends/redis/index.js'
+import type { RedisReleaseSubscription } from '../src/backends/redis/release-subscription.js'
+import { eventually } from './support/eventually.js'
 import { ioredisClient } from './support/redis-backend-module.js'
 
 const client = ioredisClient()
@@ -61,13 +63,9 @@ function tokenOf(result: AcquireResult): bigint {
   return result.token
 }
 
-const until = async (check: () => Promise<boolean>, ms = 2_000) => {
-  const end = Date.now() + ms
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error('condition not met in time')
-    await new Promise((r) => setTimeout(r, 5))
-  }
-}
+/** Resolves once the SUBSCRIBE of each of `waits` was acknowledged, which wakes each once (`pending`). */
+const subscribed = (...waits: { sub: unknown }[]) =>
+  eventually('the channels are subscribed', () => waits.every((w) => (w.sub as RedisReleaseSubscription).pending))
 
 afterEach(async () => {
   for (const b of opened.splice(0)) await b.close()
@@ -95,7 +93,7 @@ describe('redis release handoff', () => {
     const waitB = await waitingTry(b3, b)
     expect(waitA.result.acquired).toBe(false)
     expect(waitB.result.acquired).toBe(false)
-    await new Promise((r) => setTimeout(r, 50)) // both channels subscribed
+    await subscribed(waitA, waitB)
     // Each subscription was woken once when its SUBSCRIBE was acknowledged (a release before it would have
     // gone unseen); take those wakes, so the waits below return on the release's message.
     await waitA.sub.wait(1)
@@ -149,7 +147,7 @@ describe('redis release handoff', () => {
     const b = request(name)
     const waitA = await waitingTry(b2, a)
     const waitB = await waitingTry(b3, b)
-    await new Promise((r) => setTimeout(r, 50))
+    await subscribed(waitA, waitB)
     await waitB.sub.wait(1)
     // A's process "crashed": its registration (spec, expiry, wake channel) is past its expiry.
     const specs = b1.layout.keysOf({ key: name, kind: 'mutex' }).keys[5]
@@ -174,9 +172,14 @@ describe('redis release handoff', () => {
     const b = request(name, 'semaphore', 1)
     const waitA = await waitingTry(b2, a)
     const waitB = await waitingTry(b3, b)
-    await new Promise((r) => setTimeout(r, 50))
+    await subscribed(waitA, waitB)
     await b1.release(holder)
-    await until(async () => (await b1.tryAcquire(request(name, 'semaphore', 1))).acquired === false)
+    await eventually(
+      'the permit is granted to A',
+      async () => (await b1.tryAcquire(request(name, 'semaphore', 1))).acquired === false,
+      2_000,
+      5,
+    )
     // A leaves (timeout, abort) with the grant untaken: B gets the permit, the lock is never stuck.
     waitA.sub.close()
     await b2.leaveQueue(a)
@@ -201,7 +204,7 @@ describe('redis release handoff', () => {
     expect(waitA.result.acquired).toBe(false)
     // They expire unreleased (nothing is handed off): idle, X and Y define 2 while A is still registered.
     const [x, y] = [request(name, 'semaphore', 2), request(name, 'semaphore', 2)]
-    await until(async () => (await b1.tryAcquire(x)).acquired, 3_000)
+    await eventually('the five leases expired', async () => (await b1.tryAcquire(x)).acquired, 3_000, 5)
     expect((await b1.tryAcquire(y)).acquired).toBe(true)
     // X's release finds A first in line with a free permit, but of another count: A is only woken.
     expect(await b1.release(x)).toBe(true)

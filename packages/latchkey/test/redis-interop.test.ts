@@ -4,12 +4,11 @@
  */
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { openRedisBackend, redisBackend } from '../src/backends/redis/index.js'
+import { openRedisBackend, redisBackend, redissonLayout } from '../src/backends/redis/index.js'
 import { createLocks, type Locks } from '../src/core/locks.js'
 import { BackendUnavailableError } from '../src/errors.js'
+import { eventually } from './support/eventually.js'
 import { deleteKeys, ioredisClient } from './support/redis-backend-module.js'
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 // RedissonLock.tryLockInnerAsync: KEYS[1] = name, ARGV[1] = leaseTime, ARGV[2] = `<uuid>:<threadId>`.
 const REDISSON_LOCK =
@@ -82,7 +81,14 @@ describe('layout: redisson', () => {
     expect(await locks.mutex('order-1').tryAcquire()).toBeUndefined()
     expect(await locks.mutex('order-1').isLocked()).toBe(true)
     const waiter = locks.mutex('order-1').acquire({ waitMs: 10_000 })
-    await sleep(100)
+    // Its first try registered it as a watcher, and its SUBSCRIBE was acknowledged.
+    const watchers = redissonLayout.keysOf({ key: name, kind: 'mutex' }).keys[4]
+    const channel = `redisson_lock__channel:{${name}}`
+    await eventually(
+      'the waiter tried and listens',
+      async () =>
+        (await admin.zcard(watchers)) === 1 && ((await admin.pubsub('NUMSUB', channel)) as [string, number])[1] > 0,
+    )
     // The waiter listens on Redisson's channel alone (no latchkey wake channel, which an ACL for Redisson's
     // channels would refuse): one subscription on the backend's subscriber connection.
     expect(await admin.pubsub('NUMSUB', `redisson_lock__channel:{${name}}`)).toEqual([
@@ -120,7 +126,7 @@ describe('layout: redisson', () => {
     sub.on('message', (_channel: string, message: string) => messages.push(message))
     await sub.subscribe(`redisson_lock__channel:{${name}}`)
     await lease.release()
-    for (let i = 0; i < 50 && messages.length === 0; i++) await sleep(10)
+    await eventually('the release message arrives', () => messages.length > 0, 500, 10)
     expect(messages).toEqual(['0'])
     expect(await admin.exists(name)).toBe(0)
     sub.disconnect()

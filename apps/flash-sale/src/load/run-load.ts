@@ -52,7 +52,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
   const done = new Array<number>(processes).fill(0)
   const started = performance.now()
   const startedAt = Date.now()
-  const children = Array.from({ length: processes }, () => forkEntry('buyer-worker.ts', []))
+  const children = Array.from({ length: processes }, () => forkEntry('load/buyer-worker.ts', []))
   try {
     const reports = await Promise.all(
       children.map((child, i) => {

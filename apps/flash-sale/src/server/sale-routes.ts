@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
-import type { RedisReserve, ReservedView } from '../reserve/redis-reserve.js'
 import type { Sale, SaleInput, SaleStore, Strategy } from '../store/types.js'
+import type { RedisReserve, ReservedView } from '../strategies/reserve/redis-reserve.js'
 import { adminGuard } from './admin-auth.js'
 import { badRequest, refuse } from './replies.js'
 import { createSaleSchema, LIMITS, saleSchema } from './schemas.js'

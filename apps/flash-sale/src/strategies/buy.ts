@@ -1,7 +1,7 @@
 import { type Locks, LockTimeoutError } from 'latchkey'
-import type { RedisReserve } from '../reserve/redis-reserve.js'
 import type { BuyOutcome, Sale, SaleStore } from '../store/types.js'
 import type { LocalQueue } from './local-queue.js'
+import type { RedisReserve } from './reserve/redis-reserve.js'
 
 /** What a strategy needs from the service. */
 export interface BuyContext {

@@ -1,7 +1,13 @@
-import { adaptClient, isNoScript, type RedisClientLike } from '../backends/redis/client-adapter.js'
+import { adaptClient, type RedisClientLike } from '../backends/redis/client-adapter.js'
+import { luaScript, readLuaFile, runScript } from '../backends/redis/lua-script.js'
 import { checkName, checkOptions } from '../core/validate.js'
 import type { FenceStore } from './fence-guard.js'
-import { ADMIT_SCRIPT } from './redis-admit-script.js'
+
+/** redis-admit.lua: whether the token was admitted, and the highest token admitted for the name since. */
+const ADMIT = luaScript('fence admit', readLuaFile(new URL('./redis-admit.lua', import.meta.url)), (raw) => {
+  const [admitted, highest] = raw as [number | string, string]
+  return { admitted: Number(admitted) === 1, highest: BigInt(highest) }
+})
 
 /** Options of {@link redisFenceStore}. */
 export interface RedisFenceStoreOptions {
@@ -34,15 +40,6 @@ export function redisFenceStore(options: RedisFenceStoreOptions): FenceStore {
     throw clientError()
   }
   return {
-    async admit(name, token) {
-      const keys = [`${prefix}${name}`]
-      const args = [token.toString()]
-      const reply = await commander.evalsha(ADMIT_SCRIPT, keys, args).catch((error: unknown) => {
-        if (isNoScript(error)) return commander.eval(ADMIT_SCRIPT, keys, args)
-        throw error
-      })
-      const [admitted, highest] = reply as [number | string, string]
-      return { admitted: Number(admitted) === 1, highest: BigInt(highest) }
-    },
+    admit: (name, token) => runScript(commander, ADMIT, [`${prefix}${name}`], [token.toString()]),
   }
 }

@@ -60,7 +60,7 @@ function newestMtime(dir: string, keep: (file: string) => boolean, pick: (a: num
 export function assertDistIsFresh(): void {
   const src = join(packageDir, 'src')
   const sources = Math.max(
-    newestMtime(src, (f) => f.endsWith('.ts') && !f.endsWith('.test.ts'), Math.max),
+    newestMtime(src, (f) => (f.endsWith('.ts') && !f.endsWith('.test.ts')) || f.endsWith('.lua'), Math.max),
     statSync(join(packageDir, 'tsconfig.build.json')).mtimeMs,
     statSync(join(repoRoot, 'tsconfig.base.json')).mtimeMs,
   )

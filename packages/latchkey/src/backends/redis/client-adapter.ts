@@ -2,7 +2,7 @@
  * One small structural adapter over the two Node Redis clients: ioredis 5 and node-redis (`redis`) 4/5.
  * Neither package is imported: the app hands in its client, and only the calls below are used.
  */
-import type { LuaScript } from './scripts/index.js'
+import type { ScriptRunner } from './lua-script.js'
 
 /** The slice of an ioredis `Redis` (or `Cluster`) client the backend uses. */
 export interface IoredisClientLike {
@@ -31,16 +31,12 @@ export interface SubscriberConnection {
 }
 
 /** What the backend needs from a client, whichever library it comes from. */
-export interface RedisCommander {
+export interface RedisCommander extends ScriptRunner {
   readonly library: 'ioredis' | 'node-redis'
   /** The server(s) the client talks to (`host:port`, credentials never), for error messages. */
   readonly server: string
   /** True when the client knows it is disconnected (fail fast instead of queueing). */
   readonly offline: boolean
-  /** EVALSHA of a script; rejects with a NOSCRIPT reply error (see {@link isNoScript}) if it is not loaded. */
-  evalsha(script: LuaScript, keys: readonly string[], args: readonly string[]): Promise<unknown>
-  /** EVAL, which also loads the script for later EVALSHAs. */
-  eval(script: LuaScript, keys: readonly string[], args: readonly string[]): Promise<unknown>
   /** `WAIT numreplicas timeout`: how many replicas acknowledged this connection's writes. */
   waitReplicas(replicas: number, timeoutMs: number): Promise<number>
   /** Opens a duplicate connection for SUBSCRIBE; errors on it are reported to `onError`, never thrown. */

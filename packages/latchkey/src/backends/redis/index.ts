@@ -3,20 +3,25 @@ import { checkOptions } from '../../core/validate.js'
 import type { IoredisClientLike, NodeRedisClientLike, RedisClientLike } from './client-adapter.js'
 import { latchkeyLayout, type RedisLayoutName, redissonLayout } from './key-layout.js'
 import { crc16, keySlot } from './key-slot.js'
+import { evalScript, type LuaScript, luaScript, readLuaFile } from './lua-script.js'
 import { openRedisBackend } from './open-redis.js'
 import { RedisBackend, type RedisBackendOptions, WATCH_TTL_MS } from './redis-backend.js'
 
 export {
   crc16,
+  evalScript,
   type IoredisClientLike,
   keySlot,
+  type LuaScript,
   latchkeyLayout,
+  luaScript,
   type NodeRedisClientLike,
   openRedisBackend,
   RedisBackend,
   type RedisBackendOptions,
   type RedisClientLike,
   type RedisLayoutName,
+  readLuaFile,
   redissonLayout,
   WATCH_TTL_MS,
 }

@@ -13,7 +13,7 @@ export type RedisLayoutName = 'latchkey' | 'redisson'
 export interface LockKeys {
   /**
    * KEYS for the scripts: holders, holder records (may be the same key), line, waiter expiries, watchers in
-   * order of arrival, watchers' acquire specs, fencing counter (scripts/prelude.ts says what each holds).
+   * order of arrival, watchers' acquire specs, fencing counter (scripts/base.lua says what each holds).
    */
   readonly keys: readonly [string, string, string, string, string, string, string]
   /** All but the fencing counter: what every script but acquire and release needs. */

@@ -9,12 +9,13 @@ import type {
   RenewRequest,
 } from '../../backend/types.js'
 import { BackendUnavailableError, isLockError } from '../../errors.js'
-import { adaptClient, isNoScript, isReplyError, type RedisClientLike, type RedisCommander } from './client-adapter.js'
+import { adaptClient, isReplyError, type RedisClientLike, type RedisCommander } from './client-adapter.js'
 import { CommandDeadlines } from './command-deadlines.js'
 import { KeyCache, type KeyLayout, layoutNamed, type RedisLayoutName } from './key-layout.js'
+import { type LuaScript, runScript } from './lua-script.js'
 import { ReleaseNotifier } from './release-notifier.js'
 import type { RedisReleaseSubscription } from './release-subscription.js'
-import { DEFAULT_FENCE_IDLE_MS, type LuaScript, type RedisScripts, scriptsFor } from './scripts/index.js'
+import { type AcquireReply, DEFAULT_FENCE_IDLE_MS, type RedisScripts, scriptsFor } from './scripts/index.js'
 
 /** Options of {@link redisBackend}. */
 export interface RedisBackendOptions {
@@ -39,7 +40,7 @@ export interface RedisBackendOptions {
   /**
    * How long a lock's fencing counter (`latchkey:{name}:fence`) stays after the last token it issued, so a
    * lock per order does not leave a key per order forever (0: never expires). A counter that expired restarts
-   * at the server clock in microseconds, above every token issued before (scripts/prelude.ts, NEXT_FENCE,
+   * at the server clock in microseconds, above every token issued before (scripts/grant.lua, next_fence,
    * gives the argument), so tokens still only increase; keep it longer than any lease so the clock's margin
    * stays large. Not settable with `layout: 'redisson'`, whose counter Java clients share and never expire.
    * Default 86 400 000 (24 hours).
@@ -62,7 +63,7 @@ const CAPABILITIES: BackendCapabilities = Object.freeze({
 })
 
 /**
- * Locks in Redis: every primitive is one Lua script (scripts/), timed by the server clock, fenced by a
+ * Locks in Redis: every primitive is one Lua script (scripts/*.lua), timed by the server clock, fenced by a
  * counter that outlives the lock (by `fenceIdleTtlMs`), woken by one shared subscriber connection that wakes
  * one waiter per release.
  */
@@ -104,31 +105,29 @@ export class RedisBackend implements Backend {
     const waitTtl = request.queue ? request.queueTtlMs : WATCH_TTL_MS
     // Packed into one argument: each argument costs the client more than Lua's string.match costs Redis.
     const spec = `${request.kind} ${request.ttlMs} ${request.lockDelayMs} ${request.permits} ${mode} ${waitTtl}`
-    // A watcher names its process's wake channel, where a release granting it the lock tells it (see HANDOFF).
+    // A watcher names its process's wake channel, where a release granting it the lock tells it (see handoff
+    // in scripts/handoff.lua).
     const wake = this.notifier.wakeChannel
     const args = wake !== undefined && (mode === 'w' || mode === 'f') ? [field, spec, wake] : [field, spec]
     // A grant that arrives after the caller was told "unavailable" (timed out, resent on reconnect) has no
     // holder: give it back at once instead of letting it block everyone for a whole TTL.
-    const orphan = (late: unknown) => {
-      const [granted, token] = acquireReply(late)
-      if (Number(granted) === 1) this.releaseGrant(request, String(token)).catch(() => undefined)
+    const orphan = (late: AcquireReply) => {
+      if (late.granted) this.releaseGrant(request, late.token).catch(() => undefined)
     }
     const sentAt = performance.now()
     if (sub !== undefined) sub.triedAt = sentAt
-    const reply = acquireReply(await this.run(this.scripts.acquire, keys, args, request, orphan))
-    if (Number(reply[0]) === 2) return { acquired: false, permitsInForce: Number(reply[1]) }
-    if (Number(reply[0]) !== 1) {
+    const reply = await this.run(this.scripts.acquire, keys, args, request, orphan)
+    if (!reply.granted) {
+      if (reply.permitsInForce !== undefined) return { acquired: false, permitsInForce: reply.permitsInForce }
       if (sub !== undefined) this.notifier.waiting(sub)
-      const retry = Number(reply[1])
-      return { acquired: false, retryAfterMs: retry > 0 ? retry : undefined }
+      return { acquired: false, retryAfterMs: reply.retryAfterMs }
     }
-    const token = BigInt(reply[1])
-    if (this.replicas !== undefined) await this.replicated(request, () => this.releaseGrant(request, String(reply[1])))
-    // Granted earlier by a release (see HANDOFF): the lease started `ttl - remaining` before this try ran
-    // (in whole server milliseconds, hence one more).
-    const remaining = reply[2]
-    if (remaining === undefined) return { acquired: true, token }
-    return { acquired: true, token, grantedAt: sentAt - (request.ttlMs - Number(remaining)) - 1 }
+    const token = BigInt(reply.token)
+    if (this.replicas !== undefined) await this.replicated(request, () => this.releaseGrant(request, reply.token))
+    // Granted earlier by a release (see handoff in scripts/handoff.lua): the lease started `ttl - remaining`
+    // before this try ran (in whole server milliseconds, hence one more).
+    if (reply.remainingMs === undefined) return { acquired: true, token }
+    return { acquired: true, token, grantedAt: sentAt - (request.ttlMs - reply.remainingMs) - 1 }
   }
 
   /**
@@ -145,7 +144,7 @@ export class RedisBackend implements Backend {
   async renew(request: RenewRequest): Promise<boolean> {
     const keys = this.keys.keysOf(request).stateKeys
     const args = [this.layout.fieldOf(request.owner), String(request.ttlMs)]
-    const ok = Number(await this.run(this.scripts.renew, keys, args, request)) === 1
+    const ok = await this.run(this.scripts.renew, keys, args, request)
     if (ok && this.replicas !== undefined) await this.replicated(request)
     return ok
   }
@@ -153,7 +152,7 @@ export class RedisBackend implements Backend {
   async release(request: HolderRef): Promise<boolean> {
     const { keys, channel } = this.keys.keysOf(request)
     const args = [this.layout.fieldOf(request.owner), channel, this.publishAlways]
-    return Number(await this.run(this.scripts.release, keys, args, request)) === 1
+    return this.run(this.scripts.release, keys, args, request)
   }
 
   /** Gives back the grant `token` of `request.owner`, unless the owner was granted again since. */
@@ -171,12 +170,12 @@ export class RedisBackend implements Backend {
 
   async isLocked(ref: LockRef & { readonly permits: number }): Promise<boolean> {
     const keys = this.keys.keysOf(ref).stateKeys
-    return Number(await this.run(this.scripts.isLocked, keys, [ref.kind, String(ref.permits)], ref)) === 1
+    return this.run(this.scripts.isLocked, keys, [ref.kind, String(ref.permits)], ref)
   }
 
   async forceRelease(ref: LockRef): Promise<boolean> {
     const { stateKeys: keys, channel } = this.keys.keysOf(ref)
-    return Number(await this.run(this.scripts.forceRelease, keys, [channel, this.publishAlways], ref)) === 1
+    return this.run(this.scripts.forceRelease, keys, [channel, this.publishAlways], ref)
   }
 
   subscribe(ref: LockRef): ReleaseSubscription {
@@ -190,15 +189,15 @@ export class RedisBackend implements Backend {
 
   /**
    * Runs one script by EVALSHA (EVAL when the server lost it) under the command deadline; `late` receives the
-   * reply of a command that outlived its deadline. One promise per call: this is the hot path of every lock.
+   * reply of a command that outlived its deadline. Few promises per call: this is the hot path of every lock.
    */
-  private run(
-    script: LuaScript,
+  private run<Reply>(
+    script: LuaScript<Reply>,
     keys: readonly string[],
     args: readonly string[],
     ref: LockRef,
-    late?: (reply: unknown) => void,
-  ): Promise<unknown> {
+    late?: (reply: Reply) => void,
+  ): Promise<Reply> {
     if (this.commander.offline) {
       return Promise.reject(
         new BackendUnavailableError(
@@ -210,17 +209,14 @@ export class RedisBackend implements Backend {
     return new Promise((resolve, reject) => {
       const fail = (error: unknown): void => reject(toLockError(error, ref.key, script.name, this.commander.server))
       const entry = this.deadlines.start(fail)
-      const done = (reply: unknown): void => {
+      const done = (reply: Reply): void => {
         if (this.deadlines.finish(entry)) resolve(reply)
         else late?.(reply)
       }
       const failed = (error: unknown): void => {
         if (this.deadlines.finish(entry)) fail(error)
       }
-      this.commander.evalsha(script, keys, args).then(done, (error: unknown) => {
-        if (isNoScript(error)) this.commander.eval(script, keys, args).then(done, failed)
-        else failed(error)
-      })
+      runScript(this.commander, script, keys, args).then(done, failed)
     })
   }
 
@@ -241,12 +237,6 @@ export class RedisBackend implements Backend {
       { lockName: ref.key },
     )
   }
-}
-
-/** The acquire script's reply as {granted, token or retryAfterMs, remainingMs?}; a lone token is a fresh grant. */
-function acquireReply(reply: unknown): [number, string | number, number?] {
-  if (typeof reply === 'string' || typeof reply === 'number') return [1, reply]
-  return reply as [number, string | number, number?]
 }
 
 /** Connection failures and transient server states are retryable; other error replies are bugs: rethrown. */

@@ -14,7 +14,7 @@ import type {
 import { QuorumNotReachedError, UnsupportedError } from '../../errors.js'
 import { type FanOutTiming, fanOut, tally, type Vote } from './fan-out.js'
 import type { RedlockNode } from './redlock-node.js'
-import { ACQUIRE, EXISTS, FORCE_DELETE, RELEASE, RENEW } from './scripts.js'
+import { ACQUIRE, EXISTS, FORCE_DELETE, RELEASE, RENEW } from './scripts/index.js'
 import { type Attempt, granted, heldOrSplit, outcome } from './votes.js'
 
 /** Resolved settings of a {@link RedlockBackend}. */

@@ -3,7 +3,7 @@
  * imported). Only EVALSHA/EVAL is used, plus the client's own idea of whether it is connected, so a node that is
  * known to be down costs nothing instead of a queued command and a timeout.
  */
-import type { RedlockScript } from './scripts.js'
+import { type LuaScript, runScript, type ScriptRunner } from '../redis/lua-script.js'
 
 /** The slice of an ioredis `Redis` client RedLock uses (one client per independent master; not a Cluster). */
 export interface RedlockIoredisLike {
@@ -28,8 +28,8 @@ export interface RedlockNode {
   readonly label: string
   /** True when the client knows it has no connection (reconnecting, closed): fail this node at once. */
   readonly offline: boolean
-  /** EVALSHA, then EVAL on NOSCRIPT. */
-  run(script: RedlockScript, key: string, args: readonly string[]): Promise<unknown>
+  /** EVALSHA, then EVAL on NOSCRIPT (see runScript). */
+  run(script: LuaScript, key: string, args: readonly string[]): Promise<unknown>
 }
 
 interface Ioredis {
@@ -46,14 +46,14 @@ interface NodeRedis {
   sendCommand(args: string[]): Promise<unknown>
 }
 
-function isNoScript(error: unknown): boolean {
-  return error instanceof Error && error.message.startsWith('NOSCRIPT')
-}
-
 /** ioredis states in which a command would only sit in the offline queue. */
 const IOREDIS_DOWN = new Set(['reconnecting', 'close', 'end'])
 
 function ioredisNode(client: Ioredis, index: number): RedlockNode {
+  const runner: ScriptRunner = {
+    evalsha: (script, keys, args) => client.evalsha(script.sha, keys.length, ...keys, ...args),
+    eval: (script, keys, args) => client.eval(script.source, keys.length, ...keys, ...args),
+  }
   const o = client.options
   const label = o?.host !== undefined && o.port !== undefined ? `${o.host}:${o.port}` : `node ${index}`
   return {
@@ -61,14 +61,7 @@ function ioredisNode(client: Ioredis, index: number): RedlockNode {
     get offline() {
       return IOREDIS_DOWN.has(client.status)
     },
-    async run(script, key, args) {
-      try {
-        return await client.evalsha(script.sha, 1, key, ...args)
-      } catch (error) {
-        if (!isNoScript(error)) throw error
-        return client.eval(script.source, 1, key, ...args)
-      }
-    },
+    run: (script, key, args) => runScript(runner, script, [key], args),
   }
 }
 
@@ -88,19 +81,16 @@ function nodeRedisLabel(client: NodeRedis, index: number): string {
 
 function nodeRedisNode(client: NodeRedis, index: number): RedlockNode {
   const label = nodeRedisLabel(client, index)
+  const runner: ScriptRunner = {
+    evalsha: (script, keys, args) => client.sendCommand(['EVALSHA', script.sha, String(keys.length), ...keys, ...args]),
+    eval: (script, keys, args) => client.sendCommand(['EVAL', script.source, String(keys.length), ...keys, ...args]),
+  }
   return {
     label,
     get offline() {
       return !client.isReady
     },
-    async run(script, key, args) {
-      try {
-        return await client.sendCommand(['EVALSHA', script.sha, '1', key, ...args])
-      } catch (error) {
-        if (!isNoScript(error)) throw error
-        return client.sendCommand(['EVAL', script.source, '1', key, ...args])
-      }
-    },
+    run: (script, key, args) => runScript(runner, script, [key], args),
   }
 }
 

@@ -1,33 +1,59 @@
-import { createHash } from 'node:crypto'
-import { ACQUIRE } from './acquire.js'
-import { FORCE_RELEASE, IS_LOCKED, LEAVE_QUEUE, RELEASE, RENEW } from './holder-scripts.js'
+/**
+ * The Redis backend's scripts: one `.lua` file per primitive of the backend contract (acquire, release, renew,
+ * leave-queue, is-locked, force-release), which `--#include` the shared parts they need (base.lua, holders.lua,
+ * grant.lua, handoff.lua). To read one expanded: `readLuaFile(new URL('./acquire.lua', import.meta.url))`.
+ */
+import { type LuaScript, luaScript, readLuaFile } from '../lua-script.js'
 
-/** A Lua script with its SHA1, run by EVALSHA and loaded by EVAL on NOSCRIPT. */
-export interface LuaScript {
-  readonly name: string
-  readonly source: string
-  readonly sha: string
-}
+/** What the acquire script answers, as the backend sees it. */
+export type AcquireReply =
+  | { readonly granted: true; readonly token: string; readonly remainingMs: number | undefined }
+  | { readonly granted: false; readonly retryAfterMs: number | undefined; readonly permitsInForce?: undefined }
+  | { readonly granted: false; readonly permitsInForce: number }
 
-/** Every script of the Redis backend; each primitive of the backend contract is exactly one of these. */
+/** Every script of the Redis backend, each with its reply. */
 export interface RedisScripts {
-  readonly acquire: LuaScript
-  readonly release: LuaScript
-  readonly renew: LuaScript
-  readonly leaveQueue: LuaScript
-  readonly isLocked: LuaScript
-  readonly forceRelease: LuaScript
+  readonly acquire: LuaScript<AcquireReply>
+  /** True when the caller's lease was dropped. */
+  readonly release: LuaScript<boolean>
+  /** True when the lease was extended. */
+  readonly renew: LuaScript<boolean>
+  /** How many registrations were removed. */
+  readonly leaveQueue: LuaScript<number>
+  readonly isLocked: LuaScript<boolean>
+  /** True when anything was held. */
+  readonly forceRelease: LuaScript<boolean>
 }
 
 /** How long a fencing counter outlives the last token it issued, by default: 24 hours. */
 export const DEFAULT_FENCE_IDLE_MS = 86_400_000
 
-function script(name: string, body: string, fenceIdleMs: number): LuaScript {
-  // A literal rather than an argument: one more argument per call costs the client more than a script per
-  // setting costs the server (a backend loads one set).
-  const source = `local FENCE_IDLE_MS = ${fenceIdleMs}\n${body}`
-  return Object.freeze({ name, source, sha: createHash('sha1').update(source).digest('hex') })
+/** acquire.lua's "code value [remainingMs]". */
+function acquireReply(raw: unknown): AcquireReply {
+  const [code, value, remaining] = String(raw).split(' ') as [string, string, string?]
+  if (code === '1')
+    return { granted: true, token: value, remainingMs: remaining === undefined ? undefined : Number(remaining) }
+  if (code === '2') return { granted: false, permitsInForce: Number(value) }
+  const retry = Number(value)
+  return { granted: false, retryAfterMs: retry > 0 ? retry : undefined }
 }
+
+const isOne = (raw: unknown): boolean => Number(raw) === 1
+const count = (raw: unknown): number => Number(raw)
+
+const read = (file: string) => readLuaFile(new URL(`./${file}.lua`, import.meta.url))
+const SOURCES = {
+  acquire: read('acquire'),
+  release: read('release'),
+  renew: read('renew'),
+  leaveQueue: read('leave-queue'),
+  isLocked: read('is-locked'),
+  forceRelease: read('force-release'),
+}
+
+// A literal rather than an argument: one more argument per call costs the client more than a script per
+// setting costs the server (a backend loads one set).
+const withFenceIdle = (fenceIdleMs: number, source: string) => `local FENCE_IDLE_MS = ${fenceIdleMs}\n${source}`
 
 const built = new Map<number, RedisScripts>()
 
@@ -38,13 +64,14 @@ const built = new Map<number, RedisScripts>()
 export function scriptsFor(fenceIdleMs: number): RedisScripts {
   let scripts = built.get(fenceIdleMs)
   if (scripts === undefined) {
+    const source = (name: keyof typeof SOURCES) => withFenceIdle(fenceIdleMs, SOURCES[name])
     scripts = Object.freeze({
-      acquire: script('acquire', ACQUIRE, fenceIdleMs),
-      release: script('release', RELEASE, fenceIdleMs),
-      renew: script('renew', RENEW, fenceIdleMs),
-      leaveQueue: script('leaveQueue', LEAVE_QUEUE, fenceIdleMs),
-      isLocked: script('isLocked', IS_LOCKED, fenceIdleMs),
-      forceRelease: script('forceRelease', FORCE_RELEASE, fenceIdleMs),
+      acquire: luaScript('acquire', source('acquire'), acquireReply),
+      release: luaScript('release', source('release'), isOne),
+      renew: luaScript('renew', source('renew'), isOne),
+      leaveQueue: luaScript('leaveQueue', source('leaveQueue'), count),
+      isLocked: luaScript('isLocked', source('isLocked'), isOne),
+      forceRelease: luaScript('forceRelease', source('forceRelease'), isOne),
     })
     built.set(fenceIdleMs, scripts)
   }

@@ -1,4 +1,4 @@
-import type { SaleStore } from '../store/types.js'
+import type { SaleStore } from '../../store/types.js'
 
 /** One reservation as reserve.lua appended it to the outbox. */
 export interface Reservation {

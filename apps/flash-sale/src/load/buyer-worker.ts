@@ -1,11 +1,11 @@
 /**
- * A buyer process of the load generator (forked by load/run-load.ts): receives a {@link BuyerJob}, sends
+ * A buyer process of the load generator (forked by run-load.ts): receives a {@link BuyerJob}, sends
  * its buyers' orders over keep-alive connections (undici pools, round-robin over the services), and
  * reports counts, latencies and order ids.
  */
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Pool } from 'undici'
-import { type BuyerCounts, type BuyerJob, type BuyerReport, zeroCounts } from './load/types.js'
+import { type BuyerCounts, type BuyerJob, type BuyerReport, zeroCounts } from './types.js'
 
 /** How long one order keeps being retried (dead services, 503s, a whole service restarting). */
 const RETRY_BUDGET_MS = 30_000

@@ -1,32 +1,16 @@
-import { createHash, randomUUID } from 'node:crypto'
-import { readFileSync } from 'node:fs'
+import { randomUUID } from 'node:crypto'
 import type { Redis } from 'ioredis'
-import type { BuyOutcome, Sale } from '../store/types.js'
+import { evalScript, luaScript, readLuaFile } from 'latchkey/redis'
+import type { BuyOutcome, Sale } from '../../store/types.js'
 
-/** A Lua script run by EVALSHA, loaded with EVAL the first time a server does not know it. */
-export class LuaScript {
-  private readonly sha: string
+/** reserve.lua's reply: what happened, and the order id (the user's earlier one for a duplicate). */
+type ReserveReply = readonly ['ordered' | 'duplicate' | 'sold-out', string]
 
-  constructor(readonly source: string) {
-    this.sha = createHash('sha1').update(source).digest('hex')
-  }
-
-  /** Loads `<name>.lua` from this folder. */
-  static load(name: string): LuaScript {
-    return new LuaScript(readFileSync(new URL(`./${name}.lua`, import.meta.url), 'utf8'))
-  }
-
-  async run(client: Redis, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown> {
-    try {
-      return await client.evalsha(this.sha, keys.length, ...keys, ...args)
-    } catch (error) {
-      if (!String((error as Error).message).startsWith('NOSCRIPT')) throw error
-      return client.eval(this.source, keys.length, ...keys, ...args)
-    }
-  }
-}
-
-const RESERVE = LuaScript.load('reserve')
+const RESERVE = luaScript(
+  'reserve',
+  readLuaFile(new URL('./reserve.lua', import.meta.url)),
+  (raw) => raw as ReserveReply,
+)
 
 /** Thrown when Redis could not be asked; the service answers 503 (retry). */
 export class ReserveUnavailableError extends Error {
@@ -100,15 +84,15 @@ export class RedisReserve {
       return this.soldOutOrDuplicate(sale, userId)
     const orderId = randomUUID()
     const keys = [this.keys.stock(sale.id), this.keys.buyers(sale.id), this.keys.outbox]
-    const args = [sale.stock, sale.id, userId, quantity, orderId, Date.now()]
-    let reply: unknown
+    const args = [String(sale.stock), sale.id, userId, String(quantity), orderId, String(Date.now())]
+    let reply: ReserveReply
     try {
       // ioredis re-sends the call after a reconnect: the same order id makes that harmless (see reserve.lua).
-      reply = await RESERVE.run(this.client, keys, args)
+      reply = await evalScript(this.client, RESERVE, keys, args)
     } catch (error) {
       throw new ReserveUnavailableError(sale.id, error)
     }
-    const [status] = reply as [string, string]
+    const [status] = reply
     if (status === 'ordered') return { status: 'ordered', orderId, bucket: 0 }
     if (status === 'duplicate') return { status: 'duplicate' }
     if (status === 'sold-out') {

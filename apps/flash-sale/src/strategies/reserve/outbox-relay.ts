@@ -2,11 +2,13 @@ import { randomUUID } from 'node:crypto'
 import { hostname } from 'node:os'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Redis } from 'ioredis'
-import type { SaleStore } from '../store/types.js'
-import { LuaScript, type ReserveKeys } from './redis-reserve.js'
+import { evalScript, luaScript, readLuaFile } from 'latchkey/redis'
+import type { SaleStore } from '../../store/types.js'
+import type { ReserveKeys } from './redis-reserve.js'
 import { parseReservation, type SettleOutcome, settleReservation } from './settle.js'
 
-const ACK = LuaScript.load('ack')
+/** ack.lua: acknowledges and deletes settled entries; replies how many were acknowledged. */
+const ACK = luaScript('ack', readLuaFile(new URL('./ack.lua', import.meta.url)), Number)
 
 /** Where a test makes the relay's process kill itself (SIGKILL): after reading an entry, around its commit. */
 export type RelayCrashPoint = 'before-commit' | 'after-commit'
@@ -191,7 +193,7 @@ export class OutboxRelay {
         continue
       }
       this.crashAt('after-commit')
-      await ACK.run(this.client, [this.keys.outbox], [this.group, id])
+      await evalScript(this.client, ACK, [this.keys.outbox], [this.group, id])
       this.count(outcome)
     }
   }
@@ -213,7 +215,7 @@ export class OutboxRelay {
   private async deadLetter(id: string, fields: readonly string[], reason: string): Promise<void> {
     this.report(`outbox entry ${id} (${fields.join(' ')})`, new Error(`not settled: ${reason}`))
     await this.client.xadd(this.keys.deadLetters, '*', 'entry', id, 'reason', reason, ...fields)
-    await ACK.run(this.client, [this.keys.outbox], [this.group, id])
+    await evalScript(this.client, ACK, [this.keys.outbox], [this.group, id])
     this.stats.deadLettered++
   }
 

@@ -1,22 +1,24 @@
-import {
-  BASE,
-  DROP,
-  FOREIGN,
-  KEEP_UNTIL,
-  LIVE_HOLDERS,
-  NEXT_FENCE,
-  PERMITS_IN_FORCE,
-  PRUNE_LINE,
-  PUT,
-} from './prelude.js'
+-- tryAcquire: the grant rules of grant-rules.ts `decideGrant` in one script.
+-- KEYS: the lock family's seven keys (base.lua). ARGV[1]: the caller's field. ARGV[2]: its spec,
+-- "kind ttlMs lockDelayMs permits mode waitTtlMs", packed in one argument because each argument costs the client
+-- more than string.match costs Redis; mode is `q` (keep a place in line), `w` (watch: a waiter of this process
+-- is subscribed), `f` (as `w`, on the attempt's first try: nothing of it is registered yet, so a grant has
+-- nothing to clean up) or `-`. ARGV[3], a watcher only: its process's wake channel (see handoff in handoff.lua).
+-- Reply, always one string "code value [remainingMs]" (a bulk string costs the client less than an array):
+--   '1 <token>'               granted
+--   '1 <token> <remainingMs>' granted earlier, by a release handing the lock to this watcher (handoff), with
+--                             remainingMs of its lease left
+--   '2 <permitsInForce>'      a semaphore's holders use another permit count; nothing of the caller is kept
+--   '0 <retryAfterMs>'        not granted (-1: unknown when it frees)
+local field = ARGV[1]
+local kind, ttl, delay, permits, mode, wait_ttl = string.match(ARGV[2], '^(%a+) (%d+) (%d+) (%d+) ([qwf-]) (%d+)$')
+if kind == nil then return redis.error_reply('latchkey: bad acquire arguments') end
+ttl, delay, permits, wait_ttl = tonumber(ttl), tonumber(delay), tonumber(permits), tonumber(wait_ttl)
 
-/**
- * The uncontended case first, before the general rules below define their closures (each costs Redis per call):
- * a mutex's first try (nothing of it registered) on a free lock in the latchkey layout is granted with four
- * commands (five with the fencing counter's idle expiry). It must match what the general rules do in that case
- * (new token as NEXT_FENCE, record, expiry).
- */
-const FREE_MUTEX = `
+-- The uncontended case first, before the shared functions below are created (each closure costs Redis per
+-- call): a mutex's first try (nothing of it registered) on a free lock in the latchkey layout is granted with
+-- four commands (five with the fencing counter's idle expiry). It does what the general rules below do in that
+-- case: the token of next_fence, the record of put, the expiry of keep_until.
 if kind == 'mutex' and (mode == '-' or mode == 'f') and KEYS[2] == KEYS[1] and redis.call('EXISTS', KEYS[1]) == 0 then
   local T = redis.call('TIME')
   local n = redis.call('INCR', KEYS[7])
@@ -28,28 +30,16 @@ if kind == 'mutex' and (mode == '-' or mode == 'f') and KEYS[2] == KEYS[1] and r
   local exp = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000) + ttl
   redis.call('HSET', KEYS[1], field, string.format('mutex|%d|%d|%d', exp, exp + delay, n))
   redis.call('PEXPIRE', KEYS[1], ttl + delay)
-  return string.format('%d', n)
+  return '1 ' .. string.format('%d', n)
 end
-`
 
-/**
- * tryAcquire: the grant rules of grant-rules.ts `decideGrant` in one script.
- * ARGV: field, "kind ttlMs lockDelayMs permits mode waitTtlMs" where mode is `q` (keep a place in line),
- * `w` (watch: a waiter of this process is subscribed), `f` (as `w`, on the attempt's first try: nothing of it
- * is registered yet, so a grant has nothing to clean up) or `-`; a watcher adds its process's wake channel
- * (see HANDOFF). Returns the token alone when the free-mutex path granted it (a bulk string costs the client
- * less than an array), {1, token} when granted, {1, token,
- * remainingMs} when a release had already granted it to this watcher (see HANDOFF), {2, permitsInForce} when a
- * semaphore's holders use another permit count, else {0, retryAfterMs} (-1: unknown).
- */
-export const ACQUIRE = `
-local field = ARGV[1]
-local kind, ttl, delay, permits, mode, wait_ttl = string.match(ARGV[2], '^(%a+) (%d+) (%d+) (%d+) ([qwf-]) (%d+)$')
-if kind == nil then return redis.error_reply('latchkey: bad acquire arguments') end
-ttl, delay, permits, wait_ttl = tonumber(ttl), tonumber(delay), tonumber(permits), tonumber(wait_ttl)
-${FREE_MUTEX}${BASE}${DROP}${LIVE_HOLDERS}${FOREIGN}${PRUNE_LINE}${PUT}${KEEP_UNTIL}${PERMITS_IN_FORCE}${NEXT_FENCE}
+--#include base.lua
+--#include holders.lua
+--#include grant.lua
+
 local lined = kind == 'fair' or kind == 'read' or kind == 'write'
 
+-- Registers the caller as waiting: a place in line (mode q) or a watch (w, f).
 local function wait_here()
   if mode == 'q' then
     if redis.call('ZSCORE', Q, field) == false then
@@ -88,15 +78,15 @@ local function first_in_line()
 end
 
 local holders = live_holders()
--- Granted already, by a release handing the lock to this watcher (see HANDOFF).
+-- Granted already, by a release handing the lock to this watcher (see handoff).
 for _, h in ipairs(holders) do
-  if h.f == field and h.exp > now then return { 1, h.tok, h.exp - now } end
+  if h.f == field and h.exp > now then return '1 ' .. h.tok .. ' ' .. fmt(h.exp - now) end
 end
 local blocked, frees = false, nil
 if kind == 'semaphore' then
   -- Holders of another permit count: the caller gets the count in force, and nothing of it is kept.
   local in_force = permits_in_force(holders, permits)
-  if in_force ~= nil then return { 2, in_force } end
+  if in_force ~= nil then return '2 ' .. in_force end
   if #holders >= permits then
     blocked = true
     for _, h in ipairs(holders) do
@@ -119,8 +109,8 @@ end
 if blocked then
   if mode == 'q' then prune_line() end
   wait_here()
-  if frees == nil then return { 0, -1 } end
-  return { 0, math.max(1, frees - now) }
+  if frees == nil then return '0 -1' end
+  return '0 ' .. fmt(math.max(1, frees - now))
 end
 
 if lined then
@@ -128,7 +118,7 @@ if lined then
   local first = first_in_line()
   if first ~= nil and (kind == 'read' or first ~= field) then
     wait_here()
-    return { 0, -1 }
+    return '0 -1'
   end
 end
 
@@ -143,5 +133,4 @@ local per = nil
 if kind == 'semaphore' then per = fmt(permits) end
 put(field, kind, exp, exp + delay, token, per)
 keep_until(exp + delay, #holders == 0)
-return { 1, token }
-`
+return '1 ' .. token

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis'
-import type { SaleStore } from '../store/types.js'
+import type { SaleStore } from '../../store/types.js'
 import { OutboxRelay, type RelayOptions } from './outbox-relay.js'
 import { RedisReserve } from './redis-reserve.js'
 

@@ -1,0 +1,66 @@
+-- The state of one lock family (see key-layout.ts), all keys under one hash tag, and the records of its holders.
+-- Included by every script of the Redis backend (each script's header says where). What each key holds:
+--
+-- KEYS[1] M: hash of holders. In the latchkey layout, field -> record "kind|expiresAt|delayUntil|token" (server
+--   ms), and for a semaphore holder "|permits" after it: the count in force while it holds. In the Redisson
+--   layout, field -> 1 exactly as Redisson's RLock hash (a Java client sees the lock as taken while M exists),
+--   and the records live in KEYS[2].
+-- KEYS[2] X: the records' hash: M itself in the latchkey layout, a separate hash in the Redisson layout, where a
+--   field of M without a record is a foreign (Redisson) holder, exclusive until M expires. M and X expire when
+--   the last holder's slot (lease + lock-delay) frees.
+-- KEYS[3] Q: zset of the line (fair waiters, waiting writers), score seq*2 (+1 for a writer).
+-- KEYS[4] E: zset member -> expiry (ms) of the line's members and of watching readers. A release publishes only
+--   when E or W is not empty.
+-- KEYS[5] W: zset of the mutex/semaphore watchers in order of arrival (score: a sequence number). A release
+--   names the first of Q, else the first of W, so one waiter across all processes is woken, oldest first.
+-- KEYS[6] P: hash watcher field -> "<its acquire spec> <expiresAt> <wake channel>" ("kind ttlMs lockDelayMs
+--   permits mode waitTtlMs expiresAt channel"), so a release can grant the lock to the oldest live watcher
+--   itself and tell only that watcher's process (see handoff in handoff.lua), and drops the dead ones it meets
+--   on the way. W and P expire with their newest watcher.
+-- KEYS[7] F: the fencing counter. In the latchkey layout it expires FENCE_IDLE_MS after the last token it issued
+--   (a lock per order would otherwise leave one key per order forever); next_fence in grant.lua says why tokens
+--   still only increase. FENCE_IDLE_MS is a literal the loader puts on each script's first line (lua-scripts.ts);
+--   0 (the Redisson layout, whose Java clients INCR the same key with no restart rule) keeps it forever.
+--
+-- Time is the server's (TIME), so every client measures leases with one clock. Every local function below is a
+-- closure Redis creates on each call, which is why the shared code is split into the few parts each script needs.
+local M, X, Q, E, W, P, F = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local SPLIT = X ~= M
+local T = redis.call('TIME')
+local now = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000)
+
+local function fmt(n) return string.format('%d', n) end
+
+-- per: a semaphore holder's permits ('' when the record has none).
+local function parse(rec)
+  local kind, exp, dly, tok, per = string.match(rec, '^(%a+)|(%d+)|(%d+)|(%d+)|?(%d*)$')
+  return kind, tonumber(exp), tonumber(dly), tok, per
+end
+
+-- The record of holder f while its lease is valid (expiresAt > now), else nil.
+local function valid_record(f)
+  local rec = redis.call('HGET', X, f)
+  if not rec or (SPLIT and redis.call('HEXISTS', M, f) == 0) then return nil end
+  local kind, exp, dly, tok, per = parse(rec)
+  if exp == nil or exp <= now then return nil end
+  return kind, exp, dly, tok, per
+end
+
+-- Sets the record of holder f; per: a semaphore's permits (as sent), '' or nil for the other kinds.
+local function put(f, kind, exp, dly, tok, per)
+  local rec = kind .. '|' .. fmt(exp) .. '|' .. fmt(dly) .. '|' .. tok
+  if per ~= nil and per ~= '' then rec = rec .. '|' .. per end
+  if SPLIT then
+    redis.call('HSET', M, f, 1)
+    redis.call('HSET', X, f, rec)
+  else
+    redis.call('HSET', M, f, rec)
+  end
+end
+
+-- Keeps M (and X) alive until t or longer; `fresh`: no other holder, so no TTL to preserve.
+local function keep_until(t, fresh)
+  local need = t - now
+  if fresh or redis.call('PTTL', M) < need then redis.call('PEXPIRE', M, need) end
+  if SPLIT and (fresh or redis.call('PTTL', X) < need) then redis.call('PEXPIRE', X, need) end
+end

@@ -1,0 +1,35 @@
+-- release: drops a holder whose lease is still valid and, when someone waits, hands the lock to the oldest
+-- watcher or publishes the release.
+-- KEYS: the lock family's seven keys (base.lua). ARGV: field, channel, alwaysPublish (0/1), and optionally the
+-- token the lease must have (an orphaned grant is given back only if it was not granted again since).
+-- Reply: 1, or 0 (no effect) when `field` holds no valid lease.
+
+-- The latchkey layout's common case, before the shared functions below are created: drops the caller's valid
+-- lease (as valid_record and drop do) and is done unless someone waits.
+local dropped = false
+if KEYS[2] == KEYS[1] then
+  local rec = redis.call('HGET', KEYS[1], ARGV[1])
+  if not rec then return 0 end
+  local T = redis.call('TIME')
+  local exp, tok = string.match(rec, '^%a+|(%d+)|%d+|(%d+)|?%d*$')
+  if exp == nil or tonumber(exp) <= tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000)
+      or (ARGV[4] ~= nil and ARGV[4] ~= tok) then
+    return 0
+  end
+  redis.call('HDEL', KEYS[1], ARGV[1])
+  if ARGV[3] ~= '1' and redis.call('EXISTS', KEYS[4], KEYS[5]) == 0 then return 1 end
+  dropped = true
+end
+
+--#include base.lua
+--#include holders.lua
+--#include grant.lua
+--#include handoff.lua
+
+if not dropped then
+  local kind, _, _, tok = valid_record(ARGV[1])
+  if kind == nil or (ARGV[4] ~= nil and ARGV[4] ~= tok) then return 0 end
+  drop(ARGV[1])
+end
+handoff(ARGV[2], ARGV[3] == '1')
+return 1
