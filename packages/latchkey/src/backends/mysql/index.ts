@@ -1,5 +1,6 @@
 import type { Backend } from '../../backend/types.js'
 import { checkOptions } from '../../core/validate.js'
+import { checkTimeout, DEFAULT_CONNECT_TIMEOUT_MS } from '../sql/sql-pin.js'
 import {
   type MysqlCallbackPool,
   type MysqlConnection,
@@ -13,7 +14,6 @@ import { getLockName, MysqlGetLockBackend } from './mysql-get-lock-backend.js'
 import { MYSQL_ADD_PERMITS, MYSQL_MIGRATION, MYSQL_MIGRATION_STATEMENTS } from './mysql-schema.js'
 import { MysqlTableBackend } from './mysql-table-backend.js'
 import { openMysqlBackend } from './mysql-url.js'
-import { checkTimeout, DEFAULT_CONNECT_TIMEOUT_MS } from './sql-pin.js'
 
 export {
   getLockName,

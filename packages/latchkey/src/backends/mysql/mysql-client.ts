@@ -4,7 +4,7 @@
  */
 import { BackendUnavailableError } from '../../errors.js'
 import { redactText } from '../../redact-url.js'
-import { connectWithin } from './sql-pin.js'
+import { connectWithin } from '../sql/sql-pin.js'
 
 /** The OK packet of a write statement. */
 export interface MysqlResultHeader {

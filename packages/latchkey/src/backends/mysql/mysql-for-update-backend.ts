@@ -1,8 +1,8 @@
 import { stateKey } from '../../backend/grant-rules.js'
 import type { AcquireRequest, BackendCapabilities, LockRef } from '../../backend/types.js'
+import { SessionBackend, type SessionHold } from '../sql/sql-session-backend.js'
 import { isFatal, type MysqlConnection, type MysqlResultHeader, type MysqlRunner, mapError } from './mysql-client.js'
 import { MYSQL_MIGRATION_STATEMENTS } from './mysql-schema.js'
-import { SessionBackend, type SessionHold } from './sql-session-backend.js'
 
 const CAPABILITIES: BackendCapabilities = Object.freeze({
   fencing: 'native',

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto'
 import { stateKey } from '../../backend/grant-rules.js'
 import type { AcquireRequest, BackendCapabilities, LockRef } from '../../backend/types.js'
+import { SessionBackend, type SessionHold } from '../sql/sql-session-backend.js'
 import { isFatal, type MysqlConnection, type MysqlRunner, mapError } from './mysql-client.js'
-import { SessionBackend, type SessionHold } from './sql-session-backend.js'
 
 const CAPABILITIES: BackendCapabilities = Object.freeze({
   fencing: 'none',

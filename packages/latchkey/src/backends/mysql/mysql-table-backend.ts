@@ -11,9 +11,15 @@ import type {
   ReleaseSubscription,
   RenewRequest,
 } from '../../backend/types.js'
+import {
+  acquireInTable,
+  type LiveSummary,
+  type LockCounters,
+  precheckBusy,
+  type TableTx,
+} from '../sql/sql-table-grant.js'
 import { isFatal, type MysqlConnection, type MysqlResultHeader, type MysqlRunner, matchedRows } from './mysql-client.js'
 import { MYSQL_ADD_PERMITS, MYSQL_HAS_PERMITS, MYSQL_MIGRATION_STATEMENTS, TABLE_SQL as SQL } from './mysql-schema.js'
-import { acquireInTable, type LiveSummary, type LockCounters, precheckBusy, type TableTx } from './sql-table-grant.js'
 
 const CAPABILITIES: BackendCapabilities = Object.freeze({
   fencing: 'native',

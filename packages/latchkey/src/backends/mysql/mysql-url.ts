@@ -1,8 +1,8 @@
 import { requirePeer } from '../../backend/optional-peer.js'
 import type { Backend } from '../../backend/types.js'
 import { checkQueryKeys, choiceOption, numberOption, parseSingleHostUrl, shownUrl } from '../../backend/url-parts.js'
+import { connectionOptions, databaseOf, owningPool } from '../sql/sql-url.js'
 import type { MysqlPool } from './mysql-client.js'
-import { connectionOptions, databaseOf, owningPool } from './sql-url.js'
 
 interface Mysql2Promise {
   createPool(options: Record<string, unknown>): MysqlPool & { end(): Promise<void> }

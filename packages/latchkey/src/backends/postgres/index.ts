@@ -1,6 +1,6 @@
 import type { Backend } from '../../backend/types.js'
 import { checkOptions } from '../../core/validate.js'
-import { checkTimeout, DEFAULT_CONNECT_TIMEOUT_MS } from '../mysql/sql-pin.js'
+import { checkTimeout, DEFAULT_CONNECT_TIMEOUT_MS } from '../sql/sql-pin.js'
 import { advisoryKey, PgAdvisoryBackend } from './pg-advisory-backend.js'
 import { type PgClient, type PgPool, PgRunner, pgServer } from './pg-client.js'
 import {

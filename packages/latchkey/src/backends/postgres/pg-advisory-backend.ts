@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { stateKey } from '../../backend/grant-rules.js'
 import type { AcquireRequest, BackendCapabilities, HolderRef, LockRef } from '../../backend/types.js'
-import { SessionBackend, type SessionHold } from '../mysql/sql-session-backend.js'
+import { SessionBackend, type SessionHold } from '../sql/sql-session-backend.js'
 import { isFatal, mapError, type PgClient, type PgRunner } from './pg-client.js'
 import { WriterIntents } from './pg-writer-intents.js'
 

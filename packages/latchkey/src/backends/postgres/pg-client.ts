@@ -4,7 +4,7 @@
  */
 import { BackendUnavailableError } from '../../errors.js'
 import { redactText } from '../../redact-url.js'
-import { connectWithin } from '../mysql/sql-pin.js'
+import { connectWithin } from '../sql/sql-pin.js'
 
 /** A query result. */
 export interface PgResult<R = Record<string, unknown>> {

@@ -17,7 +17,7 @@ import {
   type LockCounters,
   precheckBusy,
   type TableTx,
-} from '../mysql/sql-table-grant.js'
+} from '../sql/sql-table-grant.js'
 import { isFatal, type PgClient, type PgRunner } from './pg-client.js'
 import { PgListener } from './pg-listener.js'
 import {

@@ -1,7 +1,7 @@
 import { requirePeer } from '../../backend/optional-peer.js'
 import type { Backend } from '../../backend/types.js'
 import { checkQueryKeys, choiceOption, numberOption, parseSingleHostUrl } from '../../backend/url-parts.js'
-import { connectionOptions, databaseOf, owningPool } from '../mysql/sql-url.js'
+import { connectionOptions, databaseOf, owningPool } from '../sql/sql-url.js'
 import type { PgPool } from './pg-client.js'
 
 interface PgModule {
