@@ -1,8 +1,9 @@
 import { stateKey } from '../../backend/grant-rules.js'
 import type { AcquireRequest, BackendCapabilities, LockRef } from '../../backend/types.js'
-import { SessionBackend, type SessionHold } from '../sql/sql-session-backend.js'
-import { isFatal, type MysqlConnection, type MysqlResultHeader, type MysqlRunner, mapError } from './mysql-client.js'
+import type { SessionHold } from '../sql/sql-session-backend.js'
+import { isFatal, type MysqlConnection, type MysqlResultHeader, mapError } from './mysql-client.js'
 import { MYSQL_MIGRATION_STATEMENTS } from './mysql-schema.js'
+import { MysqlSessionBackend } from './mysql-session-backend.js'
 
 const CAPABILITIES: BackendCapabilities = Object.freeze({
   fencing: 'native',
@@ -41,25 +42,15 @@ const SQL = {
  * - needs `SKIP LOCKED` (MySQL 8.0+, MariaDB 10.6+), so a busy lock answers at once instead of waiting
  *   `innodb_lock_wait_timeout` (50 s by default) as note 001's blocking `FOR UPDATE` would.
  */
-export class MysqlForUpdateBackend extends SessionBackend<MysqlConnection> {
-  readonly name = 'mysql'
+export class MysqlForUpdateBackend extends MysqlSessionBackend {
   readonly capabilities = CAPABILITIES
   private migrated: Promise<void> | undefined
   /** The connection that draws fencing tokens, one draw at a time (see the class notes). */
   private fenceConnection: Promise<MysqlConnection> | undefined
   private fenceQueue: Promise<unknown> = Promise.resolve()
 
-  constructor(private readonly db: MysqlRunner) {
-    super()
-  }
-
-  protected connect(): Promise<MysqlConnection> {
-    return this.migrate().then(() => this.db.connect())
-  }
-
-  protected giveBack(connection: MysqlConnection, healthy: boolean): void {
-    if (healthy) connection.release()
-    else connection.destroy()
+  protected override connect(): Promise<MysqlConnection> {
+    return this.migrate().then(() => super.connect())
   }
 
   protected async lockOn(connection: MysqlConnection, request: AcquireRequest) {
@@ -114,23 +105,10 @@ export class MysqlForUpdateBackend extends SessionBackend<MysqlConnection> {
     return true
   }
 
-  protected async probe(hold: SessionHold<MysqlConnection>): Promise<boolean> {
-    try {
-      await this.run(hold.connection, 'SELECT 1')
-      return true
-    } catch (error) {
-      if (isFatal((error as { cause?: unknown }).cause ?? error)) return false
-      throw error
-    }
-  }
-
-  protected watch(connection: MysqlConnection, onDead: () => void): () => void {
-    connection.on('error', onDead)
-    connection.on('end', onDead)
-    return () => {
-      connection.removeListener('error', onDead)
-      connection.removeListener('end', onDead)
-    }
+  protected async stillHeld(hold: SessionHold<MysqlConnection>): Promise<boolean> {
+    // The row lock lasts as long as the transaction, which lasts as long as the connection answers.
+    await this.run(hold.connection, 'SELECT 1')
+    return true
   }
 
   async isLocked(ref: LockRef & { readonly permits: number }): Promise<boolean> {
@@ -198,13 +176,5 @@ export class MysqlForUpdateBackend extends SessionBackend<MysqlConnection> {
         throw error
       })
     return this.migrated
-  }
-
-  private async run(connection: MysqlConnection, sql: string, values: unknown[] = []): Promise<unknown> {
-    try {
-      return (await connection.query(sql, values))[0]
-    } catch (error) {
-      throw mapError(error, this.db.backendName, this.db.secrets)
-    }
   }
 }

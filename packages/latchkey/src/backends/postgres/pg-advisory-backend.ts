@@ -102,24 +102,14 @@ export class PgAdvisoryBackend extends SessionBackend<PgClient> {
     return (await this.value(hold.connection, `SELECT ${fn}($1::bigint) AS v`, [hold.detail.slice(1)])) === true
   }
 
-  protected async probe(hold: SessionHold<PgClient>): Promise<boolean> {
+  protected async stillHeld(hold: SessionHold<PgClient>): Promise<boolean> {
     const [classid, objid] = lockParts(BigInt(hold.detail.slice(1)))
-    try {
-      const sql = `SELECT EXISTS (${HELD_BY} AND pid = pg_backend_pid()) AS v`
-      return (await this.value(hold.connection, sql, [classid, objid])) === true
-    } catch (error) {
-      if (isFatal((error as { cause?: unknown }).cause ?? error)) return false
-      throw error
-    }
+    const sql = `SELECT EXISTS (${HELD_BY} AND pid = pg_backend_pid()) AS v`
+    return (await this.value(hold.connection, sql, [classid, objid])) === true
   }
 
-  protected watch(client: PgClient, onDead: () => void): () => void {
-    client.on('error', onDead)
-    client.on('end', onDead)
-    return () => {
-      client.removeListener('error', onDead)
-      client.removeListener('end', onDead)
-    }
+  protected isFatal(error: unknown): boolean {
+    return isFatal(error)
   }
 
   async isLocked(ref: LockRef & { readonly permits: number }): Promise<boolean> {

@@ -22,6 +22,12 @@ import type {
 } from '../../backend/types.js'
 import { UnsupportedError } from '../../errors.js'
 
+/** What the base needs of a pinned connection: both mysql2 connections and pg clients report their death this way. */
+export interface SessionConnection {
+  on(event: 'error' | 'end', listener: (...args: unknown[]) => void): unknown
+  removeListener(event: 'error' | 'end', listener: (...args: unknown[]) => void): unknown
+}
+
 /** One held session lock. */
 export interface SessionHold<C> {
   /** `stateKey` and owner: the map key. */
@@ -39,7 +45,7 @@ export interface SessionHold<C> {
 }
 
 /** What a session strategy does on its pinned connection. */
-export abstract class SessionBackend<C> implements Backend {
+export abstract class SessionBackend<C extends SessionConnection> implements Backend {
   abstract readonly name: string
   abstract readonly capabilities: BackendCapabilities
   protected readonly holds = new Map<string, SessionHold<C>>()
@@ -54,10 +60,10 @@ export abstract class SessionBackend<C> implements Backend {
   protected abstract lockOn(connection: C, request: AcquireRequest): Promise<{ token: bigint; detail: string } | false>
   /** Frees the server lock; true when the server confirmed it. Throws on connection errors. */
   protected abstract unlockOn(hold: SessionHold<C>): Promise<boolean>
-  /** Whether `connection` still holds the lock (false on a dead connection). */
-  protected abstract probe(hold: SessionHold<C>): Promise<boolean>
-  /** Calls `onDead` when the connection reports an error or its end; returns the detach function. */
-  protected abstract watch(connection: C, onDead: () => void): () => void
+  /** Whether the pinned connection still holds the lock; throws (mapped) on connection errors. */
+  protected abstract stillHeld(hold: SessionHold<C>): Promise<boolean>
+  /** Whether a driver error means the connection it happened on is unusable. */
+  protected abstract isFatal(error: unknown): boolean
   /** Whether anyone (in any process) holds the lock. */
   abstract isLocked(ref: LockRef & { readonly permits: number }): Promise<boolean>
   /** Ends the sessions of holders in other processes; true if one was found. */
@@ -141,6 +147,30 @@ export abstract class SessionBackend<C> implements Backend {
     if (this.closed) return
     this.closed = true
     await Promise.all([...this.holds.values()].map((hold) => this.releaseHold(hold).catch(() => undefined)))
+  }
+
+  /**
+   * Whether `hold` still has its lock. A dead connection is a lost lease, not an error: the server freed the
+   * lock with the session. Other errors (a timeout on a live connection) leave the answer unknown and are thrown.
+   */
+  private async probe(hold: SessionHold<C>): Promise<boolean> {
+    try {
+      return await this.stillHeld(hold)
+    } catch (error) {
+      // Errors arrive mapped to BackendUnavailableError; the driver's own error is its cause.
+      if (this.isFatal((error as { cause?: unknown }).cause ?? error)) return false
+      throw error
+    }
+  }
+
+  /** Calls `onDead` when the connection reports an error or its end; returns the detach function. */
+  private watch(connection: C, onDead: () => void): () => void {
+    connection.on('error', onDead)
+    connection.on('end', onDead)
+    return () => {
+      connection.removeListener('error', onDead)
+      connection.removeListener('end', onDead)
+    }
   }
 
   /** Number of pinned connections (for tests and leak checks). */
