@@ -1,18 +1,8 @@
 import { LocalNotifier } from '../../backend/local-notifier.js'
-import type { BackendCapabilities } from '../../backend/types.js'
 import { SqlTableBackend } from '../sql/sql-table-backend.js'
 import type { SqlPool, SqlSession, TableDialect, TableNotifier } from '../sql/table-dialect.js'
 import { isFatal, type MysqlConnection, type MysqlResultHeader, type MysqlRunner, matchedRows } from './mysql-client.js'
 import { MYSQL_ADD_PERMITS, MYSQL_HAS_PERMITS, MYSQL_MIGRATION_STATEMENTS, TABLE_SQL } from './mysql-schema.js'
-
-const CAPABILITIES: BackendCapabilities = Object.freeze({
-  fencing: 'native',
-  notifications: 'process',
-  kinds: Object.freeze(['mutex', 'fair', 'read', 'write', 'semaphore'] as const),
-  crossProcess: true,
-  lockDelay: true,
-  clock: 'server',
-})
 
 /**
  * The `'table'` strategy on MySQL 8 / MariaDB 10.6+: {@link SqlTableBackend} over {@link mysqlTableDialect}.
@@ -41,7 +31,7 @@ export function mysqlTableDialect(db: MysqlRunner): TableDialect {
   }
   return {
     name: 'mysql',
-    capabilities: CAPABILITIES,
+    notifications: 'process',
     pool,
     sql: TABLE_SQL,
     notifier: localNotifier(),

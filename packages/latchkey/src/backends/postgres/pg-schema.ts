@@ -5,7 +5,7 @@
  * therefore never go back when holder rows are deleted.
  */
 
-import type { TableStatements } from '../sql/table-dialect.js'
+import { type TableStatements, withClock } from '../sql/table-statements.js'
 import { NOW_MS } from './pg-client.js'
 
 /** The tables, one statement each, in the order to run them. Run by the backend on first use. */
@@ -94,6 +94,4 @@ const RAW = {
 } as const
 
 /** The `'table'` strategy's statements ({@link TableStatements}): `$n` parameters only; keys and owners are never spliced in. */
-export const PG_SQL = Object.freeze(
-  Object.fromEntries(Object.entries(RAW).map(([k, v]) => [k, v.replaceAll('NOW_MS', NOW_MS)])),
-) as { readonly [K in keyof typeof RAW]: string } satisfies TableStatements
+export const PG_SQL = withClock(RAW, NOW_MS) satisfies TableStatements

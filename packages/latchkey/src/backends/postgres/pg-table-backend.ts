@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto'
-import type { BackendCapabilities } from '../../backend/types.js'
 import { SqlTableBackend } from '../sql/sql-table-backend.js'
 import type { SqlPool, SqlSession, TableDialect, TableNotifier } from '../sql/table-dialect.js'
 import { isFatal, type PgClient, type PgRunner } from './pg-client.js'
@@ -11,15 +10,6 @@ import {
   POSTGRES_MIGRATION_STATEMENTS,
   RELEASE_CHANNEL,
 } from './pg-schema.js'
-
-const CAPABILITIES: BackendCapabilities = Object.freeze({
-  fencing: 'native',
-  notifications: 'global',
-  kinds: Object.freeze(['mutex', 'fair', 'read', 'write', 'semaphore'] as const),
-  crossProcess: true,
-  lockDelay: true,
-  clock: 'server',
-})
 
 /** The NOTIFY payload of a lock key: fixed length (payloads are capped at 8 000 bytes), no NUL byte. */
 export function channelPayload(key: string): string {
@@ -50,7 +40,7 @@ export class PgTableBackend extends SqlTableBackend {
 export function pgTableDialect(db: PgRunner): TableDialect {
   return {
     name: 'postgres',
-    capabilities: CAPABILITIES,
+    notifications: 'global',
     pool: {
       with: (fn) => db.with((c) => fn(session(c))),
       run: (sql, values) => db.with((c) => session(c).run(sql, values)),

@@ -13,6 +13,9 @@ import { acquireInTable, type LiveSummary, precheckBusy } from './sql-table-gran
 import { MissingLockRow, tableTx } from './sql-table-tx.js'
 import type { SqlSession, TableDialect } from './table-dialect.js'
 
+/** Rows can express every kind of lock the grant rules know. */
+const TABLE_KINDS = Object.freeze(['mutex', 'fair', 'read', 'write', 'semaphore'] as const)
+
 /**
  * The `'table'` strategy on any SQL database with row locks and READ COMMITTED: holder and waiter rows,
  * leases timed by the database clock, a per-lock fencing counter that never goes back, every kind of lock.
@@ -28,7 +31,15 @@ export class SqlTableBackend implements Backend {
 
   constructor(private readonly dialect: TableDialect) {
     this.name = dialect.name
-    this.capabilities = dialect.capabilities
+    this.capabilities = Object.freeze({
+      fencing: 'native',
+      notifications: dialect.notifications,
+      kinds: TABLE_KINDS,
+      crossProcess: true,
+      lockDelay: true,
+      // Leases are timed by the database clock, read in the same statements that write them.
+      clock: 'server',
+    })
   }
 
   async tryAcquire(request: AcquireRequest): Promise<AcquireResult> {

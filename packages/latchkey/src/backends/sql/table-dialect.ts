@@ -5,6 +5,7 @@
  * retry after a missing lock row) is the backend's, written once.
  */
 import type { BackendCapabilities, LockKind, ReleaseSubscription } from '../../backend/types.js'
+import type { TableStatements } from './table-statements.js'
 
 /** A statement's rows, and how many rows it matched (an UPDATE or DELETE) or returned (a SELECT). */
 export interface SqlResult<R> {
@@ -22,48 +23,6 @@ export interface SqlPool extends SqlSession {
   with<T>(fn: (session: SqlSession) => Promise<T>): Promise<T>
 }
 
-/**
- * The `'table'` statements. Parameters come in the same order in every dialect, so the backend passes one
- * list of values to either; the dialect writes `?` or `$n`. A key is always `encodeKey(key)`, owners are
- * text, `notifyArgs` stands for the values {@link TableNotifier.args} appends.
- */
-export interface TableStatements {
-  /** (key): creates the lock's serialisation row if it is missing; takes no lock that outlives it. */
-  readonly ensureKey: string
-  /** (key): `fence`, `seq`, `now` of the lock row, locked. */
-  readonly lockKey: string
-  /** (key): `owner, kind, expiresAt, delayUntil, token, permits, now` of every holder row, locked. */
-  readonly holders: string
-  /** (key): `owner, kind, seq, expiresAt` of every waiter row, locked. */
-  readonly waiters: string
-  /** (key, owners[]). */
-  readonly deleteHolders: string
-  /** (key, owners[]). */
-  readonly deleteWaiters: string
-  /** (key, owner, kind, expiresAt, delayUntil, token, permits). */
-  readonly insertHolder: string
-  /** (key, owner, kind, seq, expiresAt): a second call only moves `expiresAt`. */
-  readonly upsertWaiter: string
-  /** (fence, seq, key). */
-  readonly saveCounters: string
-  /** (ttlMs, ttlMs, key, owner): matches one row while the lease is live. */
-  readonly renew: string
-  /** (key, owner, ...notifyArgs): deletes a live holder row. */
-  readonly release: string
-  /** (key, owner, ...notifyArgs): deletes a waiter row. */
-  readonly leave: string
-  /** (owner, key): `n, firstFree, lastFree, mine, now, permits` of the occupying holders, read without locks. */
-  readonly summary: string
-  /** (key): `n`, the holders still occupying a slot. */
-  readonly countLive: string
-  /** (key). */
-  readonly dropHolders: string
-  /** (key). */
-  readonly dropWaiters: string
-  /** (...notifyArgs): announces a forced release inside its transaction; none where the notifier wakes locally. */
-  readonly notify?: string
-}
-
 /** How a release reaches the waiters: PostgreSQL's `NOTIFY` to every process, or a wake-up in this one. */
 export interface TableNotifier {
   /** Values the release, leave and notify statements take after their own (PostgreSQL: channel and payload). */
@@ -78,7 +37,8 @@ export interface TableNotifier {
 /** One database's part of the `'table'` strategy. */
 export interface TableDialect {
   readonly name: string
-  readonly capabilities: BackendCapabilities
+  /** `'global'` when the notifier reaches every process, `'process'` when other processes poll. */
+  readonly notifications: BackendCapabilities['notifications']
   readonly pool: SqlPool
   readonly sql: TableStatements
   readonly notifier: TableNotifier
