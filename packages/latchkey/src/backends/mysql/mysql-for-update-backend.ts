@@ -1,7 +1,7 @@
 import { stateKey } from '../../backend/grant-rules.js'
 import type { AcquireRequest, BackendCapabilities, LockRef } from '../../backend/types.js'
 import type { SessionHold } from '../sql/sql-session-backend.js'
-import { isFatal, type MysqlConnection, type MysqlResultHeader, mapError } from './mysql-client.js'
+import type { MysqlConnection, MysqlResultHeader } from './mysql-client.js'
 import { MYSQL_MIGRATION_STATEMENTS } from './mysql-schema.js'
 import { MysqlSessionBackend } from './mysql-session-backend.js'
 
@@ -94,7 +94,7 @@ export class MysqlForUpdateBackend extends MysqlSessionBackend {
     try {
       await connection.query(SQL.ensure, [key])
     } catch (error) {
-      if ((error as { errno?: unknown }).errno !== 1205) throw mapError(error, this.db.backendName, this.db.secrets)
+      if ((error as { errno?: unknown }).errno !== 1205) throw this.db.mapError(error)
     } finally {
       await this.run(connection, 'SET SESSION innodb_lock_wait_timeout = @latchkey_lwt')
     }
@@ -137,12 +137,12 @@ export class MysqlForUpdateBackend extends MysqlSessionBackend {
       this.fenceConnection ??= this.db.connect()
       const connection = await this.fenceConnection.catch((error: unknown) => {
         this.fenceConnection = undefined
-        throw mapError(error, this.db.backendName, this.db.secrets)
+        throw this.db.mapError(error)
       })
       try {
         return (await this.run(connection, SQL.fence, [key, holder])) as MysqlResultHeader
       } catch (error) {
-        if (isFatal((error as { cause?: unknown }).cause ?? error)) {
+        if (this.db.isFatal((error as { cause?: unknown }).cause ?? error)) {
           this.fenceConnection = undefined
           connection.destroy()
         }

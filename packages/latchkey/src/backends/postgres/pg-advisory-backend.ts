@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import { stateKey } from '../../backend/grant-rules.js'
 import type { AcquireRequest, BackendCapabilities, HolderRef, LockRef } from '../../backend/types.js'
 import { SessionBackend, type SessionHold } from '../sql/sql-session-backend.js'
-import { isFatal, mapError, type PgClient, type PgRunner } from './pg-client.js'
+import type { PgClient, PgRunner } from './pg-client.js'
 import { WriterIntents } from './pg-writer-intents.js'
 
 const CAPABILITIES: BackendCapabilities = Object.freeze({
@@ -52,22 +52,14 @@ const READ_IF_NO_WRITER = `SELECT CASE WHEN EXISTS (${HELD_BY})
  * exclusive lock on the same key as `mutex`. Does not work behind a
  * transaction-pooling proxy (PgBouncer in transaction mode), which moves sessions between server backends.
  */
-export class PgAdvisoryBackend extends SessionBackend<PgClient> {
+export class PgAdvisoryBackend extends SessionBackend<PgClient, PgRunner> {
   readonly name = 'postgres'
   readonly capabilities = CAPABILITIES
   private readonly intents: WriterIntents
 
-  constructor(private readonly db: PgRunner) {
-    super()
+  constructor(db: PgRunner) {
+    super(db)
     this.intents = new WriterIntents(db)
-  }
-
-  protected connect(): Promise<PgClient> {
-    return this.db.connect()
-  }
-
-  protected giveBack(client: PgClient, healthy: boolean): void {
-    client.release(healthy ? undefined : true)
   }
 
   protected async lockOn(client: PgClient, request: AcquireRequest) {
@@ -108,10 +100,6 @@ export class PgAdvisoryBackend extends SessionBackend<PgClient> {
     return (await this.value(hold.connection, sql, [classid, objid])) === true
   }
 
-  protected isFatal(error: unknown): boolean {
-    return isFatal(error)
-  }
-
   async isLocked(ref: LockRef & { readonly permits: number }): Promise<boolean> {
     const [classid, objid] = lockParts(advisoryKey(stateKey(ref)))
     const { rows } = await this.db.query<{ v: boolean }>(`SELECT EXISTS (${HELD_BY}) AS v`, [classid, objid])
@@ -132,7 +120,7 @@ export class PgAdvisoryBackend extends SessionBackend<PgClient> {
     try {
       return (await client.query<{ v: unknown }>(sql, values)).rows[0]?.v
     } catch (error) {
-      throw mapError(error, this.db.backendName, this.db.secrets)
+      throw this.db.mapError(error)
     }
   }
 }
