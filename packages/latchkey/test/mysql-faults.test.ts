@@ -3,7 +3,7 @@
  * for the session strategies, nothing for the table strategy), an exhausted pool, the FOUND_ROWS flag,
  * hashed GET_LOCK names and fencing counters that survive deleted rows.
  */
-import { afterAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { getLockName, type MysqlStrategy, mysqlBackend, mysqlBackendFromUrl } from '../src/backends/mysql/index.js'
 import {
   BackendUnavailableError,
@@ -16,28 +16,16 @@ import { eventually } from './support/eventually.js'
 import { cleanupMysql, MYSQL_URL, mysqlPool } from './support/sql-backends.js'
 import {
   exhaustedPoolCase,
+  faultNamespace,
   fromUrlCase,
-  type OpenBackend,
   openerOf,
   tableContentionCases,
 } from './support/sql-fault-cases.js'
-import { abortedWithin, idsOf, namespace } from './support/sql-faults.js'
+import { abortedWithin, idsOf } from './support/sql-faults.js'
 
-const ns = namespace('lkm')
 const admin = mysqlPool({ connectionLimit: 2 })
-afterAll(async () => {
-  await cleanupMysql(ns)
-  await admin.end()
-})
-
-/** A backend on its own pool; `done()` closes both. */
-const open = openerOf(mysqlPool, mysqlBackend)
-
-/** The shared cases' way of opening a strategy on a pool of `size` connections. */
-const openOn =
-  (strategy: MysqlStrategy): OpenBackend =>
-  (size, connectTimeoutMs) =>
-    open(strategy, { connectionLimit: size }, connectTimeoutMs)
+const ns = faultNamespace('lkm', cleanupMysql, admin)
+const { open, on: openOn } = openerOf(mysqlPool, mysqlBackend, (size) => ({ connectionLimit: size }))
 
 async function kill(threadId: number): Promise<void> {
   await admin.query('KILL CONNECTION ?', [threadId])

@@ -1,38 +1,26 @@
-import { afterAll, describe, expect, it } from 'vitest'
+/**
+ * PostgreSQL specifics: 200 concurrent acquirers without a deadlock, terminated backends (a lost lease for
+ * the advisory strategy; nothing for the table strategy, whose listening client comes back by itself), an
+ * exhausted pool, and release wake-ups through LISTEN/NOTIFY.
+ */
+import { describe, expect, it } from 'vitest'
 import type { AcquireRequest, Backend } from '../src/backend/types.js'
-import {
-  advisoryKey,
-  type PostgresStrategy,
-  postgresBackend,
-  postgresBackendFromUrl,
-} from '../src/backends/postgres/index.js'
+import { advisoryKey, postgresBackend, postgresBackendFromUrl } from '../src/backends/postgres/index.js'
 import { createLocks, LockLostError, NotLockHolderError } from '../src/index.js'
 import { eventually } from './support/eventually.js'
 import { cleanupPostgres, POSTGRES_URL, postgresPool } from './support/sql-backends.js'
 import {
   exhaustedPoolCase,
+  faultNamespace,
   fromUrlCase,
-  type OpenBackend,
   openerOf,
   tableContentionCases,
 } from './support/sql-fault-cases.js'
-import { abortedWithin, namespace } from './support/sql-faults.js'
+import { abortedWithin } from './support/sql-faults.js'
 
-const ns = namespace('lkp')
 const admin = postgresPool({ max: 2 })
-afterAll(async () => {
-  await cleanupPostgres(ns)
-  await admin.end()
-})
-
-/** A backend on its own pool; `done()` closes both. */
-const open = openerOf(postgresPool, postgresBackend)
-
-/** The shared cases' way of opening a strategy on a pool of `size` clients. */
-const openOn =
-  (strategy: PostgresStrategy): OpenBackend =>
-  (size, connectTimeoutMs) =>
-    open(strategy, { max: size }, connectTimeoutMs)
+const ns = faultNamespace('lkp', cleanupPostgres, admin)
+const { open, on: openOn } = openerOf(postgresPool, postgresBackend, (size) => ({ max: size }))
 
 /** Server pids of this pool's sessions (application_name marks them). */
 async function pidsOf(applicationName: string, query?: string): Promise<number[]> {

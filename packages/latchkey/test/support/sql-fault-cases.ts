@@ -2,10 +2,10 @@
  * The fault cases the MySQL and PostgreSQL test files both run, each over a backend the file opens its own
  * way (the pools differ: mysql2's `connectionLimit`, pg's `max`).
  */
-import { expect, it } from 'vitest'
+import { afterAll, expect, it } from 'vitest'
 import type { Backend } from '../../src/backend/types.js'
 import { BackendUnavailableError, createLocks, type LockEvent } from '../../src/index.js'
-import { delay } from './sql-faults.js'
+import { delay, namespace } from './sql-faults.js'
 
 /** A backend on a pool of its own; `done()` closes the backend, then ends the pool. */
 export interface OpenedBackend<P> {
@@ -26,28 +26,47 @@ export function opened<P extends { end(): Promise<void> }>(pool: P, backend: Bac
   }
 }
 
+/** Opens a backend of one strategy on a pool of `size` connections, waiting `connectTimeoutMs` for a free one. */
+export type OpenBackend = (size: number, connectTimeoutMs?: number) => OpenedBackend<unknown>
+
 /**
- * `open(strategy, poolOptions, connectTimeoutMs?)`: a backend made by `makeBackend` on a pool of its own.
+ * `open(strategy, poolOptions?, connectTimeoutMs?)`: a backend made by `makeBackend` on a pool of its own;
+ * `on(strategy)`: the same for the shared cases, which ask for a pool size (`sized` turns it into pool options).
  *
  * @example
- * const open = openerOf(mysqlPool, mysqlBackend)
+ * const { open, on } = openerOf(mysqlPool, mysqlBackend, (size) => ({ connectionLimit: size }))
  * const { backend, done } = open('get_lock', { connectionLimit: 2 }, 300)
  */
 export function openerOf<S extends string, O, P extends { end(): Promise<void> }>(
   makePool: (options?: O) => P,
   makeBackend: (options: { pool: P; strategy: S; connectTimeoutMs?: number }) => Backend,
-): (strategy: S, poolOptions?: O, connectTimeoutMs?: number) => OpenedBackend<P> {
-  return (strategy, poolOptions, connectTimeoutMs) => {
+  sized: (size: number) => NoInfer<O>,
+) {
+  const open = (strategy: S, poolOptions?: O, connectTimeoutMs?: number): OpenedBackend<P> => {
     const pool = makePool(poolOptions)
-    return opened(
-      pool,
-      makeBackend({ pool, strategy, ...(connectTimeoutMs === undefined ? {} : { connectTimeoutMs }) }),
-    )
+    const timeout = connectTimeoutMs === undefined ? {} : { connectTimeoutMs }
+    return opened(pool, makeBackend({ pool, strategy, ...timeout }))
   }
+  const on =
+    (strategy: S): OpenBackend =>
+    (size, connectTimeoutMs) =>
+      open(strategy, sized(size), connectTimeoutMs)
+  return { open, on }
 }
 
-/** Opens a backend of one strategy on a pool of `size` connections, waiting `connectTimeoutMs` for a free one. */
-export type OpenBackend = (size: number, connectTimeoutMs?: number) => OpenedBackend<unknown>
+/** A namespace of its own for one fault-test file; afterwards its rows are deleted and the `admin` pool ended. */
+export function faultNamespace(
+  prefix: string,
+  cleanup: (ns: string) => Promise<void>,
+  admin: { end(): Promise<void> },
+): string {
+  const ns = namespace(prefix)
+  afterAll(async () => {
+    await cleanup(ns)
+    await admin.end()
+  })
+  return ns
+}
 
 /** Collects the `backend-error` events of every lock set it is given to. */
 function backendErrors(): { readonly errors: unknown[]; readonly onEvent: (e: LockEvent) => void } {
