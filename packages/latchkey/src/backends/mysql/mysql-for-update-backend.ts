@@ -26,10 +26,10 @@ const SQL = {
 } as const
 
 /**
- * The `'for_update'` strategy, note 001's "基于数据库排他锁": the lease is an open transaction on a pinned
- * connection holding `SELECT ... FOR UPDATE SKIP LOCKED` on the lock's row in `latchkey_row_locks`; release
- * is `ROLLBACK`. A crashed holder's connection closes and InnoDB frees the row ("服务宕机之后数据库会自己把锁
- * 释放掉").
+ * The `'for_update'` strategy, the classic lock on a database's exclusive row lock: the lease is an open
+ * transaction on a pinned connection holding `SELECT ... FOR UPDATE SKIP LOCKED` on the lock's row in
+ * `latchkey_row_locks`; release is `ROLLBACK`. A crashed holder's connection closes and InnoDB frees the row
+ * by itself, so a dead holder never keeps the lock.
  *
  * Costs, which is why `'table'` is the default:
  * - one pool connection pinned per held lock, plus one connection of the pool kept for the fencing counter
@@ -40,7 +40,7 @@ const SQL = {
  *   lock is held) and counts against `innodb_lock_wait_timeout`-style monitoring as a long transaction;
  * - no queue, no fairness, mutex only, no lock-delay; the lease's TTL is kept by this process;
  * - needs `SKIP LOCKED` (MySQL 8.0+, MariaDB 10.6+), so a busy lock answers at once instead of waiting
- *   `innodb_lock_wait_timeout` (50 s by default) as note 001's blocking `FOR UPDATE` would.
+ *   `innodb_lock_wait_timeout` (50 s by default) as a plain blocking `FOR UPDATE` would.
  */
 export class MysqlForUpdateBackend extends MysqlSessionBackend {
   readonly capabilities = CAPABILITIES
