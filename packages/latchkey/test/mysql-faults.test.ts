@@ -3,8 +3,7 @@
  * for the session strategies, nothing for the table strategy), an exhausted pool, the FOUND_ROWS flag,
  * hashed GET_LOCK names and fencing counters that survive deleted rows.
  */
-import { afterAll, describe, expect, it } from 'vitest'
-import type { Backend } from '../src/backend/types.js'
+import { describe, expect, it } from 'vitest'
 import { getLockName, type MysqlStrategy, mysqlBackend, mysqlBackendFromUrl } from '../src/backends/mysql/index.js'
 import {
   BackendUnavailableError,
@@ -13,91 +12,39 @@ import {
   LockLostError,
   NotLockHolderError,
 } from '../src/index.js'
+import { eventually } from './support/eventually.js'
 import { cleanupMysql, MYSQL_URL, mysqlPool } from './support/sql-backends.js'
-import { abortedWithin, delay, idsOf, namespace } from './support/sql-faults.js'
+import {
+  exhaustedPoolCase,
+  faultNamespace,
+  fromUrlCase,
+  openerOf,
+  tableContentionCases,
+} from './support/sql-fault-cases.js'
+import { abortedWithin, idsOf } from './support/sql-faults.js'
 
-const ns = namespace('lkm')
 const admin = mysqlPool({ connectionLimit: 2 })
-afterAll(async () => {
-  await cleanupMysql(ns)
-  await admin.end()
-})
-
-/** A backend on its own pool; `done()` closes both. */
-function open(strategy: MysqlStrategy, poolOptions: Parameters<typeof mysqlPool>[0] = {}, connectTimeoutMs?: number) {
-  const pool = mysqlPool(poolOptions)
-  const backend: Backend = mysqlBackend({ pool, strategy, ...(connectTimeoutMs ? { connectTimeoutMs } : {}) })
-  return {
-    pool,
-    backend,
-    done: async () => {
-      await backend.close()
-      await pool.end()
-    },
-  }
-}
-
-const POOL_20 = { connectionLimit: 20 }
+const ns = faultNamespace('lkm', cleanupMysql, admin)
+const { open, on: openOn } = openerOf(mysqlPool, mysqlBackend, (size) => ({ connectionLimit: size }))
 
 async function kill(threadId: number): Promise<void> {
   await admin.query('KILL CONNECTION ?', [threadId])
 }
 
 describe('mysql table strategy', () => {
-  it('200 concurrent acquirers on one lock: exact counter, no deadlock or any other backend error', async () => {
-    const { backend, done } = open('table', POOL_20)
-    const errors: unknown[] = []
-    const onEvent = (e: LockEvent): void => void (e.type === 'backend-error' && errors.push(e.error))
-    const instances = Array.from({ length: 10 }, () => createLocks({ backend, namespace: ns, onEvent, maxPollMs: 500 }))
-    let counter = 0
-    let inside = 0
-    await Promise.all(
-      Array.from({ length: 200 }, (_, i) =>
-        instances[i % 10]?.mutex('two-hundred').withLock(async () => {
-          inside++
-          expect(inside).toBe(1)
-          const read = counter
-          await delay(1)
-          counter = read + 1
-          inside--
-        }),
-      ),
-    )
-    expect(counter).toBe(200)
-    expect(errors).toEqual([])
-    await Promise.all(instances.map((l) => l.close()))
-    await done()
-  }, 120_000)
-
-  it('mixed kinds on 8 neighbouring keys (fair, read/write, semaphore, mutex): no deadlock or other backend error', async () => {
-    const { backend, done } = open('table', POOL_20)
-    const errors: unknown[] = []
-    const onEvent = (e: LockEvent): void => void (e.type === 'backend-error' && errors.push(e.error))
-    const locks = Array.from({ length: 4 }, () => createLocks({ backend, namespace: ns, onEvent }))
-    const pick = (i: number) => {
-      const l = locks[i % 4] ?? locks[0]
-      const name = `adjacent-${i % 8}`
-      const kinds = [
-        () => l?.fairMutex(name),
-        () => l?.readWrite(name).read,
-        () => l?.readWrite(name).write,
-        () => l?.semaphore(`${name}-s`, { permits: 2 }),
-        () => l?.mutex(`${name}-m`),
-      ]
-      return kinds[i % kinds.length]?.()
-    }
-    await Promise.all(Array.from({ length: 120 }, (_, i) => pick(i)?.withLock(() => delay(2), { waitMs: 60_000 })))
-    expect(errors).toEqual([])
-    await Promise.all(locks.map((l) => l.close()))
-    await done()
-  }, 120_000)
+  // Polls stay short: 200 waiters on one lock learn of a release from another Locks instance only by polling.
+  tableContentionCases(openOn('table'), ns, { maxPollMs: 500 })
 
   it('survives killed pool connections: the lease stays held, renews, releases', async () => {
     const { pool, backend, done } = open('table', { connectionLimit: 3 })
-    const locks = createLocks({ backend, namespace: ns })
+    let renewals = 0
+    const onEvent = (e: LockEvent): void => void (e.type === 'renewed' && renewals++)
+    const locks = createLocks({ backend, namespace: ns, onEvent })
     const lease = await locks.mutex('killed-pool').acquire({ ttlMs: 600 })
     for (const id of await idsOf(pool)) await kill(id)
-    await delay(1_500)
+    const killedAt = renewals
+    // Two watchdog renewals after the kills ran on new connections: the lease outlived every one it used.
+    await eventually('two renewals after the kills', () => renewals >= killedAt + 2, 5_000)
     expect(lease.signal.aborted).toBe(false)
     expect(await createLocks({ backend, namespace: ns }).mutex('killed-pool').tryAcquire()).toBeUndefined()
     await lease.extend()
@@ -155,24 +102,8 @@ describe.each(['get_lock', 'for_update'] as const)('mysql %s strategy', (strateg
     await done()
   })
 
-  it('an exhausted pool fails fast with BackendUnavailableError instead of hanging', async () => {
-    // Each held lock pins one connection; for_update also needs a second one for a moment, to draw its token.
-    const { backend, done } = open(strategy, { connectionLimit: strategy === 'get_lock' ? 2 : 3 }, 300)
-    const locks = createLocks({ backend, namespace: ns })
-    const held = [await locks.mutex('pool-1').acquire(), await locks.mutex('pool-2').acquire()]
-    const error = await locks
-      .mutex('pool-3')
-      .tryAcquire()
-      .catch((e: unknown) => e)
-    expect(error).toBeInstanceOf(BackendUnavailableError)
-    expect(String((error as Error).message)).toMatch(/pool is exhausted/)
-    await held[0]?.release()
-    const third = await locks.mutex('pool-3').tryAcquire()
-    expect(third).toBeDefined()
-    await Promise.all([third?.release(), held[1]?.release()])
-    await locks.close()
-    await done()
-  })
+  // Each held lock pins one connection; for_update also needs a second one for a moment, to draw its token.
+  exhaustedPoolCase(openOn(strategy), strategy === 'get_lock' ? 2 : 3, ns)
 })
 
 describe('mysql for_update fencing connection', () => {
@@ -223,17 +154,11 @@ async function holderThread(strategy: MysqlStrategy, key: string): Promise<numbe
 }
 
 describe('mysqlBackendFromUrl', () => {
-  it('opens the strategy named in the URL on a pool of its own, which close() ends', async () => {
-    for (const strategy of ['table', 'get_lock', 'for_update'] as const) {
-      const url = new URL(MYSQL_URL)
-      url.searchParams.set('strategy', strategy)
-      const backend = await mysqlBackendFromUrl(url.toString())
-      expect(backend.capabilities.fencing).toBe(strategy === 'get_lock' ? 'none' : 'native')
-      const locks = createLocks({ backend, namespace: ns })
-      const lease = await locks.mutex(`url-${strategy}`).acquire()
-      await lease.release()
-      await locks.close()
-      await backend.close()
-    }
-  })
+  fromUrlCase(
+    mysqlBackendFromUrl,
+    MYSQL_URL,
+    ['table', 'get_lock', 'for_update'],
+    (backend, strategy) => expect(backend.capabilities.fencing).toBe(strategy === 'get_lock' ? 'none' : 'native'),
+    ns,
+  )
 })

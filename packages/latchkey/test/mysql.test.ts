@@ -1,18 +1,8 @@
 /** The backend conformance suite on MariaDB / MySQL, once per strategy. */
 import { describeBackendConformance } from '../src/testing/index.js'
-import { cleanupMysql, mysqlWithPool } from './support/sql-backends.js'
+import { cleanupMysql, mysqlWithPool, SESSION_TIME_SCALE, TABLE_TIME_SCALE } from './support/sql-backends.js'
 
 const module = new URL('./support/sql-backends.ts', import.meta.url).href
-
-/**
- * Times of the suite are scaled (its documented knob for slow backends): every call here is a network round
- * trip to a server shared with other test runs on a 2-core machine, where a round trip now and then takes
- * 20-60 ms, more than the 30 ms renew period of the suite's 90 ms leases. The table strategy also commits
- * (fsync) on every acquire, renew and release, and grants of one lock are serialised on its row: one grant
- * took 10-30 ms under that load, more than the suite's 10 ms semaphore hold.
- */
-const SESSION_TIME_SCALE = 2
-const TABLE_TIME_SCALE = 3
 
 describeBackendConformance('mysql table', () => mysqlWithPool('table'), {
   processBackend: { module, export: 'createMysqlTable' },

@@ -3,43 +3,24 @@
  * the advisory strategy; nothing for the table strategy, whose listening client comes back by itself), an
  * exhausted pool, and release wake-ups through LISTEN/NOTIFY.
  */
-import type pg from 'pg'
-import { afterAll, describe, expect, it } from 'vitest'
-import {
-  advisoryKey,
-  type PostgresStrategy,
-  postgresBackend,
-  postgresBackendFromUrl,
-} from '../src/backends/postgres/index.js'
-import {
-  BackendUnavailableError,
-  createLocks,
-  type LockEvent,
-  LockLostError,
-  NotLockHolderError,
-} from '../src/index.js'
+import { describe, expect, it } from 'vitest'
+import type { AcquireRequest, Backend } from '../src/backend/types.js'
+import { advisoryKey, postgresBackend, postgresBackendFromUrl } from '../src/backends/postgres/index.js'
+import { createLocks, LockLostError, NotLockHolderError } from '../src/index.js'
+import { eventually } from './support/eventually.js'
 import { cleanupPostgres, POSTGRES_URL, postgresPool } from './support/sql-backends.js'
-import { abortedWithin, delay, namespace } from './support/sql-faults.js'
+import {
+  exhaustedPoolCase,
+  faultNamespace,
+  fromUrlCase,
+  openerOf,
+  tableContentionCases,
+} from './support/sql-fault-cases.js'
+import { abortedWithin } from './support/sql-faults.js'
 
-const ns = namespace('lkp')
 const admin = postgresPool({ max: 2 })
-afterAll(async () => {
-  await cleanupPostgres(ns)
-  await admin.end()
-})
-
-function open(strategy: PostgresStrategy, poolOptions: pg.PoolConfig = {}, connectTimeoutMs?: number) {
-  const pool = postgresPool(poolOptions)
-  const backend = postgresBackend({ pool, strategy, ...(connectTimeoutMs ? { connectTimeoutMs } : {}) })
-  return {
-    pool,
-    backend,
-    done: async () => {
-      await backend.close()
-      await pool.end()
-    },
-  }
-}
+const ns = faultNamespace('lkp', cleanupPostgres, admin)
+const { open, on: openOn } = openerOf(postgresPool, postgresBackend, (size) => ({ max: size }))
 
 /** Server pids of this pool's sessions (application_name marks them). */
 async function pidsOf(applicationName: string, query?: string): Promise<number[]> {
@@ -50,85 +31,49 @@ async function pidsOf(applicationName: string, query?: string): Promise<number[]
   return rows.map((r) => r.pid)
 }
 
-const POOL_20 = { max: 20 }
-
 async function terminate(pids: number[]): Promise<void> {
   for (const pid of pids) await admin.query('SELECT pg_terminate_backend($1)', [pid])
 }
 
 describe('postgres table strategy', () => {
-  it('200 concurrent acquirers on one lock: exact counter, no deadlock or any other backend error', async () => {
-    const { backend, done } = open('table', POOL_20)
-    const errors: unknown[] = []
-    const onEvent = (e: LockEvent): void => void (e.type === 'backend-error' && errors.push(e.error))
-    const instances = Array.from({ length: 10 }, () => createLocks({ backend, namespace: ns, onEvent }))
-    let counter = 0
-    let inside = 0
-    await Promise.all(
-      Array.from({ length: 200 }, (_, i) =>
-        instances[i % 10]?.mutex('two-hundred').withLock(async () => {
-          inside++
-          expect(inside).toBe(1)
-          const read = counter
-          await delay(1)
-          counter = read + 1
-          inside--
-        }),
-      ),
-    )
-    expect(counter).toBe(200)
-    expect(errors).toEqual([])
-    await Promise.all(instances.map((l) => l.close()))
-    await done()
-  }, 120_000)
-
-  it('mixed kinds on 8 neighbouring keys (fair, read/write, semaphore, mutex): no deadlock or other backend error', async () => {
-    const { backend, done } = open('table', POOL_20)
-    const errors: unknown[] = []
-    const onEvent = (e: LockEvent): void => void (e.type === 'backend-error' && errors.push(e.error))
-    const locks = Array.from({ length: 4 }, () => createLocks({ backend, namespace: ns, onEvent }))
-    const pick = (i: number) => {
-      const l = locks[i % 4] ?? locks[0]
-      const name = `adjacent-${i % 8}`
-      const kinds = [
-        () => l?.fairMutex(name),
-        () => l?.readWrite(name).read,
-        () => l?.readWrite(name).write,
-        () => l?.semaphore(`${name}-s`, { permits: 2 }),
-        () => l?.mutex(`${name}-m`),
-      ]
-      return kinds[i % kinds.length]?.()
-    }
-    await Promise.all(Array.from({ length: 120 }, (_, i) => pick(i)?.withLock(() => delay(2), { waitMs: 60_000 })))
-    expect(errors).toEqual([])
-    await Promise.all(locks.map((l) => l.close()))
-    await done()
-  }, 120_000)
+  tableContentionCases(openOn('table'), ns)
 
   it('survives terminated pool clients and a terminated listener: the lease holds, waiters are still woken', async () => {
     const app = `latchkey-faults-${ns}`
     const { backend, done } = open('table', { max: 4, application_name: app })
     const locks = createLocks({ backend, namespace: ns })
+    // The listener wakes every subscription when its LISTEN is in place and when it notices its client died
+    // (a release may have been missed in between): this first subscription, which starts the listener, tells
+    // the test when each has happened.
+    const listening = backend.subscribe?.({ key: `${ns}:terminated`, kind: 'mutex' }, 'probe')
+    // Rejects with a TimeoutError if the wake-up does not come within 5 s.
+    const woken = () => listening?.wait(60_000, AbortSignal.timeout(5_000))
+    await woken()
     const lease = await locks.mutex('terminated').acquire({ ttlMs: 5_000 })
-    // Open the listener, then terminate every session of the pool (the listener included).
-    const probe = locks
-      .mutex('terminated')
-      .acquire({ waitMs: 50 })
-      .catch(() => undefined)
-    await probe
     const before = await pidsOf(app)
     expect(before.length).toBeGreaterThan(0)
     await terminate(before)
-    await delay(1_200)
+    await woken()
+    // It listens again by itself, on a new session, while anyone is subscribed.
+    await woken()
+    const listener = await pidsOf(app, 'LISTEN%')
+    expect(listener).toHaveLength(1)
+    expect(before).not.toContain(listener[0])
+    listening?.close()
     expect(lease.signal.aborted).toBe(false)
     await lease.extend()
     // A waiter is woken by the release's NOTIFY, well before its fallback poll (2 s; the lease has 5 s left).
+    let refused = 0
+    const counting: Backend = Object.assign(Object.create(backend) as Backend, {
+      tryAcquire: async (request: AcquireRequest) => {
+        const result = await backend.tryAcquire(request)
+        if (!result.acquired) refused++
+        return result
+      },
+    })
+    const waiter = createLocks({ backend: counting, namespace: ns }).mutex('terminated').acquire({ waitMs: 10_000 })
+    await eventually('the waiter found the lock taken', () => refused > 0)
     const started = performance.now()
-    const waiter = createLocks({ backend, namespace: ns }).mutex('terminated').acquire({ waitMs: 10_000 })
-    await delay(200)
-    // The waiter's subscription brought a new listening session up (the old one was terminated).
-    expect(await pidsOf(app, 'LISTEN%')).toHaveLength(1)
-    expect(before).not.toContain((await pidsOf(app, 'LISTEN%'))[0])
     await lease.release()
     const next = await waiter
     expect(performance.now() - started).toBeLessThan(1_500)
@@ -158,37 +103,15 @@ describe('postgres advisory strategy', () => {
     await done()
   })
 
-  it('an exhausted pool fails fast with BackendUnavailableError instead of hanging', async () => {
-    const { backend, done } = open('advisory', { max: 2 }, 300)
-    const locks = createLocks({ backend, namespace: ns })
-    const held = [await locks.mutex('pool-1').acquire(), await locks.mutex('pool-2').acquire()]
-    const error = await locks
-      .mutex('pool-3')
-      .tryAcquire()
-      .catch((e: unknown) => e)
-    expect(error).toBeInstanceOf(BackendUnavailableError)
-    expect(String((error as Error).message)).toMatch(/pool is exhausted/)
-    await held[0]?.release()
-    const third = await locks.mutex('pool-3').tryAcquire()
-    expect(third).toBeDefined()
-    await Promise.all([third?.release(), held[1]?.release()])
-    await locks.close()
-    await done()
-  })
+  exhaustedPoolCase(openOn('advisory'), 2, ns)
 })
 
 describe('postgresBackendFromUrl', () => {
-  it('opens the strategy named in the URL on a pool of its own, which close() ends', async () => {
-    for (const strategy of ['table', 'advisory'] as const) {
-      const url = new URL(POSTGRES_URL)
-      url.searchParams.set('strategy', strategy)
-      const backend = await postgresBackendFromUrl(url.toString())
-      expect(backend.capabilities.notifications).toBe(strategy === 'table' ? 'global' : 'process')
-      const locks = createLocks({ backend, namespace: ns })
-      const lease = await locks.mutex(`url-${strategy}`).acquire()
-      await lease.release()
-      await locks.close()
-      await backend.close()
-    }
-  })
+  fromUrlCase(
+    postgresBackendFromUrl,
+    POSTGRES_URL,
+    ['table', 'advisory'],
+    (backend, strategy) => expect(backend.capabilities.notifications).toBe(strategy === 'table' ? 'global' : 'process'),
+    ns,
+  )
 })

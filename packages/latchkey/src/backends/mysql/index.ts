@@ -1,5 +1,7 @@
 import type { Backend } from '../../backend/types.js'
 import { checkOptions } from '../../core/validate.js'
+import { backendLabel, strategyOption } from '../sql/sql-options.js'
+import { checkTimeout, DEFAULT_CONNECT_TIMEOUT_MS } from '../sql/sql-pin.js'
 import {
   type MysqlCallbackPool,
   type MysqlConnection,
@@ -13,7 +15,6 @@ import { getLockName, MysqlGetLockBackend } from './mysql-get-lock-backend.js'
 import { MYSQL_ADD_PERMITS, MYSQL_MIGRATION, MYSQL_MIGRATION_STATEMENTS } from './mysql-schema.js'
 import { MysqlTableBackend } from './mysql-table-backend.js'
 import { openMysqlBackend } from './mysql-url.js'
-import { checkTimeout, DEFAULT_CONNECT_TIMEOUT_MS } from './sql-pin.js'
 
 export {
   getLockName,
@@ -64,20 +65,14 @@ const STRATEGIES: readonly MysqlStrategy[] = ['table', 'get_lock', 'for_update']
  */
 export function mysqlBackend(options: MysqlBackendOptions): Backend {
   const o = checkOptions('options', options)
-  const strategy = (o.strategy ?? 'table') as MysqlStrategy
-  if (!STRATEGIES.includes(strategy)) {
-    throw new RangeError(
-      `latchkey: mysqlBackend strategy must be one of ${STRATEGIES.join(', ')}, received ${String(o.strategy)}`,
-    )
-  }
+  const strategy = strategyOption('mysqlBackend', STRATEGIES, o.strategy)
   if (o.pool === undefined || o.pool === null) {
     throw new TypeError(
       'latchkey: mysqlBackend needs options.pool, a mysql2 pool (mysql.createPool from mysql2/promise)',
     )
   }
   const timeout = checkTimeout('connectTimeoutMs', o.connectTimeoutMs, DEFAULT_CONNECT_TIMEOUT_MS)
-  const server = mysqlServer(o.pool)
-  const label = server === undefined ? 'mysql backend' : `mysql backend at ${server}`
+  const label = backendLabel('mysql', mysqlServer(o.pool))
   const runner = new MysqlRunner(promisePool(o.pool as MysqlPool), timeout, label)
   if (strategy === 'get_lock') return new MysqlGetLockBackend(runner)
   if (strategy === 'for_update') return new MysqlForUpdateBackend(runner)
@@ -92,11 +87,5 @@ export function mysqlBackend(options: MysqlBackendOptions): Backend {
  * const backend = await mysqlBackendFromUrl('mysql://root@127.0.0.1:3306/test?strategy=table')
  */
 export function mysqlBackendFromUrl(url: string): Promise<Backend> {
-  return openMysqlBackend(url, ({ pool, strategy, connectTimeoutMs }) =>
-    mysqlBackend({
-      pool,
-      ...(strategy === undefined ? {} : { strategy }),
-      ...(connectTimeoutMs === undefined ? {} : { connectTimeoutMs }),
-    }),
-  )
+  return openMysqlBackend(url, mysqlBackend)
 }

@@ -4,7 +4,7 @@
  */
 import { BackendUnavailableError } from '../../errors.js'
 import { redactText } from '../../redact-url.js'
-import { connectWithin } from './sql-pin.js'
+import { PoolRunner } from '../sql/sql-runner.js'
 
 /** The OK packet of a write statement. */
 export interface MysqlResultHeader {
@@ -122,44 +122,32 @@ export function matchedRows(header: MysqlResultHeader): number {
   return m?.[1] === undefined ? header.affectedRows : Number(m[1])
 }
 
-/** A small wrapper: one connection at a time from the pool, errors mapped. */
-export class MysqlRunner {
-  /** Hidden from messages built from driver errors. */
-  readonly secrets: readonly string[]
-
+/** The {@link PoolRunner} of a mysql2 pool. */
+export class MysqlRunner extends PoolRunner<MysqlConnection> {
   /** `backendName` is how messages name the backend and its server: `mysql backend at 127.0.0.1:3306`. */
   constructor(
     readonly pool: MysqlPool,
-    readonly connectTimeoutMs: number,
-    readonly backendName: string,
+    connectTimeoutMs: number,
+    backendName: string,
   ) {
-    this.secrets = mysqlSecrets(pool)
+    super(connectTimeoutMs, backendName, mysqlSecrets(pool))
   }
 
-  /** A connection from the pool within `connectTimeoutMs`. */
-  connect(): Promise<MysqlConnection> {
-    return connectWithin(
-      () => this.pool.getConnection(),
-      (c) => c.release(),
-      this.connectTimeoutMs,
-      this.backendName,
-    ).catch((error: unknown) => {
-      throw mapError(error, this.backendName, this.secrets)
-    })
+  protected take(): Promise<MysqlConnection> {
+    return this.pool.getConnection()
   }
 
-  /** Runs `fn` on a pool connection; a connection that failed fatally is destroyed, not returned. */
-  async with<T>(fn: (c: MysqlConnection) => Promise<T>): Promise<T> {
-    const connection = await this.connect()
-    try {
-      const result = await fn(connection)
-      connection.release()
-      return result
-    } catch (error) {
-      if (isFatal(error)) connection.destroy()
-      else connection.release()
-      throw mapError(error, this.backendName, this.secrets)
-    }
+  giveBack(connection: MysqlConnection, healthy: boolean): void {
+    if (healthy) connection.release()
+    else connection.destroy()
+  }
+
+  isFatal(error: unknown): boolean {
+    return isFatal(error)
+  }
+
+  mapError(error: unknown): unknown {
+    return mapError(error, this.backendName, this.secrets)
   }
 
   /** One statement in autocommit mode. */

@@ -1,8 +1,9 @@
 import { stateKey } from '../../backend/grant-rules.js'
 import type { AcquireRequest, BackendCapabilities, LockRef } from '../../backend/types.js'
-import { isFatal, type MysqlConnection, type MysqlResultHeader, type MysqlRunner, mapError } from './mysql-client.js'
+import type { SessionHold } from '../sql/sql-session-backend.js'
+import type { MysqlConnection, MysqlResultHeader } from './mysql-client.js'
 import { MYSQL_MIGRATION_STATEMENTS } from './mysql-schema.js'
-import { SessionBackend, type SessionHold } from './sql-session-backend.js'
+import { MysqlSessionBackend } from './mysql-session-backend.js'
 
 const CAPABILITIES: BackendCapabilities = Object.freeze({
   fencing: 'native',
@@ -25,10 +26,10 @@ const SQL = {
 } as const
 
 /**
- * The `'for_update'` strategy, note 001's "基于数据库排他锁": the lease is an open transaction on a pinned
- * connection holding `SELECT ... FOR UPDATE SKIP LOCKED` on the lock's row in `latchkey_row_locks`; release
- * is `ROLLBACK`. A crashed holder's connection closes and InnoDB frees the row ("服务宕机之后数据库会自己把锁
- * 释放掉").
+ * The `'for_update'` strategy, the classic lock on a database's exclusive row lock: the lease is an open
+ * transaction on a pinned connection holding `SELECT ... FOR UPDATE SKIP LOCKED` on the lock's row in
+ * `latchkey_row_locks`; release is `ROLLBACK`. A crashed holder's connection closes and InnoDB frees the row
+ * by itself, so a dead holder never keeps the lock.
  *
  * Costs, which is why `'table'` is the default:
  * - one pool connection pinned per held lock, plus one connection of the pool kept for the fencing counter
@@ -39,27 +40,17 @@ const SQL = {
  *   lock is held) and counts against `innodb_lock_wait_timeout`-style monitoring as a long transaction;
  * - no queue, no fairness, mutex only, no lock-delay; the lease's TTL is kept by this process;
  * - needs `SKIP LOCKED` (MySQL 8.0+, MariaDB 10.6+), so a busy lock answers at once instead of waiting
- *   `innodb_lock_wait_timeout` (50 s by default) as note 001's blocking `FOR UPDATE` would.
+ *   `innodb_lock_wait_timeout` (50 s by default) as a plain blocking `FOR UPDATE` would.
  */
-export class MysqlForUpdateBackend extends SessionBackend<MysqlConnection> {
-  readonly name = 'mysql'
+export class MysqlForUpdateBackend extends MysqlSessionBackend {
   readonly capabilities = CAPABILITIES
   private migrated: Promise<void> | undefined
   /** The connection that draws fencing tokens, one draw at a time (see the class notes). */
   private fenceConnection: Promise<MysqlConnection> | undefined
   private fenceQueue: Promise<unknown> = Promise.resolve()
 
-  constructor(private readonly db: MysqlRunner) {
-    super()
-  }
-
-  protected connect(): Promise<MysqlConnection> {
-    return this.migrate().then(() => this.db.connect())
-  }
-
-  protected giveBack(connection: MysqlConnection, healthy: boolean): void {
-    if (healthy) connection.release()
-    else connection.destroy()
+  protected override connect(): Promise<MysqlConnection> {
+    return this.migrate().then(() => super.connect())
   }
 
   protected async lockOn(connection: MysqlConnection, request: AcquireRequest) {
@@ -103,7 +94,7 @@ export class MysqlForUpdateBackend extends SessionBackend<MysqlConnection> {
     try {
       await connection.query(SQL.ensure, [key])
     } catch (error) {
-      if ((error as { errno?: unknown }).errno !== 1205) throw mapError(error, this.db.backendName, this.db.secrets)
+      if ((error as { errno?: unknown }).errno !== 1205) throw this.db.mapError(error)
     } finally {
       await this.run(connection, 'SET SESSION innodb_lock_wait_timeout = @latchkey_lwt')
     }
@@ -114,23 +105,10 @@ export class MysqlForUpdateBackend extends SessionBackend<MysqlConnection> {
     return true
   }
 
-  protected async probe(hold: SessionHold<MysqlConnection>): Promise<boolean> {
-    try {
-      await this.run(hold.connection, 'SELECT 1')
-      return true
-    } catch (error) {
-      if (isFatal((error as { cause?: unknown }).cause ?? error)) return false
-      throw error
-    }
-  }
-
-  protected watch(connection: MysqlConnection, onDead: () => void): () => void {
-    connection.on('error', onDead)
-    connection.on('end', onDead)
-    return () => {
-      connection.removeListener('error', onDead)
-      connection.removeListener('end', onDead)
-    }
+  protected async stillHeld(hold: SessionHold<MysqlConnection>): Promise<boolean> {
+    // The row lock lasts as long as the transaction, which lasts as long as the connection answers.
+    await this.run(hold.connection, 'SELECT 1')
+    return true
   }
 
   async isLocked(ref: LockRef & { readonly permits: number }): Promise<boolean> {
@@ -159,12 +137,12 @@ export class MysqlForUpdateBackend extends SessionBackend<MysqlConnection> {
       this.fenceConnection ??= this.db.connect()
       const connection = await this.fenceConnection.catch((error: unknown) => {
         this.fenceConnection = undefined
-        throw mapError(error, this.db.backendName, this.db.secrets)
+        throw this.db.mapError(error)
       })
       try {
         return (await this.run(connection, SQL.fence, [key, holder])) as MysqlResultHeader
       } catch (error) {
-        if (isFatal((error as { cause?: unknown }).cause ?? error)) {
+        if (this.db.isFatal((error as { cause?: unknown }).cause ?? error)) {
           this.fenceConnection = undefined
           connection.destroy()
         }
@@ -198,13 +176,5 @@ export class MysqlForUpdateBackend extends SessionBackend<MysqlConnection> {
         throw error
       })
     return this.migrated
-  }
-
-  private async run(connection: MysqlConnection, sql: string, values: unknown[] = []): Promise<unknown> {
-    try {
-      return (await connection.query(sql, values))[0]
-    } catch (error) {
-      throw mapError(error, this.db.backendName, this.db.secrets)
-    }
   }
 }

@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto'
 import { stateKey } from '../../backend/grant-rules.js'
 import type { AcquireRequest, BackendCapabilities, LockRef } from '../../backend/types.js'
-import { isFatal, type MysqlConnection, type MysqlRunner, mapError } from './mysql-client.js'
-import { SessionBackend, type SessionHold } from './sql-session-backend.js'
+import type { SessionHold } from '../sql/sql-session-backend.js'
+import type { MysqlConnection } from './mysql-client.js'
+import { MysqlSessionBackend } from './mysql-session-backend.js'
 
 const CAPABILITIES: BackendCapabilities = Object.freeze({
   fencing: 'none',
@@ -30,22 +31,8 @@ export function getLockName(key: string): string {
  * lease's TTL is kept by this process (see {@link SessionBackend}). Each held lock pins one pool connection.
  * User locks are not replicated: every process must use the same server.
  */
-export class MysqlGetLockBackend extends SessionBackend<MysqlConnection> {
-  readonly name = 'mysql'
+export class MysqlGetLockBackend extends MysqlSessionBackend {
   readonly capabilities = CAPABILITIES
-
-  constructor(private readonly db: MysqlRunner) {
-    super()
-  }
-
-  protected connect(): Promise<MysqlConnection> {
-    return this.db.connect()
-  }
-
-  protected giveBack(connection: MysqlConnection, healthy: boolean): void {
-    if (healthy) connection.release()
-    else connection.destroy()
-  }
 
   protected async lockOn(connection: MysqlConnection, request: AcquireRequest) {
     const name = getLockName(stateKey(request))
@@ -57,23 +44,9 @@ export class MysqlGetLockBackend extends SessionBackend<MysqlConnection> {
     return Number(await this.value(hold.connection, 'SELECT RELEASE_LOCK(?) AS v', [hold.detail])) === 1
   }
 
-  protected async probe(hold: SessionHold<MysqlConnection>): Promise<boolean> {
-    try {
-      const mine = await this.value(hold.connection, 'SELECT IS_USED_LOCK(?) = CONNECTION_ID() AS v', [hold.detail])
-      return Number(mine) === 1
-    } catch (error) {
-      if (isFatal((error as { cause?: unknown }).cause ?? error)) return false
-      throw error
-    }
-  }
-
-  protected watch(connection: MysqlConnection, onDead: () => void): () => void {
-    connection.on('error', onDead)
-    connection.on('end', onDead)
-    return () => {
-      connection.removeListener('error', onDead)
-      connection.removeListener('end', onDead)
-    }
+  protected async stillHeld(hold: SessionHold<MysqlConnection>): Promise<boolean> {
+    const mine = await this.value(hold.connection, 'SELECT IS_USED_LOCK(?) = CONNECTION_ID() AS v', [hold.detail])
+    return Number(mine) === 1
   }
 
   async isLocked(ref: LockRef & { readonly permits: number }): Promise<boolean> {
@@ -93,11 +66,6 @@ export class MysqlGetLockBackend extends SessionBackend<MysqlConnection> {
   }
 
   private async value(connection: MysqlConnection, sql: string, values: unknown[]): Promise<unknown> {
-    try {
-      const [rows] = await connection.query(sql, values)
-      return (rows as { v: unknown }[])[0]?.v
-    } catch (error) {
-      throw mapError(error, this.db.backendName, this.db.secrets)
-    }
+    return ((await this.run(connection, sql, values)) as { v: unknown }[])[0]?.v
   }
 }

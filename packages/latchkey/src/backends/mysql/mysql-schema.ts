@@ -10,6 +10,7 @@
  * - `latchkey_row_locks`, `latchkey_fences`: the `'for_update'` strategy's lock rows and token counters.
  */
 
+import { type TableStatements, withClock } from '../sql/table-statements.js'
 import { NOW_MS } from './mysql-client.js'
 
 /** The tables, one statement each, in the order to run them. Run by the backend on first use. */
@@ -97,6 +98,4 @@ const RAW_TABLE_SQL = {
 } as const
 
 /** The `'table'` strategy's statements. `?` placeholders only; keys and owners are always parameters. */
-export const TABLE_SQL = Object.freeze(
-  Object.fromEntries(Object.entries(RAW_TABLE_SQL).map(([k, v]) => [k, v.replaceAll('NOW_MS', NOW_MS)])),
-) as { readonly [K in keyof typeof RAW_TABLE_SQL]: string }
+export const TABLE_SQL = withClock(RAW_TABLE_SQL, NOW_MS) satisfies TableStatements

@@ -1,8 +1,8 @@
 import { requirePeer } from '../../backend/optional-peer.js'
 import type { Backend } from '../../backend/types.js'
 import { checkQueryKeys, choiceOption, numberOption, parseSingleHostUrl, shownUrl } from '../../backend/url-parts.js'
+import { connectionOptions, databaseOf, owningPool, type UrlBackendOptions, urlBackendOptions } from '../sql/sql-url.js'
 import type { MysqlPool } from './mysql-client.js'
-import { connectionOptions, databaseOf, owningPool } from './sql-url.js'
 
 interface Mysql2Promise {
   createPool(options: Record<string, unknown>): MysqlPool & { end(): Promise<void> }
@@ -63,12 +63,10 @@ function parseSsl(text: string, url: string): unknown {
  */
 export async function openMysqlBackend(
   url: string,
-  make: (options: { pool: MysqlPool; strategy: MysqlUrl['strategy']; connectTimeoutMs: number | undefined }) => Backend,
+  make: (options: UrlBackendOptions<MysqlPool, NonNullable<MysqlUrl['strategy']>>) => Backend,
 ): Promise<Backend> {
   const parsed = parseMysqlUrl(url)
   const mysql = requirePeer<Mysql2Promise>('mysql2/promise', 'mysql', 'mysql2 package (3.x): npm install mysql2')
   const pool = mysql.createPool(parsed.pool)
-  return owningPool(pool, (p) =>
-    make({ pool: p, strategy: parsed.strategy, connectTimeoutMs: parsed.connectTimeoutMs }),
-  )
+  return owningPool(pool, (p) => make(urlBackendOptions(p, parsed)))
 }

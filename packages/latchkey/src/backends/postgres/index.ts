@@ -1,6 +1,7 @@
 import type { Backend } from '../../backend/types.js'
 import { checkOptions } from '../../core/validate.js'
-import { checkTimeout, DEFAULT_CONNECT_TIMEOUT_MS } from '../mysql/sql-pin.js'
+import { backendLabel, strategyOption } from '../sql/sql-options.js'
+import { checkTimeout, DEFAULT_CONNECT_TIMEOUT_MS } from '../sql/sql-pin.js'
 import { advisoryKey, PgAdvisoryBackend } from './pg-advisory-backend.js'
 import { type PgClient, type PgPool, PgRunner, pgServer } from './pg-client.js'
 import {
@@ -60,19 +61,13 @@ const STRATEGIES: readonly PostgresStrategy[] = ['table', 'advisory']
  */
 export function postgresBackend(options: PostgresBackendOptions): Backend {
   const o = checkOptions('options', options)
-  const strategy = (o.strategy ?? 'table') as PostgresStrategy
-  if (!STRATEGIES.includes(strategy)) {
-    throw new RangeError(
-      `latchkey: postgresBackend strategy must be one of ${STRATEGIES.join(', ')}, received ${String(o.strategy)}`,
-    )
-  }
+  const strategy = strategyOption('postgresBackend', STRATEGIES, o.strategy)
   const pool = o.pool as Partial<PgPool> | undefined
   if (typeof pool?.connect !== 'function') {
     throw new TypeError('latchkey: postgresBackend needs options.pool, a pg Pool (new pg.Pool(...))')
   }
   const timeout = checkTimeout('connectTimeoutMs', o.connectTimeoutMs, DEFAULT_CONNECT_TIMEOUT_MS)
-  const server = pgServer(pool)
-  const label = server === undefined ? 'postgres backend' : `postgres backend at ${server}`
+  const label = backendLabel('postgres', pgServer(pool))
   const runner = new PgRunner(pool as PgPool, timeout, label)
   return strategy === 'advisory' ? new PgAdvisoryBackend(runner) : new PgTableBackend(runner)
 }
@@ -85,11 +80,5 @@ export function postgresBackend(options: PostgresBackendOptions): Backend {
  * const backend = await postgresBackendFromUrl('postgres://postgres@127.0.0.1:5432/test')
  */
 export function postgresBackendFromUrl(url: string): Promise<Backend> {
-  return openPostgresBackend(url, ({ pool, strategy, connectTimeoutMs }) =>
-    postgresBackend({
-      pool,
-      ...(strategy === undefined ? {} : { strategy }),
-      ...(connectTimeoutMs === undefined ? {} : { connectTimeoutMs }),
-    }),
-  )
+  return openPostgresBackend(url, postgresBackend)
 }

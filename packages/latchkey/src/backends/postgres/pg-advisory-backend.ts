@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto'
 import { stateKey } from '../../backend/grant-rules.js'
 import type { AcquireRequest, BackendCapabilities, HolderRef, LockRef } from '../../backend/types.js'
-import { SessionBackend, type SessionHold } from '../mysql/sql-session-backend.js'
-import { isFatal, mapError, type PgClient, type PgRunner } from './pg-client.js'
+import { SessionBackend, type SessionHold } from '../sql/sql-session-backend.js'
+import type { PgClient, PgRunner } from './pg-client.js'
 import { WriterIntents } from './pg-writer-intents.js'
 
 const CAPABILITIES: BackendCapabilities = Object.freeze({
@@ -52,22 +52,14 @@ const READ_IF_NO_WRITER = `SELECT CASE WHEN EXISTS (${HELD_BY})
  * exclusive lock on the same key as `mutex`. Does not work behind a
  * transaction-pooling proxy (PgBouncer in transaction mode), which moves sessions between server backends.
  */
-export class PgAdvisoryBackend extends SessionBackend<PgClient> {
+export class PgAdvisoryBackend extends SessionBackend<PgClient, PgRunner> {
   readonly name = 'postgres'
   readonly capabilities = CAPABILITIES
   private readonly intents: WriterIntents
 
-  constructor(private readonly db: PgRunner) {
-    super()
+  constructor(db: PgRunner) {
+    super(db)
     this.intents = new WriterIntents(db)
-  }
-
-  protected connect(): Promise<PgClient> {
-    return this.db.connect()
-  }
-
-  protected giveBack(client: PgClient, healthy: boolean): void {
-    client.release(healthy ? undefined : true)
   }
 
   protected async lockOn(client: PgClient, request: AcquireRequest) {
@@ -102,24 +94,10 @@ export class PgAdvisoryBackend extends SessionBackend<PgClient> {
     return (await this.value(hold.connection, `SELECT ${fn}($1::bigint) AS v`, [hold.detail.slice(1)])) === true
   }
 
-  protected async probe(hold: SessionHold<PgClient>): Promise<boolean> {
+  protected async stillHeld(hold: SessionHold<PgClient>): Promise<boolean> {
     const [classid, objid] = lockParts(BigInt(hold.detail.slice(1)))
-    try {
-      const sql = `SELECT EXISTS (${HELD_BY} AND pid = pg_backend_pid()) AS v`
-      return (await this.value(hold.connection, sql, [classid, objid])) === true
-    } catch (error) {
-      if (isFatal((error as { cause?: unknown }).cause ?? error)) return false
-      throw error
-    }
-  }
-
-  protected watch(client: PgClient, onDead: () => void): () => void {
-    client.on('error', onDead)
-    client.on('end', onDead)
-    return () => {
-      client.removeListener('error', onDead)
-      client.removeListener('end', onDead)
-    }
+    const sql = `SELECT EXISTS (${HELD_BY} AND pid = pg_backend_pid()) AS v`
+    return (await this.value(hold.connection, sql, [classid, objid])) === true
   }
 
   async isLocked(ref: LockRef & { readonly permits: number }): Promise<boolean> {
@@ -142,7 +120,7 @@ export class PgAdvisoryBackend extends SessionBackend<PgClient> {
     try {
       return (await client.query<{ v: unknown }>(sql, values)).rows[0]?.v
     } catch (error) {
-      throw mapError(error, this.db.backendName, this.db.secrets)
+      throw this.db.mapError(error)
     }
   }
 }

@@ -4,7 +4,7 @@
  */
 import { BackendUnavailableError } from '../../errors.js'
 import { redactText } from '../../redact-url.js'
-import { connectWithin } from '../mysql/sql-pin.js'
+import { PoolRunner } from '../sql/sql-runner.js'
 
 /** A query result. */
 export interface PgResult<R = Record<string, unknown>> {
@@ -96,46 +96,37 @@ export function pgSecrets(pool: unknown): string[] {
 
 const ignore = (): void => undefined
 
-/** One client at a time from the pool, errors mapped, a dead client destroyed rather than returned. */
-export class PgRunner {
-  /** Hidden from messages built from driver errors. */
-  readonly secrets: readonly string[]
-
+/** The {@link PoolRunner} of a pg pool. */
+export class PgRunner extends PoolRunner<PgClient> {
   /** `backendName` is how messages name the backend and its server: `postgres backend at 127.0.0.1:5432`. */
   constructor(
     readonly pool: PgPool,
-    readonly connectTimeoutMs: number,
-    readonly backendName: string,
+    connectTimeoutMs: number,
+    backendName: string,
   ) {
-    this.secrets = pgSecrets(pool)
+    super(connectTimeoutMs, backendName, pgSecrets(pool))
   }
 
-  /** A client from the pool within `connectTimeoutMs`. */
-  connect(): Promise<PgClient> {
-    return connectWithin(
-      () => this.pool.connect(),
-      (c) => c.release(),
-      this.connectTimeoutMs,
-      this.backendName,
-    ).catch((error: unknown) => {
-      throw mapError(error, this.backendName, this.secrets)
-    })
+  protected take(): Promise<PgClient> {
+    return this.pool.connect()
   }
 
-  async with<T>(fn: (c: PgClient) => Promise<T>): Promise<T> {
-    const client = await this.connect()
-    // pg emits 'error' on a checked-out client whose connection dies; unhandled, that would crash the process.
+  giveBack(client: PgClient, healthy: boolean): void {
+    client.release(healthy ? undefined : true)
+  }
+
+  isFatal(error: unknown): boolean {
+    return isFatal(error)
+  }
+
+  mapError(error: unknown): unknown {
+    return mapError(error, this.backendName, this.secrets)
+  }
+
+  /** pg emits 'error' on a checked-out client whose connection dies; unhandled, that would crash the process. */
+  protected override guard(client: PgClient): () => void {
     client.on('error', ignore)
-    try {
-      const result = await fn(client)
-      client.removeListener('error', ignore)
-      client.release()
-      return result
-    } catch (error) {
-      client.removeListener('error', ignore)
-      client.release(isFatal(error) ? true : undefined)
-      throw mapError(error, this.backendName, this.secrets)
-    }
+    return () => client.removeListener('error', ignore)
   }
 
   async query<R = Record<string, unknown>>(text: string, values: unknown[] = []): Promise<PgResult<R>> {

@@ -4,6 +4,8 @@
  * used: the row each acquire transaction locks first, holding the lock's fencing and queue counters, which
  * therefore never go back when holder rows are deleted.
  */
+
+import { type TableStatements, withClock } from '../sql/table-statements.js'
 import { NOW_MS } from './pg-client.js'
 
 /** The tables, one statement each, in the order to run them. Run by the backend on first use. */
@@ -73,24 +75,23 @@ const RAW = {
   upsertWaiter: `INSERT INTO latchkey_waiters (lock_key, owner, kind, seq, expires_at) VALUES ($1, $2, $3, $4, $5)
     ON CONFLICT (lock_key, owner) DO UPDATE SET expires_at = EXCLUDED.expires_at`,
   saveCounters: 'UPDATE latchkey_locks SET fence = $1, seq = $2 WHERE lock_key = $3',
-  renew: `UPDATE latchkey_holders SET expires_at = n.ms + $1, delay_until = n.ms + $1 + (delay_until - expires_at)
-    FROM (SELECT NOW_MS AS ms) n WHERE lock_key = $2 AND owner = $3 AND expires_at > n.ms`,
+  // The TTL comes twice ($1, $2): the statements of both dialects take the same values (MySQL has no $n).
+  renew: `UPDATE latchkey_holders SET expires_at = n.ms + $1, delay_until = n.ms + $2 + (delay_until - expires_at)
+    FROM (SELECT NOW_MS AS ms) n WHERE lock_key = $3 AND owner = $4 AND expires_at > n.ms`,
   // NOTIFY is sent at commit, and only when a row was deleted.
   release: `WITH d AS (DELETE FROM latchkey_holders WHERE lock_key = $1 AND owner = $2 AND expires_at > NOW_MS RETURNING 1)
     SELECT pg_notify($3, $4) FROM d`,
   leave: `WITH d AS (DELETE FROM latchkey_waiters WHERE lock_key = $1 AND owner = $2 RETURNING 1)
     SELECT pg_notify($3, $4) FROM d`,
   summary: `SELECT count(*)::int AS n, coalesce(min(delay_until), 0)::text AS "firstFree",
-    coalesce(max(delay_until), 0)::text AS "lastFree", count(*) FILTER (WHERE owner = $2)::int AS mine,
+    coalesce(max(delay_until), 0)::text AS "lastFree", count(*) FILTER (WHERE owner = $1)::int AS mine,
     NOW_MS::text AS now, coalesce(max(permits), 0)::text AS permits
-    FROM latchkey_holders WHERE lock_key = $1 AND delay_until > NOW_MS`,
+    FROM latchkey_holders WHERE lock_key = $2 AND delay_until > NOW_MS`,
   countLive: 'SELECT count(*)::int AS n FROM latchkey_holders WHERE lock_key = $1 AND delay_until > NOW_MS',
   dropHolders: 'DELETE FROM latchkey_holders WHERE lock_key = $1',
   dropWaiters: 'DELETE FROM latchkey_waiters WHERE lock_key = $1',
   notify: 'SELECT pg_notify($1, $2)',
 } as const
 
-/** The `'table'` strategy's statements: `$n` parameters only; keys and owners are never spliced in. */
-export const PG_SQL = Object.freeze(
-  Object.fromEntries(Object.entries(RAW).map(([k, v]) => [k, v.replaceAll('NOW_MS', NOW_MS)])),
-) as { readonly [K in keyof typeof RAW]: string }
+/** The `'table'` strategy's statements ({@link TableStatements}): `$n` parameters only; keys and owners are never spliced in. */
+export const PG_SQL = withClock(RAW, NOW_MS) satisfies TableStatements

@@ -1,7 +1,7 @@
 import { requirePeer } from '../../backend/optional-peer.js'
 import type { Backend } from '../../backend/types.js'
 import { checkQueryKeys, choiceOption, numberOption, parseSingleHostUrl } from '../../backend/url-parts.js'
-import { connectionOptions, databaseOf, owningPool } from '../mysql/sql-url.js'
+import { connectionOptions, databaseOf, owningPool, type UrlBackendOptions, urlBackendOptions } from '../sql/sql-url.js'
 import type { PgPool } from './pg-client.js'
 
 interface PgModule {
@@ -63,14 +63,12 @@ export function parsePostgresUrl(url: string): PostgresUrl {
  */
 export async function openPostgresBackend(
   url: string,
-  make: (options: { pool: PgPool; strategy: PostgresUrl['strategy']; connectTimeoutMs: number | undefined }) => Backend,
+  make: (options: UrlBackendOptions<PgPool, NonNullable<PostgresUrl['strategy']>>) => Backend,
 ): Promise<Backend> {
   const parsed = parsePostgresUrl(url)
   const pg = requirePeer<PgModule>('pg', 'postgres', 'pg package (8.x): npm install pg')
   const pool = new pg.Pool(parsed.pool)
   // An idle client dropped by the server is reported here; the pool replaces it on the next connect.
   pool.on('error', () => undefined)
-  return owningPool(pool, (p) =>
-    make({ pool: p, strategy: parsed.strategy, connectTimeoutMs: parsed.connectTimeoutMs }),
-  )
+  return owningPool(pool, (p) => make(urlBackendOptions(p, parsed)))
 }

@@ -21,6 +21,13 @@ import type {
   RenewRequest,
 } from '../../backend/types.js'
 import { UnsupportedError } from '../../errors.js'
+import type { PoolRunner } from './sql-runner.js'
+
+/** What the base needs of a pinned connection: both mysql2 connections and pg clients report their death this way. */
+export interface SessionConnection {
+  on(event: 'error' | 'end', listener: (...args: unknown[]) => void): unknown
+  removeListener(event: 'error' | 'end', listener: (...args: unknown[]) => void): unknown
+}
 
 /** One held session lock. */
 export interface SessionHold<C> {
@@ -38,30 +45,38 @@ export interface SessionHold<C> {
   unwatch: () => void
 }
 
-/** What a session strategy does on its pinned connection. */
-export abstract class SessionBackend<C> implements Backend {
+/** What a session strategy does on its pinned connection; `db` lends the connections. */
+export abstract class SessionBackend<C extends SessionConnection, R extends PoolRunner<C> = PoolRunner<C>>
+  implements Backend
+{
   abstract readonly name: string
   abstract readonly capabilities: BackendCapabilities
   protected readonly holds = new Map<string, SessionHold<C>>()
   protected readonly notifier = new LocalNotifier()
   private closed = false
 
-  /** Takes a connection from the pool (bounded wait). */
-  protected abstract connect(): Promise<C>
-  /** Returns a connection to the pool, or destroys it when it may still hold something. Never throws. */
-  protected abstract giveBack(connection: C, healthy: boolean): void
   /** Tries the server lock on `connection`; `detail` is what `unlock` will need. */
   protected abstract lockOn(connection: C, request: AcquireRequest): Promise<{ token: bigint; detail: string } | false>
   /** Frees the server lock; true when the server confirmed it. Throws on connection errors. */
   protected abstract unlockOn(hold: SessionHold<C>): Promise<boolean>
-  /** Whether `connection` still holds the lock (false on a dead connection). */
-  protected abstract probe(hold: SessionHold<C>): Promise<boolean>
-  /** Calls `onDead` when the connection reports an error or its end; returns the detach function. */
-  protected abstract watch(connection: C, onDead: () => void): () => void
+  /** Whether the pinned connection still holds the lock; throws (mapped) on connection errors. */
+  protected abstract stillHeld(hold: SessionHold<C>): Promise<boolean>
   /** Whether anyone (in any process) holds the lock. */
   abstract isLocked(ref: LockRef & { readonly permits: number }): Promise<boolean>
   /** Ends the sessions of holders in other processes; true if one was found. */
   protected abstract forceRemote(ref: LockRef): Promise<boolean>
+
+  constructor(protected readonly db: R) {}
+
+  /** Takes a connection from the pool (bounded wait). */
+  protected connect(): Promise<C> {
+    return this.db.connect()
+  }
+
+  /** Returns a connection to the pool, or destroys it when it may still hold something. Never throws. */
+  private giveBack(connection: C, healthy: boolean): void {
+    this.db.giveBack(connection, healthy)
+  }
 
   async tryAcquire(request: AcquireRequest): Promise<AcquireResult> {
     if (!this.capabilities.kinds.includes(request.kind)) {
@@ -141,6 +156,30 @@ export abstract class SessionBackend<C> implements Backend {
     if (this.closed) return
     this.closed = true
     await Promise.all([...this.holds.values()].map((hold) => this.releaseHold(hold).catch(() => undefined)))
+  }
+
+  /**
+   * Whether `hold` still has its lock. A dead connection is a lost lease, not an error: the server freed the
+   * lock with the session. Other errors (a timeout on a live connection) leave the answer unknown and are thrown.
+   */
+  private async probe(hold: SessionHold<C>): Promise<boolean> {
+    try {
+      return await this.stillHeld(hold)
+    } catch (error) {
+      // Errors arrive mapped to BackendUnavailableError; the driver's own error is its cause.
+      if (this.db.isFatal((error as { cause?: unknown }).cause ?? error)) return false
+      throw error
+    }
+  }
+
+  /** Calls `onDead` when the connection reports an error or its end; returns the detach function. */
+  private watch(connection: C, onDead: () => void): () => void {
+    connection.on('error', onDead)
+    connection.on('end', onDead)
+    return () => {
+      connection.removeListener('error', onDead)
+      connection.removeListener('end', onDead)
+    }
   }
 
   /** Number of pinned connections (for tests and leak checks). */

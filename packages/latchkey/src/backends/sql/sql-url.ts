@@ -45,6 +45,25 @@ export async function owningPool<P extends { end(): Promise<void> }>(
   })
 }
 
+/** latchkey's options read from a SQL URL, unset ones left out (the factories' options are exact-optional). */
+export interface UrlBackendOptions<P, S extends string> {
+  readonly pool: P
+  readonly strategy?: S
+  readonly connectTimeoutMs?: number
+}
+
+/** The factory options of a parsed URL, on the pool opened for it. */
+export function urlBackendOptions<P, S extends string>(
+  pool: P,
+  parsed: { readonly strategy: S | undefined; readonly connectTimeoutMs: number | undefined },
+): UrlBackendOptions<P, S> {
+  return {
+    pool,
+    ...(parsed.strategy === undefined ? {} : { strategy: parsed.strategy }),
+    ...(parsed.connectTimeoutMs === undefined ? {} : { connectTimeoutMs: parsed.connectTimeoutMs }),
+  }
+}
+
 /** host, port, user, password and database as both mysql2 and node-postgres name them. */
 export function connectionOptions(checked: SingleHostUrl, database: string | undefined): Record<string, unknown> {
   const { server, username, password } = checked

@@ -1,0 +1,170 @@
+import { stateKey } from '../../backend/grant-rules.js'
+import type {
+  AcquireRequest,
+  AcquireResult,
+  Backend,
+  BackendCapabilities,
+  HolderRef,
+  LockRef,
+  ReleaseSubscription,
+  RenewRequest,
+} from '../../backend/types.js'
+import { acquireInTable, type LiveSummary, precheckBusy } from './sql-table-grant.js'
+import { MissingLockRow, tableTx } from './sql-table-tx.js'
+import type { SqlSession, TableDialect } from './table-dialect.js'
+
+/** Rows can express every kind of lock the grant rules know. */
+const TABLE_KINDS = Object.freeze(['mutex', 'fair', 'read', 'write', 'semaphore'] as const)
+
+/**
+ * The `'table'` strategy on any SQL database with row locks and READ COMMITTED: holder and waiter rows,
+ * leases timed by the database clock, a per-lock fencing counter that never goes back, every kind of lock.
+ * The database's own part (statements, key encoding, how releases are announced) is its {@link TableDialect};
+ * the acquire transaction is {@link acquireInTable}, whose fixed lock order keeps it free of deadlocks.
+ *
+ * Renew, release and leave are single autocommit statements on one row, so they wait for nothing but that row.
+ */
+export class SqlTableBackend implements Backend {
+  readonly name: string
+  readonly capabilities: BackendCapabilities
+  private migrated: Promise<void> | undefined
+
+  constructor(private readonly dialect: TableDialect) {
+    this.name = dialect.name
+    this.capabilities = Object.freeze({
+      fencing: 'native',
+      notifications: dialect.notifications,
+      kinds: TABLE_KINDS,
+      crossProcess: true,
+      lockDelay: true,
+      // Leases are timed by the database clock, read in the same statements that write them.
+      clock: 'server',
+    })
+  }
+
+  async tryAcquire(request: AcquireRequest): Promise<AcquireResult> {
+    await this.migrate()
+    const key = stateKey(request)
+    if (request.kind === 'mutex' || request.kind === 'semaphore') {
+      const busy = precheckBusy(request, await this.summary(key, request.owner))
+      if (busy !== undefined) return busy
+    }
+    const acquire = () => this.transaction((s) => acquireInTable(tableTx(this.dialect, s), request, key))
+    try {
+      return await acquire()
+    } catch (error) {
+      if (!(error instanceof MissingLockRow)) throw error
+    }
+    // Created in autocommit, outside any transaction (see TableDialect.ensureKeyInTransaction), then tried again.
+    await this.dialect.pool.run(this.dialect.sql.ensureKey, [this.dialect.encodeKey(key)])
+    return acquire()
+  }
+
+  async renew(request: RenewRequest): Promise<boolean> {
+    await this.migrate()
+    const ttl = Math.ceil(request.ttlMs)
+    const { count } = await this.dialect.pool.run(this.dialect.sql.renew, [ttl, ttl, ...this.holder(request)])
+    return count === 1
+  }
+
+  async release(request: HolderRef): Promise<boolean> {
+    await this.migrate()
+    const key = stateKey(request)
+    const args = [...this.holder(request), ...this.dialect.notifier.args(key)]
+    if ((await this.dialect.pool.run(this.dialect.sql.release, args)).count !== 1) return false
+    this.dialect.notifier.changed(key)
+    return true
+  }
+
+  async leaveQueue(request: HolderRef): Promise<void> {
+    await this.migrate()
+    const key = stateKey(request)
+    const args = [...this.holder(request), ...this.dialect.notifier.args(key)]
+    if ((await this.dialect.pool.run(this.dialect.sql.leave, args)).count > 0) this.dialect.notifier.changed(key)
+  }
+
+  async isLocked(ref: LockRef & { readonly permits: number }): Promise<boolean> {
+    await this.migrate()
+    const { rows } = await this.dialect.pool.run<{ n: number | string }>(this.dialect.sql.countLive, [
+      this.dialect.encodeKey(stateKey(ref)),
+    ])
+    const n = Number(rows[0]?.n ?? 0)
+    return ref.kind === 'semaphore' ? n >= ref.permits : n > 0
+  }
+
+  async forceRelease(ref: LockRef): Promise<boolean> {
+    await this.migrate()
+    const key = stateKey(ref)
+    const k = this.dialect.encodeKey(key)
+    const { sql, notifier } = this.dialect
+    const dropped = await this.transaction(async (s) => {
+      // Same lock order as an acquire: the lock row first (when there is none, nothing was ever held).
+      if ((await s.run(sql.lockKey, [k])).rows.length === 0) return 0
+      await s.run(sql.dropWaiters, [k])
+      const { count } = await s.run(sql.dropHolders, [k])
+      if (sql.notify !== undefined) await s.run(sql.notify, notifier.args(key))
+      return count
+    })
+    notifier.changed(key)
+    return dropped > 0
+  }
+
+  subscribe(ref: LockRef): ReleaseSubscription {
+    return this.dialect.notifier.subscribe(stateKey(ref), ref.kind)
+  }
+
+  /** Stops the notifier (PostgreSQL's listening client is destroyed, not returned); the pool stays open. */
+  async close(): Promise<void> {
+    await this.dialect.notifier.close()
+  }
+
+  /** The key and owner values of a holder or waiter row. */
+  private holder(request: HolderRef): unknown[] {
+    return [this.dialect.encodeKey(stateKey(request)), request.owner]
+  }
+
+  private async summary(key: string, owner: string): Promise<LiveSummary> {
+    const { rows } = await this.dialect.pool.run<Record<keyof LiveSummary, number | string>>(this.dialect.sql.summary, [
+      owner,
+      this.dialect.encodeKey(key),
+    ])
+    const r = rows[0]
+    const num = (v: number | string | undefined): number => Number(v ?? 0)
+    return {
+      n: num(r?.n),
+      firstFree: num(r?.firstFree),
+      lastFree: num(r?.lastFree),
+      mine: num(r?.mine) > 0,
+      now: num(r?.now),
+      permits: num(r?.permits),
+    }
+  }
+
+  /** The dialect's migration, once per backend; a failed one is tried again by the next call. */
+  private migrate(): Promise<void> {
+    this.migrated ??= this.dialect
+      .migrate((fn) => this.transaction(fn))
+      .catch((error: unknown) => {
+        this.migrated = undefined
+        throw error
+      })
+    return this.migrated
+  }
+
+  /** Runs `fn` in one READ COMMITTED transaction on one pool connection. */
+  private transaction<T>(fn: (session: SqlSession) => Promise<T>): Promise<T> {
+    const { pool, begin, isFatal } = this.dialect
+    return pool.with(async (s) => {
+      for (const statement of begin) await s.run(statement, [])
+      try {
+        const result = await fn(s)
+        await s.run('COMMIT', [])
+        return result
+      } catch (error) {
+        // A dead connection cannot roll back; the server does when the connection goes.
+        if (!isFatal(error)) await s.run('ROLLBACK', [])
+        throw error
+      }
+    })
+  }
+}
