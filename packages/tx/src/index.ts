@@ -1,0 +1,3 @@
+export * from './errors.js'
+export * from './store/index.js'
+export type * from './types.js'
