@@ -136,8 +136,9 @@ class TxCoordinator implements Coordinator {
 
   async abort(gid: string): Promise<RunResult> {
     const { def, record, lease } = await this.take(gid, 'abort')
-    const forward = record.status === 'parked' ? record.parkedFrom : record.status
-    if (forward !== 'prepared' && forward !== 'submitted') {
+    const phase = record.status === 'parked' ? record.parkedFrom : record.status
+    // A TCC transaction that reached `submitted` has decided to confirm: only its try phase can be aborted.
+    if (phase !== (record.kind === 'tcc' ? 'prepared' : 'submitted')) {
       await lease.release().catch(() => undefined)
       const hint = record.status === 'parked' ? '; its compensation is parked: fix the cause and tc.retry(gid)' : ''
       throw new TxError(`Transaction ${gid} is ${record.status}; only a forward phase can be aborted${hint}`, {
