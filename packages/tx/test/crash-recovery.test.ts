@@ -1,0 +1,111 @@
+/**
+ * A coordinator process is killed with SIGKILL in the middle of a saga; a fresh coordinator (another process's
+ * view: its own store handle and lock backend on the same SQLite file) finishes the transaction under a new
+ * lease. Every step's effect is applied exactly once and no compensation twice, although the operation that
+ * was cut short is called again.
+ */
+import { type ChildProcess, spawn } from 'node:child_process'
+import { join } from 'node:path'
+import { createInterface } from 'node:readline'
+import { fileURLToPath } from 'node:url'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { type Coordinator, createCoordinator, type TxEvent } from '../src/index.js'
+import { CRASH_SAGA, createLedger, defineCrashSaga, ledgerCounts } from './support/crash-saga.js'
+import { tempDir } from './support/databases.js'
+import { eventually } from './support/eventually.js'
+
+const script = fileURLToPath(new URL('./support/crash-coordinator.ts', import.meta.url))
+const tmp = tempDir()
+const storeUrl = `sqlite:${join(tmp.dir, 'tx.db')}`
+const ledgerPath = join(tmp.dir, 'ledger.db')
+
+beforeAll(async () => {
+  await createLedger(ledgerPath)
+})
+afterAll(() => {
+  tmp.remove()
+})
+
+/** Starts the coordinator process and resolves once it printed `crash-point`. */
+function runUntilCrashPoint(crashAt: string, gid: string, failAt: string): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', script, storeUrl, ledgerPath, crashAt, gid, failAt], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('the coordinator process never reached its crash point')), 20_000)
+    child.on('exit', (code) => reject(new Error(`the coordinator process exited early with ${code}`)))
+    createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (line) => {
+      if (line !== 'crash-point') return
+      clearTimeout(timer)
+      resolve(child)
+    })
+  })
+}
+
+async function kill(child: ChildProcess): Promise<void> {
+  child.removeAllListeners('exit')
+  const exited = new Promise((resolve) => child.once('exit', resolve))
+  child.kill('SIGKILL')
+  await exited
+}
+
+describe('recovery after SIGKILL', () => {
+  let tc: Coordinator
+  const events: TxEvent[] = []
+  let close: () => void
+
+  beforeAll(() => {
+    tc = createCoordinator({
+      store: storeUrl,
+      recoverEveryMs: 100,
+      retry: { firstMs: 5, maxMs: 20 },
+      onEvent: (e) => events.push(e),
+    })
+    close = defineCrashSaga(tc, ledgerPath).close
+  })
+  afterAll(async () => {
+    await tc?.close()
+    close?.()
+  })
+
+  it('killed after a forward step committed its effect: resumed, each step applied exactly once', async () => {
+    const gid = 'crash-forward'
+    const child = await runUntilCrashPoint('b:action', gid, '-')
+    await kill(child)
+    const done = await eventually(async () => {
+      const tx = await tc.get(gid)
+      return tx?.status === 'succeeded' && tx
+    }, 20_000)
+    const { effects, calls } = ledgerCounts(ledgerPath, gid)
+    expect(effects).toEqual({ 'a:action': 1, 'b:action': 1, 'c:action': 1 })
+    expect(calls).toEqual({ 'a:action': 1, 'b:action': 2, 'c:action': 1 })
+    expect(done.name).toBe(CRASH_SAGA)
+    expect(done.branches.find((b) => b.id === 'b' && b.op === 'action')?.attempts).toBe(2)
+    const recovered = done.history.find((e) => e.type === 'recovered')
+    const created = done.history.find((e) => e.type === 'created')
+    expect(recovered?.token).toBeGreaterThan(created?.token ?? 0n)
+    expect(events.some((e) => e.type === 'recovered' && e.gid === gid)).toBe(true)
+  })
+
+  it('killed during compensation: compensations resume, none is applied twice', async () => {
+    const gid = 'crash-compensate'
+    const child = await runUntilCrashPoint('b:compensate', gid, 'c')
+    await kill(child)
+    const done = await eventually(async () => {
+      const tx = await tc.get(gid)
+      return tx?.status === 'failed' && tx
+    }, 20_000)
+    const { effects, calls } = ledgerCounts(ledgerPath, gid)
+    // c's action failed before its effect, so its compensation is a null compensation (no effect).
+    expect(effects).toEqual({ 'a:action': 1, 'b:action': 1, 'b:compensate': 1, 'a:compensate': 1 })
+    expect(calls).toEqual({
+      'a:action': 1,
+      'b:action': 1,
+      'c:action': 1,
+      'c:compensate': 1,
+      'b:compensate': 2,
+      'a:compensate': 1,
+    })
+    expect(done.error).toBe('c refused')
+  })
+})

@@ -1,0 +1,77 @@
+/**
+ * The saga of the crash test, shared by the coordinator process that is killed and the one that finishes.
+ * Every step applies its effect through the barrier in a SQLite "ledger" (a separate database, as a
+ * participant's own would be), and counts its invocations outside the barrier, so that a test can tell
+ * "called twice" from "applied twice".
+ */
+import Database from 'better-sqlite3'
+import { barrier, ensureBarrierTable } from '../../src/barrier/index.js'
+import type { BranchContext, Coordinator, Saga } from '../../src/index.js'
+
+export const CRASH_SAGA = 'crash-saga'
+export const STEPS = ['a', 'b', 'c'] as const
+
+/** Creates the ledger tables. */
+export async function createLedger(path: string): Promise<void> {
+  const db = new Database(path)
+  db.pragma('journal_mode = WAL')
+  db.exec('CREATE TABLE IF NOT EXISTS effects (gid TEXT, step TEXT, op TEXT)')
+  db.exec('CREATE TABLE IF NOT EXISTS invocations (gid TEXT, step TEXT, op TEXT, attempt INTEGER)')
+  await ensureBarrierTable(db)
+  db.close()
+}
+
+/** Counts per `step:op` in the ledger. */
+export function ledgerCounts(
+  path: string,
+  gid: string,
+): { effects: Record<string, number>; calls: Record<string, number> } {
+  const db = new Database(path, { readonly: true })
+  const count = (table: string) =>
+    Object.fromEntries(
+      (
+        db
+          .prepare(`SELECT step || ':' || op AS k, COUNT(*) AS n FROM ${table} WHERE gid = ? GROUP BY step, op`)
+          .all(gid) as { k: string; n: number }[]
+      ).map((r) => [r.k, r.n]),
+    )
+  const result = { effects: count('effects'), calls: count('invocations') }
+  db.close()
+  return result
+}
+
+/**
+ * Defines the saga on `tc`. `crashAt` (`b:action` or `b:compensate`) makes that operation print `crash-point`
+ * once its effect is committed and then never return: the parent kills the process there. `c` fails when the
+ * input says so.
+ */
+export function defineCrashSaga(
+  tc: Coordinator,
+  ledgerPath: string,
+  crashAt?: string,
+): { saga: Saga<{ failAt?: string }>; close: () => void } {
+  const ledger = new Database(ledgerPath)
+  ledger.pragma('busy_timeout = 5000')
+  const apply = (step: string) => async (ctx: BranchContext<{ failAt?: string }>) => {
+    ledger.prepare('INSERT INTO invocations VALUES (?, ?, ?, ?)').run(ctx.gid, step, ctx.op, ctx.attempt)
+    if (ctx.op === 'action' && ctx.input.failAt === step) throw new Error(`${step} refused`)
+    ledger.exec('BEGIN IMMEDIATE')
+    try {
+      await barrier(ledger, { gid: ctx.gid, branch: step, op: ctx.op }, (db) =>
+        db.prepare('INSERT INTO effects VALUES (?, ?, ?)').run(ctx.gid, step, ctx.op),
+      )
+      ledger.exec('COMMIT')
+    } catch (error) {
+      ledger.exec('ROLLBACK')
+      throw error
+    }
+    if (crashAt === `${step}:${ctx.op}`) {
+      process.stdout.write('crash-point\n')
+      await new Promise(() => undefined)
+    }
+    return `${step}-${ctx.op}`
+  }
+  let saga = tc.saga<{ failAt?: string }>(CRASH_SAGA)
+  for (const step of STEPS) saga = saga.step(step, { action: apply(step), compensate: apply(step) })
+  return { saga, close: () => ledger.close() }
+}
