@@ -36,8 +36,15 @@ export interface TestDatabase {
   store(): TxStore
   /** Runs raw SQL (with `?` placeholders). */
   sql(sql: string, params?: unknown[]): Promise<Record<string, unknown>[]>
+  /** Deletes the latchkey lock rows (the default recovery leases) whose key starts with `prefix`. */
+  dropLocks(prefix: string): Promise<void>
   /** Drops the log's tables and closes the pools. */
   drop(): Promise<void>
+}
+
+const LOCK_TABLES = {
+  postgres: ['latchkey_holders', 'latchkey_waiters', 'latchkey_locks'],
+  mysql: ['latchkey_holders', 'latchkey_waiters', 'latchkey_locks', 'latchkey_row_locks', 'latchkey_fences'],
 }
 
 export function openTestDatabase(dialect: Dialect, prefix = uniquePrefix()): TestDatabase {
@@ -56,6 +63,7 @@ export function openTestDatabase(dialect: Dialect, prefix = uniquePrefix()): Tes
         s.run(...params)
         return []
       },
+      dropLocks: async () => undefined,
       drop: async () => {
         raw.close()
         tmp.remove()
@@ -78,6 +86,14 @@ export function openTestDatabase(dialect: Dialect, prefix = uniquePrefix()): Tes
           )
         ).rows
       },
+      dropLocks: async (prefix) => {
+        const bytes = Buffer.from(prefix, 'utf8')
+        for (const t of LOCK_TABLES.postgres) {
+          const { rows } = await pool.query('SELECT to_regclass($1) IS NOT NULL AS ok', [t])
+          if (rows[0]?.ok !== true) continue
+          await pool.query(`DELETE FROM ${t} WHERE substring(lock_key FROM 1 FOR $2) = $1`, [bytes, bytes.length])
+        }
+      },
       drop: async () => {
         await pool.query(`DROP TABLE IF EXISTS ${tables.join(', ')}`)
         await pool.end()
@@ -92,6 +108,15 @@ export function openTestDatabase(dialect: Dialect, prefix = uniquePrefix()): Tes
     sql: async (sql, params = []) => {
       const [rows] = await pool.query(sql, params)
       return Array.isArray(rows) ? (rows as Record<string, unknown>[]) : []
+    },
+    dropLocks: async (prefix) => {
+      const [rows] = await pool.query(
+        'SELECT table_name AS t FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name IN (?)',
+        [LOCK_TABLES.mysql],
+      )
+      for (const { t } of rows as { t: string }[]) {
+        await pool.query(`DELETE FROM ${t} WHERE LEFT(lock_key, LENGTH(?)) = ?`, [prefix, prefix])
+      }
     },
     drop: async () => {
       await pool.query(`DROP TABLE IF EXISTS ${tables.join(', ')}`)
