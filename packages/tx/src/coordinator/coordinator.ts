@@ -1,18 +1,19 @@
 import { randomUUID } from 'node:crypto'
 import { type Backend, createLocks, type Lease, type Locks } from 'latchkey'
 import { checkId } from '../branch.js'
-import { describe, StaleCoordinatorError, TxAbortedError, TxError, TxTimeoutError } from '../errors.js'
+import { TxError } from '../errors.js'
 import { createSaga, type Saga } from '../saga/saga.js'
 import { storeFromUrl } from '../store/store-url.js'
-import type { ListFilter, TxStore } from '../store/types.js'
+import type { ListFilter, TxChange, TxStore } from '../store/types.js'
 import { createTcc, type Tcc, type TccParticipant } from '../tcc/tcc.js'
-import type { TxEvent, TxRecord, TxStatus, TxSummary } from '../types.js'
+import type { TxEvent, TxRecord, TxSummary } from '../types.js'
 import { checkFilter, checkRunOptions, checkStore, UNFINISHED } from './checks.js'
 import { Registry, type TxDefinition } from './definition.js'
+import { driveTransaction } from './drive.js'
+import { abortChange, retryChange } from './manual.js'
 import { type CoordinatorOptions, type ResolvedOptions, resolveOptions } from './options.js'
 import { RecoverySweep } from './recovery.js'
 import type { RunResult, Starter } from './run-result.js'
-import { Parked, StopDriving, TxRun } from './tx-run.js'
 
 /** The transaction coordinator (TC) returned by {@link createCoordinator}. */
 export interface Coordinator {
@@ -115,47 +116,26 @@ class TxCoordinator implements Coordinator {
   }
 
   async retry(gid: string): Promise<RunResult> {
-    const { def, record, lease } = await this.take(gid, 'retry')
-    if (record.status !== 'parked' || record.parkedFrom === null) {
-      await lease.release().catch(() => undefined)
-      throw new TxError(`Transaction ${gid} is ${record.status}, not parked; only a parked one can be retried`, {
-        code: 'NOT_PARKED',
-        gid,
-      })
-    }
-    const resets = record.branches
-      .filter((b) => b.status !== 'succeeded' && b.attempts > 0)
-      .map((b) => ({ id: b.id, op: b.op, attempts: 0 }))
-    return this.resume(def, record, lease, {
-      status: record.parkedFrom,
-      parkedFrom: null,
-      branches: resets,
-      event: { type: 'retried', detail: `back to ${record.parkedFrom}` },
-    })
+    return this.manual(gid, 'retry', retryChange)
   }
 
   async abort(gid: string): Promise<RunResult> {
-    const { def, record, lease } = await this.take(gid, 'abort')
-    const phase = record.status === 'parked' ? record.parkedFrom : record.status
-    // A TCC transaction that reached `submitted` has decided to confirm: only its try phase can be aborted.
-    if (phase !== (record.kind === 'tcc' ? 'prepared' : 'submitted')) {
+    return this.manual(gid, 'abort', abortChange)
+  }
+
+  /** A manual action: under the transaction's lease, writes `change(record)` and drives it from there. */
+  private async manual(gid: string, what: string, change: (record: TxRecord) => TxChange): Promise<RunResult> {
+    const { def, record, lease } = await this.take(gid, what)
+    try {
+      const c = change(record)
+      await this.store.write(record.gid, lease.token, c)
+      this.emit({ type: c.event.type, gid: record.gid, kind: record.kind, name: record.name })
+    } catch (error) {
       await lease.release().catch(() => undefined)
-      const hint = record.status === 'parked' ? '; its compensation is parked: fix the cause and tc.retry(gid)' : ''
-      throw new TxError(`Transaction ${gid} is ${record.status}; only a forward phase can be aborted${hint}`, {
-        code: 'NOT_ABORTABLE',
-        gid,
-      })
+      throw error
     }
-    const resets = record.branches
-      .filter((b) => b.status !== 'succeeded')
-      .map((b) => ({ id: b.id, op: b.op, attempts: 0 }))
-    return this.resume(def, record, lease, {
-      status: 'aborting',
-      parkedFrom: null,
-      error: 'aborted by tc.abort()',
-      branches: resets,
-      event: { type: 'aborting', detail: 'aborted by tc.abort()' },
-    })
+    const updated = await this.store.load(record.gid)
+    return this.drive(def, updated ?? record, lease)
   }
 
   /** Takes the lease of a stored transaction for a manual action. */
@@ -179,18 +159,6 @@ class TxCoordinator implements Coordinator {
     if (lease === undefined) throw new TxError(`Cannot ${what} ${gid}: a coordinator is driving it`, busy(gid))
     const record = await this.store.load(gid)
     return { def, record: record ?? seen, lease }
-  }
-
-  private async resume(def: TxDefinition, record: TxRecord, lease: Lease, change: Parameters<TxStore['write']>[2]) {
-    try {
-      await this.store.write(record.gid, lease.token, change)
-    } catch (error) {
-      await lease.release().catch(() => undefined)
-      throw error
-    }
-    this.emit({ type: change.event.type, gid: record.gid, kind: record.kind, name: record.name })
-    const updated = await this.store.load(record.gid)
-    return this.drive(def, updated ?? record, lease)
   }
 
   async recoverNow(): Promise<void> {
@@ -222,41 +190,17 @@ class TxCoordinator implements Coordinator {
   }
 
   private drive(def: TxDefinition, record: TxRecord, lease: Lease): Promise<RunResult> {
-    const env = { store: this.store, retry: this.o.retry, timeoutMs: this.o.timeoutMs, closing: this.closing.signal }
-    const run = new TxRun(record, lease, { ...env, emit: (e) => this.emit(e) })
-    const done = (async (): Promise<RunResult> => {
-      let error: TxError | undefined
-      try {
-        await def.drive(run)
-      } catch (e) {
-        if (e instanceof Parked) error = e.error
-        else if (e instanceof StaleCoordinatorError) {
-          error = e
-          run.emit({ type: 'stale', error: e })
-        } else if (!(e instanceof StopDriving)) {
-          error = new TxError(`Driving ${record.gid} failed: ${describe(e)}`, {
-            code: 'DRIVE_FAILED',
-            gid: record.gid,
-            cause: e,
-            retryable: true,
-          })
-          run.emit({ type: 'drive-error', error: e })
-        }
-      } finally {
-        this.driving.delete(record.gid)
-        await lease.release().catch(() => undefined)
-      }
-      if (error === undefined && run.status === 'failed') error = abortError(run, record)
-      // Overtaken: what this coordinator remembers is stale; report the log's status.
-      const status = error instanceof StaleCoordinatorError ? await this.statusOf(record.gid, run.status) : run.status
-      return { gid: record.gid, status, results: run.results(), ...(error === undefined ? {} : { error }) }
-    })()
+    const env = {
+      store: this.store,
+      retry: this.o.retry,
+      timeoutMs: this.o.timeoutMs,
+      closing: this.closing.signal,
+      emit: (e: TxEvent) => this.emit(e),
+    }
+    const statusOf = async (gid: string) => (await this.store.load(gid))?.status
+    const done = driveTransaction(def, record, lease, env, statusOf).finally(() => this.driving.delete(record.gid))
     this.driving.set(record.gid, done)
     return done
-  }
-
-  private async statusOf(gid: string, fallback: TxStatus): Promise<TxStatus> {
-    return (await this.store.load(gid).catch(() => undefined))?.status ?? fallback
   }
 
   /** The transaction's lease, if nobody holds it. */
@@ -300,12 +244,6 @@ class TxCoordinator implements Coordinator {
 }
 
 const busy = (gid: string) => ({ code: 'TX_BUSY', gid, retryable: true })
-
-function abortError(run: TxRun, record: TxRecord): TxError {
-  const cause = run.failure?.cause ?? record.error ?? 'aborted'
-  if (cause instanceof TxTimeoutError) return cause
-  return new TxAbortedError(record.gid, run.failure?.branch, cause)
-}
 
 /**
  * Creates a transaction coordinator over a durable log. Validates every option before any I/O.

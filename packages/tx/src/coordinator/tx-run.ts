@@ -98,6 +98,17 @@ export class TxRun {
     this.emit({ type: status })
   }
 
+  /** A forward operation failed for good: remember why and write `aborting` before any compensation. */
+  async abortAfter(id: string, op: BranchOp, error: unknown): Promise<void> {
+    this.failure = { branch: id, cause: error }
+    const message = describe(error)
+    await this.transition(
+      'aborting',
+      { error: message, branches: [{ id, op, status: 'failed', lastError: message }] },
+      `${op} of "${id}" failed: ${message}`,
+    )
+  }
+
   /**
    * Calls one branch operation until it succeeds. A forward operation (`mayFail`) returns its failure when it
    * throws a non-retryable error or its deadline passed; anything else is retried with backoff, and after

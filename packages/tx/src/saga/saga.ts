@@ -2,7 +2,6 @@ import { type BranchFn, checkBranchFn, checkId } from '../branch.js'
 import type { TxDefinition } from '../coordinator/definition.js'
 import type { RunOptions, RunResult, Starter } from '../coordinator/run-result.js'
 import type { TxRun } from '../coordinator/tx-run.js'
-import { describe } from '../errors.js'
 
 /** One saga step: a forward action and the compensation that undoes it. */
 export interface SagaStep<I = unknown> {
@@ -79,13 +78,7 @@ async function driveSaga(run: TxRun, steps: readonly Step[]): Promise<void> {
       if (run.branch(step.id, 'action').status === 'succeeded') continue
       const outcome = await run.call(step.id, 'action', step.action, true)
       if (outcome.ok) continue
-      run.failure = { branch: step.id, cause: outcome.error }
-      const message = describe(outcome.error)
-      await run.transition(
-        'aborting',
-        { error: message, branches: [{ id: step.id, op: 'action', status: 'failed', lastError: message }] },
-        `step "${step.id}" failed: ${message}`,
-      )
+      await run.abortAfter(step.id, 'action', outcome.error)
       break
     }
     if (run.status === 'submitted') {

@@ -97,20 +97,10 @@ export class SqlTxStore implements TxStore {
   async write(gid: string, token: bigint, change: TxChange): Promise<void> {
     const now = Date.now()
     await this.driver.transaction(async (q) => {
-      const sets = ['fence = ?', 'version = version + 1', 'updated_at = ?']
-      const params: unknown[] = [token, now]
-      if (change.status !== undefined) {
-        sets.push('status = ?')
-        params.push(change.status)
-      }
-      if (change.parkedFrom !== undefined) {
-        sets.push('parked_from = ?')
-        params.push(change.parkedFrom)
-      }
-      if (change.error !== undefined) {
-        sets.push('error = ?')
-        params.push(change.error)
-      }
+      const { sets, params } = assignments(
+        { fence: token, updated_at: now, status: change.status, parked_from: change.parkedFrom, error: change.error },
+        'version = version + 1',
+      )
       const claimed = await q(`UPDATE ${this.p}global SET ${sets.join(', ')} WHERE gid = ? AND fence <= ?`, [
         ...params,
         gid,
@@ -130,24 +120,14 @@ export class SqlTxStore implements TxStore {
   }
 
   private async updateBranch(q: SqlQuery, gid: string, b: BranchChange, now: number): Promise<void> {
-    const sets = ['updated_at = ?']
-    const params: unknown[] = [now]
-    if (b.status !== undefined) {
-      sets.push('status = ?')
-      params.push(b.status)
-    }
-    if (b.attempts !== undefined) {
-      sets.push('attempts = ?')
-      params.push(b.attempts)
-    }
-    if (b.result !== undefined) {
-      sets.push('result = ?')
-      params.push(json(b.result))
-    }
-    if (b.lastError !== undefined) {
-      sets.push('last_error = ?')
-      params.push(b.lastError)
-    }
+    const result = b.result === undefined ? undefined : json(b.result)
+    const { sets, params } = assignments({
+      updated_at: now,
+      status: b.status,
+      attempts: b.attempts,
+      result,
+      last_error: b.lastError,
+    })
     const r = await q(`UPDATE ${this.p}branch SET ${sets.join(', ')} WHERE gid = ? AND branch = ? AND op = ?`, [
       ...params,
       gid,
@@ -223,6 +203,12 @@ export class SqlTxStore implements TxStore {
   close(): Promise<void> {
     return this.driver.close()
   }
+}
+
+/** `col = ?` assignments for the defined values (undefined means "keep"), plus fixed `extra` ones. */
+function assignments(values: Record<string, unknown>, ...extra: string[]): { sets: string[]; params: unknown[] } {
+  const defined = Object.entries(values).filter(([, v]) => v !== undefined)
+  return { sets: [...defined.map(([col]) => `${col} = ?`), ...extra], params: defined.map(([, v]) => v) }
 }
 
 function summary(g: Row): TxSummary {

@@ -2,7 +2,6 @@ import { type BranchFn, checkBranchFn, checkId } from '../branch.js'
 import type { TxDefinition } from '../coordinator/definition.js'
 import type { RunOptions, RunResult, Starter } from '../coordinator/run-result.js'
 import type { TxRun } from '../coordinator/tx-run.js'
-import { describe } from '../errors.js'
 
 /** A TCC participant: reserve (`try`), then make it final (`confirm`) or release it (`cancel`). */
 export interface TccParticipant<I = unknown> {
@@ -63,13 +62,7 @@ async function driveTcc(run: TxRun, participants: readonly Participant[]): Promi
       if (run.branch(p.id, 'try').status === 'succeeded') continue
       const outcome = await run.call(p.id, 'try', p.fns.try, true)
       if (outcome.ok) continue
-      run.failure = { branch: p.id, cause: outcome.error }
-      const message = describe(outcome.error)
-      await run.transition(
-        'aborting',
-        { error: message, branches: [{ id: p.id, op: 'try', status: 'failed', lastError: message }] },
-        `try of "${p.id}" failed: ${message}`,
-      )
+      await run.abortAfter(p.id, 'try', outcome.error)
       break
     }
     // Every try succeeded: the decision to confirm is durable before the first confirm is sent.
