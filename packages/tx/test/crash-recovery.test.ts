@@ -27,8 +27,8 @@ afterAll(() => {
 })
 
 /** Starts the coordinator process and resolves once it printed `crash-point`. */
-function runUntilCrashPoint(crashAt: string, gid: string, failAt: string): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', script, storeUrl, ledgerPath, crashAt, gid, failAt], {
+function runUntilCrashPoint(crashAt: string, gid: string, failAt: string, kind = 'saga'): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', script, storeUrl, ledgerPath, crashAt, gid, failAt, kind], {
     stdio: ['ignore', 'pipe', 'inherit'],
   })
   return new Promise((resolve, reject) => {
@@ -107,5 +107,30 @@ describe('recovery after SIGKILL', () => {
       'a:compensate': 1,
     })
     expect(done.error).toBe('c refused')
+  })
+
+  it('TCC killed while confirming, after the decision: recovery confirms the rest, never cancels', async () => {
+    const gid = 'crash-tcc-confirm'
+    const child = await runUntilCrashPoint('x:confirm', gid, '-', 'tcc')
+    await kill(child)
+    const done = await eventually(async () => {
+      const tx = await tc.get(gid)
+      return tx?.status === 'succeeded' && tx
+    }, 20_000)
+    const { effects, calls } = ledgerCounts(ledgerPath, gid)
+    expect(effects).toEqual({ 'x:try': 1, 'y:try': 1, 'x:confirm': 1, 'y:confirm': 1 })
+    expect(calls).toEqual({ 'x:try': 1, 'y:try': 1, 'x:confirm': 2, 'y:confirm': 1 })
+    expect(done.kind).toBe('tcc')
+  })
+
+  it('TCC killed after a cancel applied (a try failed): recovery finishes, that cancel is not applied twice', async () => {
+    const gid = 'crash-tcc-cancel'
+    const child = await runUntilCrashPoint('x:cancel', gid, 'y', 'tcc')
+    await kill(child)
+    await eventually(async () => (await tc.get(gid))?.status === 'failed', 20_000)
+    const { effects, calls } = ledgerCounts(ledgerPath, gid)
+    // y's try failed before its effect: its cancel is a null compensation; x's try is undone once.
+    expect(effects).toEqual({ 'x:try': 1, 'x:cancel': 1 })
+    expect(calls).toEqual({ 'x:try': 1, 'y:try': 1, 'y:cancel': 1, 'x:cancel': 2 })
   })
 })

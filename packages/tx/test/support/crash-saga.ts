@@ -1,14 +1,15 @@
 /**
- * The saga of the crash test, shared by the coordinator process that is killed and the one that finishes.
+ * The saga and the TCC of the crash test, shared by the coordinator process that is killed and the one that finishes.
  * Every step applies its effect through the barrier in a SQLite "ledger" (a separate database, as a
  * participant's own would be), and counts its invocations outside the barrier, so that a test can tell
  * "called twice" from "applied twice".
  */
 import Database from 'better-sqlite3'
 import { barrier, ensureBarrierTable } from '../../src/barrier/index.js'
-import type { BranchContext, Coordinator, Saga } from '../../src/index.js'
+import type { BranchContext, Coordinator, Saga, Tcc } from '../../src/index.js'
 
 export const CRASH_SAGA = 'crash-saga'
+export const CRASH_TCC = 'crash-tcc'
 export const STEPS = ['a', 'b', 'c'] as const
 
 /** Creates the ledger tables. */
@@ -41,20 +42,20 @@ export function ledgerCounts(
 }
 
 /**
- * Defines the saga on `tc`. `crashAt` (`b:action` or `b:compensate`) makes that operation print `crash-point`
- * once its effect is committed and then never return: the parent kills the process there. `c` fails when the
- * input says so.
+ * Defines the saga (steps a, b, c) and the TCC (participants x, y) on `tc`. `crashAt` (`step:op`) makes that
+ * operation print `crash-point` once its effect is committed and then never return: the parent kills the
+ * process there. The forward operation of the step named by `input.failAt` fails.
  */
 export function defineCrashSaga(
   tc: Coordinator,
   ledgerPath: string,
   crashAt?: string,
-): { saga: Saga<{ failAt?: string }>; close: () => void } {
+): { saga: Saga<{ failAt?: string }>; tcc: Tcc<{ failAt?: string }>; close: () => void } {
   const ledger = new Database(ledgerPath)
   ledger.pragma('busy_timeout = 5000')
   const apply = (step: string) => async (ctx: BranchContext<{ failAt?: string }>) => {
     ledger.prepare('INSERT INTO invocations VALUES (?, ?, ?, ?)').run(ctx.gid, step, ctx.op, ctx.attempt)
-    if (ctx.op === 'action' && ctx.input.failAt === step) throw new Error(`${step} refused`)
+    if ((ctx.op === 'action' || ctx.op === 'try') && ctx.input.failAt === step) throw new Error(`${step} refused`)
     ledger.exec('BEGIN IMMEDIATE')
     try {
       await barrier(ledger, { gid: ctx.gid, branch: step, op: ctx.op }, (db) =>
@@ -73,5 +74,7 @@ export function defineCrashSaga(
   }
   let saga = tc.saga<{ failAt?: string }>(CRASH_SAGA)
   for (const step of STEPS) saga = saga.step(step, { action: apply(step), compensate: apply(step) })
-  return { saga, close: () => ledger.close() }
+  const participant = (id: string) => ({ try: apply(id), confirm: apply(id), cancel: apply(id) })
+  const tcc = tc.tcc<{ failAt?: string }>(CRASH_TCC, { x: participant('x'), y: participant('y') })
+  return { saga, tcc, close: () => ledger.close() }
 }
