@@ -38,7 +38,9 @@ const OPS = ['try', 'confirm', 'cancel', 'action', 'compensate']
  * (hanging). Then the op's own row: already there means a repeated call (or the hanging case).
  *
  * The barrier never commits or rolls back: commit when it resolves, roll back when it rejects (a rejection is
- * the business function's error or a database error, never swallowed). Run it on the connection that holds
+ * the business function's error or a database error, never swallowed). A rejection with `retryable: true`
+ * (`BARRIER_CONFLICT`: under PostgreSQL REPEATABLE READ a concurrent try/cancel committed after this
+ * transaction's snapshot; a deadlock) means: roll back and make the same call again. Run it on the connection that holds
  * the transaction: a `pg` client after `BEGIN`, a mysql2/promise connection after `beginTransaction()`, a
  * better-sqlite3 database after `BEGIN IMMEDIATE`.
  *
@@ -79,10 +81,24 @@ export async function barrier<Trx, T>(
   return { status: 'applied', result: await fn(trx) }
 }
 
+/**
+ * Errors after which the same call in a new transaction will work: PostgreSQL's serialization failure (a
+ * REPEATABLE READ snapshot that missed the row a concurrent try/cancel committed) and deadlock, MySQL's
+ * deadlock and lock wait timeout.
+ */
+const CONFLICTS = new Set(['40001', '40P01', 'ER_LOCK_DEADLOCK', 'ER_LOCK_WAIT_TIMEOUT'])
+
 async function insert(sql: BarrierSql, row: Parameters<BarrierSql['insertIgnore']>[0]): Promise<boolean> {
   try {
     return await sql.insertIgnore(row)
   } catch (error) {
+    const code = String((error as { code?: unknown })?.code ?? '')
+    if (CONFLICTS.has(code)) {
+      throw new TxError(
+        `latchkey-tx: the barrier of ${row.gid}/${row.branch} met a concurrent call (${code}); roll back and call again`,
+        { code: 'BARRIER_CONFLICT', retryable: true, gid: row.gid, cause: error },
+      )
+    }
     const text = String((error as { message?: unknown })?.message ?? error)
     if (/does not exist|doesn't exist|no such table/i.test(text)) {
       throw new TxError('latchkey-tx: the barrier table is missing; create it once with ensureBarrierTable(db)', {
