@@ -104,7 +104,8 @@ export class TxRun {
     const message = describe(error)
     await this.transition(
       'aborting',
-      { error: message, branches: [{ id, op, status: 'failed', lastError: message }] },
+      // parkedFrom: a concurrent step may have parked the transaction meanwhile; the failure decides.
+      { error: message, parkedFrom: null, branches: [{ id, op, status: 'failed', lastError: message }] },
       `${op} of "${id}" failed: ${message}`,
     )
   }
@@ -159,6 +160,8 @@ export class TxRun {
 
   private async retryLater(id: string, op: BranchOp, attempt: number, ms: number, error: unknown): Promise<void> {
     const message = describe(error)
+    // A concurrent branch parked the transaction already: stop retrying here too; `tc.retry` resumes both.
+    if (this.status === 'parked') throw new Parked(new TxParkedError(this.gid, id, op, attempt, error))
     if (attempt >= this.env.retry.attempts) {
       const parked = new TxParkedError(this.gid, id, op, attempt, error)
       const from = this.status

@@ -2,6 +2,7 @@ import { type BranchFn, checkBranchFn, checkId } from '../branch.js'
 import type { TxDefinition } from '../coordinator/definition.js'
 import type { RunOptions, RunResult, Starter } from '../coordinator/run-result.js'
 import type { TxRun } from '../coordinator/tx-run.js'
+import { type ForwardStep, runForward } from './saga-forward.js'
 
 /** One saga step: a forward action and the compensation that undoes it. */
 export interface SagaStep<I = unknown> {
@@ -9,6 +10,11 @@ export interface SagaStep<I = unknown> {
   action: BranchFn<I>
   /** Undoes `action`; must eventually succeed (retried, then parked). Also called for the step that failed. */
   compensate?: BranchFn<I>
+  /**
+   * The steps (already defined) whose actions must succeed before this one starts: a DAG; steps whose
+   * dependencies are met run concurrently. Default: the previous step (a sequential saga). `[]`: none.
+   */
+  after?: readonly string[]
 }
 
 /**
@@ -23,9 +29,7 @@ export interface Saga<I = unknown> {
   run(input: I, options?: RunOptions): Promise<RunResult>
 }
 
-interface Step {
-  readonly id: string
-  readonly action: BranchFn
+interface Step extends ForwardStep {
   readonly compensate: BranchFn | undefined
 }
 
@@ -60,7 +64,7 @@ export function createSaga<I>(name: string, start: Starter, register: (def: TxDe
         step.compensate === undefined
           ? undefined
           : checkBranchFn(`saga "${name}" step "${id}" compensate`, step.compensate)
-      steps.push({ id, action, compensate })
+      steps.push({ id, action, compensate, after: checkAfter(name, id, step.after, steps) })
       return saga
     },
     run(input, options) {
@@ -73,20 +77,12 @@ export function createSaga<I>(name: string, start: Starter, register: (def: TxDe
 }
 
 async function driveSaga(run: TxRun, steps: readonly Step[]): Promise<void> {
-  if (run.status === 'submitted') {
-    for (const step of steps) {
-      if (run.branch(step.id, 'action').status === 'succeeded') continue
-      const outcome = await run.call(step.id, 'action', step.action, true)
-      if (outcome.ok) continue
-      await run.abortAfter(step.id, 'action', outcome.error)
-      break
-    }
-    if (run.status === 'submitted') {
-      await run.transition('succeeded')
-      return
-    }
+  if (run.status === 'submitted' && (await runForward(run, steps))) {
+    await run.transition('succeeded')
+    return
   }
-  // Aborting: undo every step that started, the last first; a step that never started has nothing to undo.
+  // Aborting: undo every step that started, in reverse definition order (a reverse topological order of the
+  // DAG: a step is undone only after every step that came after it); a step that never started has nothing to undo.
   for (const step of [...steps].reverse()) {
     if (run.branch(step.id, 'action').status === 'pending') continue
     if (run.branch(step.id, 'compensate').status === 'succeeded') continue
@@ -94,4 +90,22 @@ async function driveSaga(run: TxRun, steps: readonly Step[]): Promise<void> {
     await run.call(step.id, 'compensate', compensate, false)
   }
   await run.transition('failed')
+}
+
+function checkAfter(name: string, id: string, after: unknown, earlier: readonly Step[]): readonly string[] {
+  if (after === undefined) {
+    const previous = earlier.at(-1)
+    return previous === undefined ? [] : [previous.id]
+  }
+  if (!Array.isArray(after)) {
+    throw new TypeError(`latchkey-tx: saga "${name}" step "${id}" after must be an array of step ids`)
+  }
+  for (const dep of after) {
+    if (!earlier.some((s) => s.id === dep)) {
+      throw new RangeError(
+        `latchkey-tx: saga "${name}" step "${id}" comes after ${JSON.stringify(dep)}, which is not a step defined before it`,
+      )
+    }
+  }
+  return [...after] as string[]
 }
