@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type Coordinator, createCoordinator, type TxStore } from '../src/index.js'
 import { FAST_RETRY } from './support/coordinators.js'
-import { DIALECTS, openTestDatabase, type TestDatabase } from './support/databases.js'
+import { DIALECTS, MYSQL_URL, openTestDatabase, POSTGRES_URL, type TestDatabase } from './support/databases.js'
 import { eventually, latch } from './support/eventually.js'
 
 describe.each(DIALECTS)('coordinator on %s with default leases', (dialect) => {
@@ -103,5 +103,29 @@ describe.each(DIALECTS)('coordinator on %s with default leases', (dialect) => {
     expect(counts).toEqual({ a: 1, b: 2 })
     const recovered = done.history.find((e) => e.type === 'recovered')
     expect(recovered?.token).toBeGreaterThan(done.history[0]?.token ?? 0n)
+  })
+})
+
+describe.each(['postgres', 'mysql'] as const)('coordinator from a %s URL', (dialect) => {
+  it('opens its own pool and lock backend from the URL and closes them', async () => {
+    const db = openTestDatabase(dialect)
+    const base = dialect === 'postgres' ? POSTGRES_URL : MYSQL_URL
+    const url = `${base}${base.includes('?') ? '&' : '?'}tablePrefix=${db.prefix}`
+    const gid = `url-${randomBytes(4).toString('hex')}`
+    const tc = createCoordinator({ store: url, recover: false })
+    try {
+      const r = await tc
+        .saga('from-url')
+        .step('a', { action: () => 'a' })
+        .run({}, { gid })
+      expect(r.status).toBe('succeeded')
+      expect(await db.sql(`SELECT status FROM ${db.prefix}global WHERE gid = ?`, [gid])).toEqual([
+        { status: 'succeeded' },
+      ])
+    } finally {
+      await tc.close()
+      await db.dropLocks(`latchkey-tx:tx:${gid}`)
+      await db.drop()
+    }
   })
 })
