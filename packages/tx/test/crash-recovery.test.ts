@@ -133,4 +133,30 @@ describe('recovery after SIGKILL', () => {
     expect(effects).toEqual({ 'x:try': 1, 'x:cancel': 1 })
     expect(calls).toEqual({ 'x:try': 1, 'y:try': 1, 'y:cancel': 1, 'x:cancel': 2 })
   })
+
+  const ALL = { 'a:action': 1, 'b:action': 1, 'c:action': 1 }
+  const UNDONE = { 'a:action': 1, 'b:action': 1, 'a:compensate': 1, 'b:compensate': 1 }
+  it.each([
+    ['before the first effect', 'a:action:before', '-', 'succeeded', ALL, 'a:action'],
+    ['after the last effect, before the outcome is written', 'c:action', '-', 'succeeded', ALL, 'c:action'],
+    ['before a compensation applied', 'b:compensate:before', 'c', 'failed', UNDONE, 'b:compensate'],
+    [
+      'after the last compensation, before the outcome is written',
+      'a:compensate',
+      'c',
+      'failed',
+      UNDONE,
+      'a:compensate',
+    ],
+  ])('saga killed %s: finished once, every effect once', async (_, crashAt, failAt, status, effects, twice) => {
+    const gid = `crash-${crashAt.replaceAll(':', '-')}`
+    const child = await runUntilCrashPoint(crashAt, gid, failAt)
+    await kill(child)
+    await eventually(async () => (await tc.get(gid))?.status === status, 20_000)
+    const counts = ledgerCounts(ledgerPath, gid)
+    expect(counts.effects).toEqual(effects)
+    // The operation cut short is called again; every other one once.
+    expect(counts.calls[twice]).toBe(2)
+    expect(Object.entries(counts.calls).filter(([k, v]) => k !== twice && v !== 1)).toEqual([])
+  })
 })

@@ -22,6 +22,12 @@ export async function createLedger(path: string): Promise<void> {
   db.close()
 }
 
+/** Tells the parent where we are, then never returns: the parent kills this process here. */
+async function crashPoint(): Promise<never> {
+  process.stdout.write('crash-point\n')
+  return new Promise<never>(() => undefined)
+}
+
 /** Counts per `step:op` in the ledger. */
 export function ledgerCounts(
   path: string,
@@ -44,7 +50,7 @@ export function ledgerCounts(
 /**
  * Defines the saga (steps a, b, c) and the TCC (participants x, y) on `tc`. `crashAt` (`step:op`) makes that
  * operation print `crash-point` once its effect is committed and then never return: the parent kills the
- * process there. The forward operation of the step named by `input.failAt` fails.
+ * process there; `step:op:before` does it before the effect (the log already says the operation is running). The forward operation of the step named by `input.failAt` fails.
  */
 export function defineCrashSaga(
   tc: Coordinator,
@@ -56,6 +62,7 @@ export function defineCrashSaga(
   const apply = (step: string) => async (ctx: BranchContext<{ failAt?: string }>) => {
     ledger.prepare('INSERT INTO invocations VALUES (?, ?, ?, ?)').run(ctx.gid, step, ctx.op, ctx.attempt)
     if ((ctx.op === 'action' || ctx.op === 'try') && ctx.input.failAt === step) throw new Error(`${step} refused`)
+    if (crashAt === `${step}:${ctx.op}:before`) await crashPoint()
     ledger.exec('BEGIN IMMEDIATE')
     try {
       await barrier(ledger, { gid: ctx.gid, branch: step, op: ctx.op }, (db) =>
@@ -66,10 +73,7 @@ export function defineCrashSaga(
       ledger.exec('ROLLBACK')
       throw error
     }
-    if (crashAt === `${step}:${ctx.op}`) {
-      process.stdout.write('crash-point\n')
-      await new Promise(() => undefined)
-    }
+    if (crashAt === `${step}:${ctx.op}`) await crashPoint()
     return `${step}-${ctx.op}`
   }
   let saga = tc.saga<{ failAt?: string }>(CRASH_SAGA)
