@@ -1,7 +1,7 @@
 import { join } from 'node:path'
 import { type Backend, createLocks } from 'latchkey'
 import { sqliteBackend } from 'latchkey/sqlite'
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { createCoordinator, StaleCoordinatorError } from '../src/index.js'
 import { FAST_RETRY, sqliteHarness } from './support/coordinators.js'
 import { tempDir } from './support/databases.js'
@@ -35,6 +35,9 @@ describe('fenced recovery leases', () => {
   })
   afterEach(async () => {
     await h.close()
+  })
+  afterAll(() => {
+    tmp.remove()
   })
 
   it('a coordinator paused past its lease cannot write once another took over (StaleCoordinatorError)', async () => {
@@ -93,7 +96,6 @@ describe('fenced recovery leases', () => {
     await locksB.close()
     await realA.close()
     await backendB.close()
-    tmp.remove()
   })
 
   it('a listener that throws changes nothing', async () => {
