@@ -162,6 +162,7 @@ class TxCoordinator implements Coordinator {
   }
 
   async recoverNow(): Promise<void> {
+    if (this.closing.signal.aborted) return
     await this.ready()
     for (const gid of await this.store.unfinished(100)) {
       if (this.closing.signal.aborted) return

@@ -16,7 +16,11 @@ export interface RetryPolicy {
 export interface CoordinatorOptions {
   /** The durable log: a {@link TxStore} or a URL (`sqlite:./tx.db`, `postgres://…`, `mysql://…`). */
   store: TxStore | string
-  /** A latchkey `Locks` with fencing tokens for the recovery leases. Default: on the store's own database. */
+  /**
+   * A latchkey `Locks` with fencing tokens for the recovery leases. Default: latchkey's backend on the store's own
+   * database, namespace `latchkey-tx`. Every coordinator sharing a log must use the same backend and namespace,
+   * or they would not exclude each other.
+   */
   locks?: Locks
   retry?: Partial<RetryPolicy>
   /** Forward-phase deadline of a TCC transaction; past it the transaction aborts. Default 30 000. */
