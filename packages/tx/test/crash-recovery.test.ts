@@ -4,17 +4,14 @@
  * lease. Every step's effect is applied exactly once and no compensation twice, although the operation that
  * was cut short is called again.
  */
-import { type ChildProcess, spawn } from 'node:child_process'
 import { join } from 'node:path'
-import { createInterface } from 'node:readline'
-import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type Coordinator, createCoordinator, type TxEvent } from '../src/index.js'
+import { kill, runUntilCrashPoint } from './support/crash-process.js'
 import { CRASH_SAGA, createLedger, defineCrashSaga, ledgerCounts } from './support/crash-saga.js'
 import { tempDir } from './support/databases.js'
 import { eventually } from './support/eventually.js'
 
-const script = fileURLToPath(new URL('./support/crash-coordinator.ts', import.meta.url))
 const tmp = tempDir()
 const storeUrl = `sqlite:${join(tmp.dir, 'tx.db')}`
 const ledgerPath = join(tmp.dir, 'ledger.db')
@@ -26,28 +23,8 @@ afterAll(() => {
   tmp.remove()
 })
 
-/** Starts the coordinator process and resolves once it printed `crash-point`. */
-function runUntilCrashPoint(crashAt: string, gid: string, failAt: string, kind = 'saga'): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', script, storeUrl, ledgerPath, crashAt, gid, failAt, kind], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  })
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('the coordinator process never reached its crash point')), 20_000)
-    child.on('exit', (code) => reject(new Error(`the coordinator process exited early with ${code}`)))
-    createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (line) => {
-      if (line !== 'crash-point') return
-      clearTimeout(timer)
-      resolve(child)
-    })
-  })
-}
-
-async function kill(child: ChildProcess): Promise<void> {
-  child.removeAllListeners('exit')
-  const exited = new Promise((resolve) => child.once('exit', resolve))
-  child.kill('SIGKILL')
-  await exited
-}
+const crash = (crashAt: string, gid: string, failAt: string, kind: 'saga' | 'tcc' = 'saga') =>
+  runUntilCrashPoint({ storeUrl, ledgerPath, crashAt, gid, failAt, kind })
 
 describe('recovery after SIGKILL', () => {
   let tc: Coordinator
@@ -70,7 +47,7 @@ describe('recovery after SIGKILL', () => {
 
   it('killed after a forward step committed its effect: resumed, each step applied exactly once', async () => {
     const gid = 'crash-forward'
-    const child = await runUntilCrashPoint('b:action', gid, '-')
+    const child = await crash('b:action', gid, '-')
     await kill(child)
     const done = await eventually(async () => {
       const tx = await tc.get(gid)
@@ -89,7 +66,7 @@ describe('recovery after SIGKILL', () => {
 
   it('killed during compensation: compensations resume, none is applied twice', async () => {
     const gid = 'crash-compensate'
-    const child = await runUntilCrashPoint('b:compensate', gid, 'c')
+    const child = await crash('b:compensate', gid, 'c')
     await kill(child)
     const done = await eventually(async () => {
       const tx = await tc.get(gid)
@@ -111,7 +88,7 @@ describe('recovery after SIGKILL', () => {
 
   it('TCC killed while confirming, after the decision: recovery confirms the rest, never cancels', async () => {
     const gid = 'crash-tcc-confirm'
-    const child = await runUntilCrashPoint('x:confirm', gid, '-', 'tcc')
+    const child = await crash('x:confirm', gid, '-', 'tcc')
     await kill(child)
     const done = await eventually(async () => {
       const tx = await tc.get(gid)
@@ -125,7 +102,7 @@ describe('recovery after SIGKILL', () => {
 
   it('TCC killed after a cancel applied (a try failed): recovery finishes, that cancel is not applied twice', async () => {
     const gid = 'crash-tcc-cancel'
-    const child = await runUntilCrashPoint('x:cancel', gid, 'y', 'tcc')
+    const child = await crash('x:cancel', gid, 'y', 'tcc')
     await kill(child)
     await eventually(async () => (await tc.get(gid))?.status === 'failed', 20_000)
     const { effects, calls } = ledgerCounts(ledgerPath, gid)
@@ -150,7 +127,7 @@ describe('recovery after SIGKILL', () => {
     ],
   ])('saga killed %s: finished once, every effect once', async (_, crashAt, failAt, status, effects, twice) => {
     const gid = `crash-${crashAt.replaceAll(':', '-')}`
-    const child = await runUntilCrashPoint(crashAt, gid, failAt)
+    const child = await crash(crashAt, gid, failAt)
     await kill(child)
     await eventually(async () => (await tc.get(gid))?.status === status, 20_000)
     const counts = ledgerCounts(ledgerPath, gid)
