@@ -12,6 +12,7 @@ echo "== build"
 npm run build --silent
 echo "== typecheck and lint"
 npx tsc -p packages/latchkey/tsconfig.json
+npx tsc -p packages/tx/tsconfig.json
 for app in apps/*/; do
   [ -f "$app/tsconfig.json" ] && npx tsc -p "$app/tsconfig.json"
 done

@@ -1,0 +1,260 @@
+import { randomUUID } from 'node:crypto'
+import { type Backend, createLocks, type Lease, type Locks } from 'latchkey'
+import { checkId } from '../branch.js'
+import { TxError } from '../errors.js'
+import { createSaga, type Saga } from '../saga/saga.js'
+import { storeFromUrl } from '../store/store-url.js'
+import type { ListFilter, TxChange, TxStore } from '../store/types.js'
+import { createTcc, type Tcc, type TccParticipant } from '../tcc/tcc.js'
+import type { TxEvent, TxRecord, TxSummary } from '../types.js'
+import { checkFilter, checkRunOptions, checkStore, UNFINISHED } from './checks.js'
+import { Registry, type TxDefinition } from './definition.js'
+import { driveTransaction } from './drive.js'
+import { abortChange, retryChange } from './manual.js'
+import { type CoordinatorOptions, type ResolvedOptions, resolveOptions } from './options.js'
+import { RecoverySweep } from './recovery.js'
+import type { RunResult, Starter } from './run-result.js'
+
+/** The transaction coordinator (TC) returned by {@link createCoordinator}. */
+export interface Coordinator {
+  /** A saga named `name` (registered so that any coordinator with the same definition can resume it). */
+  saga<I = unknown>(name: string): Saga<I>
+  /** A TCC transaction over `participants` (registered like a saga). */
+  tcc<I = unknown>(name: string, participants: Record<string, TccParticipant<I>>): Tcc<I>
+  /** The transaction with its branches and history, or undefined. */
+  get(gid: string): Promise<TxRecord | undefined>
+  /** Transactions, newest first (default limit 100). */
+  list(filter?: ListFilter): Promise<TxSummary[]>
+  /** Resumes a parked transaction where it stopped, with a fresh retry budget. */
+  retry(gid: string): Promise<RunResult>
+  /** Aborts a transaction whose forward phase is parked or stalled: compensates (cancels) what was done. */
+  abort(gid: string): Promise<RunResult>
+  /** Runs one recovery sweep now (the timer runs them every `recoverEveryMs` when `recover` is on). */
+  recoverNow(): Promise<void>
+  /** Stops sweeping and driving (unfinished transactions stay in the log for recovery), closes what it opened. */
+  close(): Promise<void>
+}
+
+const lockName = (gid: string) => `tx:${gid}`
+
+class TxCoordinator implements Coordinator {
+  private readonly o: ResolvedOptions
+  private readonly store: TxStore
+  private readonly ownsStore: boolean
+  private readonly locks: Locks
+  private readonly ownedBackend: Backend | undefined
+  private readonly registry = new Registry()
+  private readonly driving = new Map<string, Promise<RunResult>>()
+  private readonly closing = new AbortController()
+  private readonly sweep: RecoverySweep | undefined
+  private initialized: Promise<void> | undefined
+  private closed: Promise<void> | undefined
+
+  constructor(options: CoordinatorOptions) {
+    this.o = resolveOptions(options)
+    this.ownsStore = typeof options.store === 'string'
+    this.store = typeof options.store === 'string' ? storeFromUrl(options.store) : checkStore(options.store)
+    if (options.locks !== undefined) this.locks = options.locks
+    else {
+      const backend = this.store.lockBackend?.()
+      if (backend === undefined) throw new TypeError('latchkey-tx: this store has no lockBackend(); pass options.locks')
+      this.ownedBackend = backend
+      this.locks = createLocks({ backend, namespace: 'latchkey-tx', requireFencing: true })
+    }
+    if (this.o.recover) {
+      this.sweep = new RecoverySweep(
+        this.o.recoverEveryMs,
+        () => this.recoverNow(),
+        (error) => this.emit({ type: 'recovery-error', gid: '', kind: 'saga', name: '', error }),
+      )
+      this.sweep.start()
+    }
+  }
+
+  saga<I = unknown>(name: string): Saga<I> {
+    return createSaga<I>(name, this.start, (def) => this.registry.add(def))
+  }
+
+  tcc<I = unknown>(name: string, participants: Record<string, TccParticipant<I>>): Tcc<I> {
+    return createTcc<I>(name, participants, this.start, (def) => this.registry.add(def))
+  }
+
+  async get(gid: string): Promise<TxRecord | undefined> {
+    checkId('gid', gid)
+    await this.ready()
+    return this.store.load(gid)
+  }
+
+  async list(filter: ListFilter = {}): Promise<TxSummary[]> {
+    checkFilter(filter)
+    await this.ready()
+    return this.store.list(filter)
+  }
+
+  private readonly start: Starter = async (def, input, options, timed) => {
+    const { gid = randomUUID(), wait = true } = checkRunOptions(options, input)
+    this.checkOpen()
+    await this.ready()
+    const lease = await this.lease(gid)
+    if (lease === undefined) throw new TxError(`Transaction ${gid} is being driven by another coordinator`, busy(gid))
+    const status = def.kind === 'tcc' ? 'prepared' : 'submitted'
+    const deadlineAt = timed ? Date.now() + this.o.timeoutMs : null
+    try {
+      await this.store.create(
+        { gid, kind: def.kind, name: def.name, status, input, deadlineAt, branches: def.branches() },
+        lease.token,
+      )
+    } catch (error) {
+      await lease.release().catch(() => undefined)
+      throw error
+    }
+    this.emit({ type: 'created', gid, kind: def.kind, name: def.name, status })
+    const record = await this.store.load(gid)
+    if (record === undefined) throw new TxError(`Transaction ${gid} vanished from the log`, { code: 'NOT_FOUND', gid })
+    const done = this.drive(def, record, lease)
+    return wait ? done : { gid, status, results: {} }
+  }
+
+  async retry(gid: string): Promise<RunResult> {
+    return this.manual(gid, 'retry', retryChange)
+  }
+
+  async abort(gid: string): Promise<RunResult> {
+    return this.manual(gid, 'abort', abortChange)
+  }
+
+  /** A manual action: under the transaction's lease, writes `change(record)` and drives it from there. */
+  private async manual(gid: string, what: string, change: (record: TxRecord) => TxChange): Promise<RunResult> {
+    const { def, record, lease } = await this.take(gid, what)
+    try {
+      const c = change(record)
+      await this.store.write(record.gid, lease.token, c)
+      this.emit({ type: c.event.type, gid: record.gid, kind: record.kind, name: record.name })
+    } catch (error) {
+      await lease.release().catch(() => undefined)
+      throw error
+    }
+    const updated = await this.store.load(record.gid)
+    return this.drive(def, updated ?? record, lease)
+  }
+
+  /** Takes the lease of a stored transaction for a manual action. */
+  private async take(gid: string, what: string): Promise<{ def: TxDefinition; record: TxRecord; lease: Lease }> {
+    checkId('gid', gid)
+    this.checkOpen()
+    await this.ready()
+    const seen = await this.store.load(gid)
+    if (seen === undefined) throw new TxError(`Transaction ${gid} does not exist`, { code: 'NOT_FOUND', gid })
+    const def = this.registry.get(seen.kind, seen.name)
+    if (def === undefined || !def.knows(seen.branches.map((b) => b.id))) {
+      throw new TxError(
+        `Cannot ${what} ${gid}: this coordinator has no ${seen.kind} "${seen.name}" with its branches`,
+        {
+          code: 'UNKNOWN_DEFINITION',
+          gid,
+        },
+      )
+    }
+    const lease = this.driving.has(gid) ? undefined : await this.lease(gid)
+    if (lease === undefined) throw new TxError(`Cannot ${what} ${gid}: a coordinator is driving it`, busy(gid))
+    const record = await this.store.load(gid)
+    return { def, record: record ?? seen, lease }
+  }
+
+  async recoverNow(): Promise<void> {
+    if (this.closing.signal.aborted) return
+    await this.ready()
+    for (const gid of await this.store.unfinished(100)) {
+      if (this.closing.signal.aborted) return
+      if (this.driving.has(gid)) continue
+      const seen = await this.store.load(gid)
+      const def = seen && this.registry.get(seen.kind, seen.name)
+      if (seen === undefined || def === undefined || !def.knows(seen.branches.map((b) => b.id))) continue
+      const lease = await this.lease(gid)
+      if (lease === undefined) continue
+      // Read again under the lease: the previous owner's last writes are all visible now.
+      const record = await this.store.load(gid)
+      if (record === undefined || !UNFINISHED.includes(record.status) || this.driving.has(gid)) {
+        await lease.release().catch(() => undefined)
+        continue
+      }
+      try {
+        await this.store.write(gid, lease.token, { event: { type: 'recovered', detail: `token ${lease.token}` } })
+      } catch (error) {
+        await lease.release().catch(() => undefined)
+        this.emit({ type: 'recovery-error', gid, kind: record.kind, name: record.name, error })
+        continue
+      }
+      this.emit({ type: 'recovered', gid, kind: record.kind, name: record.name, status: record.status })
+      void this.drive(def, record, lease)
+    }
+  }
+
+  private drive(def: TxDefinition, record: TxRecord, lease: Lease): Promise<RunResult> {
+    const env = {
+      store: this.store,
+      retry: this.o.retry,
+      timeoutMs: this.o.timeoutMs,
+      closing: this.closing.signal,
+      emit: (e: TxEvent) => this.emit(e),
+    }
+    const statusOf = async (gid: string) => (await this.store.load(gid))?.status
+    const done = driveTransaction(def, record, lease, env, statusOf).finally(() => this.driving.delete(record.gid))
+    this.driving.set(record.gid, done)
+    return done
+  }
+
+  /** The transaction's lease, if nobody holds it. */
+  private async lease(gid: string): Promise<Lease | undefined> {
+    return this.locks.mutex(lockName(gid)).tryAcquire({ ttlMs: this.o.leaseTtlMs })
+  }
+
+  private ready(): Promise<void> {
+    this.initialized ??= this.store.init().catch((error: unknown) => {
+      this.initialized = undefined
+      throw error
+    })
+    return this.initialized
+  }
+
+  private emit(event: TxEvent): void {
+    try {
+      this.o.onEvent?.(event)
+    } catch {
+      // A listener's failure must not change the outcome of a transaction.
+    }
+  }
+
+  private checkOpen(): void {
+    if (this.closing.signal.aborted) throw new TxError('This coordinator is closed', { code: 'CLOSED' })
+  }
+
+  close(): Promise<void> {
+    this.closed ??= (async () => {
+      this.closing.abort(new TxError('coordinator closing', { code: 'CLOSED' }))
+      await this.sweep?.stop()
+      await Promise.allSettled([...this.driving.values()])
+      if (this.ownedBackend !== undefined) {
+        await this.locks.close()
+        await this.ownedBackend.close()
+      }
+      if (this.ownsStore) await this.store.close()
+    })()
+    return this.closed
+  }
+}
+
+const busy = (gid: string) => ({ code: 'TX_BUSY', gid, retryable: true })
+
+/**
+ * Creates a transaction coordinator over a durable log. Validates every option before any I/O.
+ *
+ * @example
+ * const tc = createCoordinator({ store: 'sqlite:./tx.db' })
+ * const order = tc.saga('order').step('reserve', { action: reserve, compensate: release })
+ * const r = await order.run({ sku: 'A', qty: 1 })   // r.status: 'succeeded' | 'failed' | 'parked'
+ * await tc.close()
+ */
+export function createCoordinator(options: CoordinatorOptions): Coordinator {
+  return new TxCoordinator(options)
+}

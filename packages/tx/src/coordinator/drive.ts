@@ -1,0 +1,53 @@
+import type { Lease } from 'latchkey'
+import { describe, StaleCoordinatorError, TxAbortedError, TxError, TxTimeoutError } from '../errors.js'
+import type { TxRecord, TxStatus } from '../types.js'
+import type { TxDefinition } from './definition.js'
+import type { RunResult } from './run-result.js'
+import { Parked, type RunEnv, StopDriving, TxRun } from './tx-run.js'
+
+/**
+ * Drives one transaction under `lease` until it is final, parked, or this coordinator must stop (lease lost,
+ * closing, overtaken), then releases the lease. Never rejects: the outcome is in the result.
+ */
+export async function driveTransaction(
+  def: TxDefinition,
+  record: TxRecord,
+  lease: Lease,
+  env: RunEnv,
+  statusOf: (gid: string) => Promise<TxStatus | undefined>,
+): Promise<RunResult> {
+  const run = new TxRun(record, lease, env)
+  let error: TxError | undefined
+  try {
+    await def.drive(run)
+  } catch (e) {
+    if (e instanceof Parked) error = e.error
+    else if (e instanceof StaleCoordinatorError) {
+      error = e
+      run.emit({ type: 'stale', error: e })
+    } else if (!(e instanceof StopDriving)) {
+      error = new TxError(`Driving ${record.gid} failed: ${describe(e)}`, {
+        code: 'DRIVE_FAILED',
+        gid: record.gid,
+        cause: e,
+        retryable: true,
+      })
+      run.emit({ type: 'drive-error', error: e })
+    }
+  } finally {
+    await lease.release().catch(() => undefined)
+  }
+  if (error === undefined && run.status === 'failed') error = abortError(run, record)
+  // Overtaken: what this coordinator remembers is stale; report the log's status.
+  const status =
+    error instanceof StaleCoordinatorError
+      ? ((await statusOf(record.gid).catch(() => undefined)) ?? run.status)
+      : run.status
+  return { gid: record.gid, status, results: run.results(), ...(error === undefined ? {} : { error }) }
+}
+
+function abortError(run: TxRun, record: TxRecord): TxError {
+  const cause = run.failure?.cause ?? record.error ?? 'aborted'
+  if (cause instanceof TxTimeoutError) return cause
+  return new TxAbortedError(record.gid, run.failure?.branch, cause)
+}

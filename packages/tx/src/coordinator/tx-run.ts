@@ -1,0 +1,195 @@
+import type { Lease } from 'latchkey'
+import { type BranchFn, isRetryable } from '../branch.js'
+import { describe, TxParkedError, TxTimeoutError } from '../errors.js'
+import type { TxChange, TxStore } from '../store/types.js'
+import type { BranchOp, BranchRecord, TxEvent, TxRecord, TxStatus } from '../types.js'
+import { backoffMs, sleep } from './backoff.js'
+import type { RetryPolicy } from './options.js'
+
+/** Thrown inside a drive when this coordinator must stop acting (lease lost, closing); recovery goes on. */
+export class StopDriving extends Error {
+  override name = 'StopDriving'
+}
+
+/** Thrown inside a drive when an operation ran out of retries and the transaction was parked. */
+export class Parked extends Error {
+  override name = 'Parked'
+  constructor(readonly error: TxParkedError) {
+    super(error.message)
+  }
+}
+
+/** The outcome of a forward operation (one that may fail). */
+export type CallOutcome = { ok: true; result: unknown } | { ok: false; error: unknown }
+
+/** What the run needs from the coordinator. */
+export interface RunEnv {
+  readonly store: TxStore
+  readonly retry: RetryPolicy
+  readonly timeoutMs: number
+  /** Aborted when the coordinator closes. */
+  readonly closing: AbortSignal
+  readonly emit: (event: TxEvent) => void
+}
+
+type MutableBranch = { -readonly [K in keyof BranchRecord]: BranchRecord[K] }
+
+/**
+ * One transaction being driven by this coordinator under its lease: the in-memory copy of its record, kept in
+ * step with the log. Every transition is written (fenced by the lease's token) before it is acted on.
+ */
+export class TxRun {
+  readonly gid: string
+  status: TxStatus
+  /** The failure that made a forward phase abort, when it happened in this run. */
+  failure: { branch: string; cause: unknown } | undefined
+  private readonly branches = new Map<string, MutableBranch>()
+  readonly signal: AbortSignal
+
+  constructor(
+    readonly record: TxRecord,
+    private readonly lease: Lease,
+    private readonly env: RunEnv,
+  ) {
+    this.gid = record.gid
+    this.status = record.status
+    for (const b of record.branches) this.branches.set(`${b.id}/${b.op}`, { ...b })
+    this.signal = AbortSignal.any([lease.signal, env.closing])
+  }
+
+  branch(id: string, op: BranchOp): BranchRecord {
+    const b = this.branches.get(`${id}/${op}`)
+    if (b === undefined) throw new Error(`latchkey-tx: transaction ${this.gid} has no branch ${id}/${op}`)
+    return b
+  }
+
+  /** Results of the forward operations that succeeded, by branch id. */
+  results(): Record<string, unknown> {
+    const out: Record<string, unknown> = {}
+    for (const b of this.branches.values()) {
+      if ((b.op === 'action' || b.op === 'try') && b.status === 'succeeded') out[b.id] = b.result
+    }
+    return out
+  }
+
+  /** Writes a transition to the log, then applies it here. Throws StopDriving if the lease is gone. */
+  async write(change: TxChange): Promise<void> {
+    if (this.signal.aborted) throw new StopDriving('lease lost or coordinator closing')
+    await this.env.store.write(this.gid, this.lease.token, change)
+    if (change.status !== undefined) this.status = change.status
+    for (const c of change.branches ?? []) {
+      const b = this.branches.get(`${c.id}/${c.op}`)
+      if (b === undefined) continue
+      if (c.status !== undefined) b.status = c.status
+      if (c.attempts !== undefined) b.attempts = c.attempts
+      if (c.result !== undefined) b.result = c.result
+      if (c.lastError !== undefined) b.lastError = c.lastError
+    }
+  }
+
+  /** Reports an event about this transaction. */
+  emit(event: Omit<TxEvent, 'gid' | 'kind' | 'name'>): void {
+    this.env.emit({ gid: this.gid, kind: this.record.kind, name: this.record.name, status: this.status, ...event })
+  }
+
+  /** Writes a new global status with a history entry of the same name, then reports it. */
+  async transition(status: TxStatus, extra: Omit<TxChange, 'event' | 'status'> = {}, detail?: string): Promise<void> {
+    await this.write({ ...extra, status, event: { type: status, ...(detail === undefined ? {} : { detail }) } })
+    this.emit({ type: status })
+  }
+
+  /** A forward operation failed for good: remember why and write `aborting` before any compensation. */
+  async abortAfter(id: string, op: BranchOp, error: unknown): Promise<void> {
+    this.failure = { branch: id, cause: error }
+    const message = describe(error)
+    await this.transition(
+      'aborting',
+      // parkedFrom: a concurrent step may have parked the transaction meanwhile; the failure decides.
+      { error: message, parkedFrom: null, branches: [{ id, op, status: 'failed', lastError: message }] },
+      `${op} of "${id}" failed: ${message}`,
+    )
+  }
+
+  /**
+   * Calls one branch operation until it succeeds. A forward operation (`mayFail`) returns its failure when it
+   * throws a non-retryable error or its deadline passed; anything else is retried with backoff, and after
+   * `retry.attempts` attempts the transaction is parked (throws {@link Parked}).
+   */
+  async call(id: string, op: BranchOp, fn: BranchFn, mayFail: boolean): Promise<CallOutcome> {
+    for (;;) {
+      if (mayFail && this.record.deadlineAt !== null && Date.now() > this.record.deadlineAt) {
+        return { ok: false, error: new TxTimeoutError(this.gid, this.env.timeoutMs) }
+      }
+      const attempt = this.branch(id, op).attempts + 1
+      await this.write({
+        branches: [{ id, op, status: 'running', attempts: attempt }],
+        event: { type: 'branch-start', branch: id, op, detail: `attempt ${attempt}` },
+      })
+      this.emit({ type: 'branch-start', branch: id, op, attempt })
+      const started = performance.now()
+      const outcome = await this.invoke(id, op, fn, attempt)
+      const ms = Math.round(performance.now() - started)
+      // Lease lost or closing while the branch ran: its outcome is not ours to record. Whoever resumes the
+      // transaction calls the branch again (branches are idempotent), so nothing is lost.
+      if (this.signal.aborted) throw new StopDriving('lease lost or coordinator closing')
+      if (outcome.ok) {
+        const result = outcome.result === undefined ? null : outcome.result
+        await this.write({
+          branches: [{ id, op, status: 'succeeded', result, lastError: null }],
+          event: { type: 'branch-succeeded', branch: id, op, detail: `attempt ${attempt}, ${ms} ms` },
+        })
+        this.emit({ type: 'branch-succeeded', branch: id, op, attempt, ms })
+        return { ok: true, result }
+      }
+      if (mayFail && !isRetryable(outcome.error)) {
+        this.emit({ type: 'branch-failed', branch: id, op, attempt, ms, error: outcome.error })
+        return outcome
+      }
+      await this.retryLater(id, op, attempt, ms, outcome.error)
+    }
+  }
+
+  private async invoke(id: string, op: BranchOp, fn: BranchFn, attempt: number): Promise<CallOutcome> {
+    const ctx = { gid: this.gid, branch: id, op, input: this.record.input, attempt, signal: this.signal }
+    try {
+      return { ok: true, result: await fn({ ...ctx, results: this.results() }) }
+    } catch (error) {
+      return { ok: false, error }
+    }
+  }
+
+  private async retryLater(id: string, op: BranchOp, attempt: number, ms: number, error: unknown): Promise<void> {
+    const message = describe(error)
+    // A concurrent branch parked the transaction already: stop retrying here too; `tc.retry` resumes both.
+    if (this.status === 'parked') throw new Parked(new TxParkedError(this.gid, id, op, attempt, error))
+    if (attempt >= this.env.retry.attempts) {
+      const parked = new TxParkedError(this.gid, id, op, attempt, error)
+      const from = this.status
+      await this.write({
+        status: 'parked',
+        parkedFrom: from,
+        error: parked.message,
+        branches: [{ id, op, lastError: message }],
+        event: { type: 'parked', branch: id, op, detail: `from ${from}: ${message}` },
+      })
+      this.emit({ type: 'parked', branch: id, op, attempt, ms, error: parked })
+      throw new Parked(parked)
+    }
+    const delay = backoffMs(attempt, this.env.retry)
+    await this.write({
+      branches: [{ id, op, lastError: message }],
+      event: {
+        type: 'branch-retry',
+        branch: id,
+        op,
+        detail: `attempt ${attempt} failed (${message}); next in ${delay} ms`,
+      },
+    })
+    this.emit({ type: 'branch-retry', branch: id, op, attempt, ms, error })
+    try {
+      await sleep(delay, this.signal)
+    } catch {
+      throw new StopDriving('lease lost or coordinator closing')
+    }
+  }
+}

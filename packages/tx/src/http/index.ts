@@ -1,0 +1,1 @@
+export { type HttpBranchOptions, http } from './http-branch.js'

@@ -1,0 +1,6 @@
+export { type MysqlConnectionLike, type MysqlPoolLike, type MysqlStoreOptions, mysqlStore } from './mysql-store.js'
+export { type PgClientLike, type PgPoolLike, type PostgresStoreOptions, postgresStore } from './postgres-store.js'
+export { DEFAULT_PREFIX } from './schema.js'
+export { type SqliteDatabase, type SqliteStoreOptions, sqliteStore } from './sqlite-store.js'
+export { storeFromUrl } from './store-url.js'
+export type { BranchChange, ListFilter, NewTx, TxChange, TxStore } from './types.js'

@@ -1,0 +1,51 @@
+/** The log's tables per dialect. `p` is the table prefix (checked to be a plain identifier). */
+
+type Dialect = 'sqlite' | 'postgres' | 'mysql'
+
+const IDENT = /^[A-Za-z_][A-Za-z0-9_]{0,40}$/
+
+/** Checks a table prefix: letters, digits and underscores, so it can be spliced into SQL. */
+export function checkPrefix(prefix: unknown): string {
+  if (typeof prefix !== 'string' || !IDENT.test(prefix)) {
+    throw new RangeError(
+      `latchkey-tx: tablePrefix must be a plain SQL identifier (letters, digits, _; at most 41 chars), received ${JSON.stringify(prefix)}`,
+    )
+  }
+  return prefix
+}
+
+/** Default table prefix: tables `latchkey_tx_global`, `latchkey_tx_branch`, `latchkey_tx_history`. */
+export const DEFAULT_PREFIX = 'latchkey_tx_'
+
+/** CREATE statements, each idempotent. */
+export function schemaStatements(dialect: Dialect, p: string): string[] {
+  const key = dialect === 'sqlite' ? 'TEXT' : 'VARCHAR(191)'
+  const text = dialect === 'mysql' ? 'MEDIUMTEXT' : 'TEXT'
+  const big = dialect === 'sqlite' ? 'INTEGER' : 'BIGINT'
+  const serial =
+    dialect === 'sqlite'
+      ? 'INTEGER PRIMARY KEY AUTOINCREMENT'
+      : dialect === 'postgres'
+        ? 'BIGSERIAL PRIMARY KEY'
+        : 'BIGINT AUTO_INCREMENT PRIMARY KEY'
+  const engine = dialect === 'mysql' ? ' ENGINE=InnoDB DEFAULT CHARSET=utf8mb4' : ''
+  // MySQL has no CREATE INDEX IF NOT EXISTS: its indexes are declared inside CREATE TABLE instead.
+  const inline = (cols: string) => (dialect === 'mysql' ? `, INDEX (${cols})` : '')
+  const index = (name: string, table: string, cols: string) =>
+    dialect === 'mysql' ? [] : [`CREATE INDEX IF NOT EXISTS ${p}${name} ON ${p}${table} (${cols})`]
+  return [
+    `CREATE TABLE IF NOT EXISTS ${p}global (
+      gid ${key} NOT NULL PRIMARY KEY, kind VARCHAR(16) NOT NULL, name ${key} NOT NULL, status VARCHAR(16) NOT NULL,
+      parked_from VARCHAR(16), input ${text}, deadline_at ${big}, error ${text}, fence ${big} NOT NULL,
+      version ${big} NOT NULL, created_at ${big} NOT NULL, updated_at ${big} NOT NULL${inline('status, updated_at')})${engine}`,
+    `CREATE TABLE IF NOT EXISTS ${p}branch (
+      gid ${key} NOT NULL, branch ${key} NOT NULL, op VARCHAR(16) NOT NULL, seq INTEGER NOT NULL,
+      status VARCHAR(16) NOT NULL, attempts INTEGER NOT NULL, result ${text}, last_error ${text},
+      updated_at ${big} NOT NULL, PRIMARY KEY (gid, branch, op))${engine}`,
+    `CREATE TABLE IF NOT EXISTS ${p}history (
+      id ${serial}, gid ${key} NOT NULL, branch ${key}, op VARCHAR(16), type VARCHAR(32) NOT NULL,
+      detail ${text}, fence ${big} NOT NULL, at ${big} NOT NULL${inline('gid, id')})${engine}`,
+    ...index('global_status', 'global', 'status, updated_at'),
+    ...index('history_gid', 'history', 'gid, id'),
+  ]
+}

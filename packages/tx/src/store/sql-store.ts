@@ -1,0 +1,248 @@
+import type { Backend } from 'latchkey'
+import { StaleCoordinatorError, TxError } from '../errors.js'
+import type {
+  BranchOp,
+  BranchRecord,
+  BranchStatus,
+  HistoryEntry,
+  TxKind,
+  TxRecord,
+  TxStatus,
+  TxSummary,
+} from '../types.js'
+import { schemaStatements } from './schema.js'
+import type { Row, SqlDriver, SqlQuery } from './sql-driver.js'
+import type { BranchChange, ListFilter, NewTx, TxChange, TxStore } from './types.js'
+
+const UNFINISHED: readonly TxStatus[] = ['prepared', 'submitted', 'aborting']
+
+const json = (value: unknown): string | null => (value === undefined ? null : JSON.stringify(value))
+const parse = (value: unknown): unknown =>
+  value === null || value === undefined ? undefined : JSON.parse(String(value))
+const int = (value: unknown): number => Number(value)
+const nullable = (value: unknown): string | null => (value === null || value === undefined ? null : String(value))
+
+/**
+ * The log on any SQL database through a {@link SqlDriver}. Fencing: each write is one database transaction
+ * whose first statement is `UPDATE global SET fence = token ... WHERE gid = ? AND fence <= token`; it takes the
+ * row's write lock, so a writer with a lower token that comes later (or waited on the lock) matches no row and
+ * its whole transaction rolls back with `StaleCoordinatorError`.
+ */
+export class SqlTxStore implements TxStore {
+  readonly dialect: string
+  private initialized: Promise<void> | undefined
+
+  constructor(
+    private readonly driver: SqlDriver,
+    private readonly p: string,
+    makeLockBackend?: () => Backend,
+  ) {
+    this.dialect = driver.dialect
+    if (makeLockBackend !== undefined) this.lockBackend = makeLockBackend
+  }
+
+  lockBackend?: () => Backend
+
+  init(): Promise<void> {
+    this.initialized ??= this.createTables().catch((error: unknown) => {
+      this.initialized = undefined
+      throw error
+    })
+    return this.initialized
+  }
+
+  private async createTables(): Promise<void> {
+    const statements = schemaStatements(this.driver.dialect, this.p)
+    if (this.driver.dialect !== 'postgres') {
+      for (const sql of statements) await this.driver.query(sql)
+      return
+    }
+    // Concurrent CREATE TABLE IF NOT EXISTS can fail on PostgreSQL's catalog unique index: serialize them.
+    await this.driver.transaction(async (q) => {
+      await q('SELECT pg_advisory_xact_lock(hashtext(?))', [`${this.p}schema`])
+      for (const sql of statements) await q(sql)
+    })
+  }
+
+  async create(tx: NewTx, token: bigint): Promise<void> {
+    const now = Date.now()
+    try {
+      await this.driver.transaction(async (q) => {
+        await q(
+          `INSERT INTO ${this.p}global (gid, kind, name, status, parked_from, input, deadline_at, error, fence, version,
+            created_at, updated_at) VALUES (?, ?, ?, ?, NULL, ?, ?, NULL, ?, 1, ?, ?)`,
+          [tx.gid, tx.kind, tx.name, tx.status, json(tx.input), tx.deadlineAt, token, now, now],
+        )
+        for (const b of tx.branches) {
+          await q(
+            `INSERT INTO ${this.p}branch (gid, branch, op, seq, status, attempts, result, last_error, updated_at)
+              VALUES (?, ?, ?, ?, 'pending', 0, NULL, NULL, ?)`,
+            [tx.gid, b.id, b.op, b.seq, now],
+          )
+        }
+        await this.history(q, tx.gid, token, now, { type: 'created', detail: tx.status })
+      })
+    } catch (error) {
+      const rows = await this.driver.query(`SELECT gid FROM ${this.p}global WHERE gid = ?`, [tx.gid]).catch(() => null)
+      if (rows !== null && rows.rows.length > 0) {
+        throw new TxError(`Transaction ${tx.gid} already exists; use another gid`, {
+          code: 'DUPLICATE_GID',
+          gid: tx.gid,
+        })
+      }
+      throw error
+    }
+  }
+
+  async write(gid: string, token: bigint, change: TxChange): Promise<void> {
+    const now = Date.now()
+    await this.driver.transaction(async (q) => {
+      const { sets, params } = assignments(
+        { fence: token, updated_at: now, status: change.status, parked_from: change.parkedFrom, error: change.error },
+        'version = version + 1',
+      )
+      const claimed = await q(`UPDATE ${this.p}global SET ${sets.join(', ')} WHERE gid = ? AND fence <= ?`, [
+        ...params,
+        gid,
+        token,
+      ])
+      if (claimed.affected === 0) await this.refuse(q, gid, token)
+      for (const b of change.branches ?? []) await this.updateBranch(q, gid, b, now)
+      await this.history(q, gid, token, now, change.event)
+    })
+  }
+
+  private async refuse(q: SqlQuery, gid: string, token: bigint): Promise<never> {
+    const { rows } = await q(`SELECT fence FROM ${this.p}global WHERE gid = ?`, [gid])
+    const row = rows[0]
+    if (row === undefined) throw new TxError(`Transaction ${gid} does not exist`, { code: 'NOT_FOUND', gid })
+    throw new StaleCoordinatorError(gid, token, BigInt(String(row.fence)))
+  }
+
+  private async updateBranch(q: SqlQuery, gid: string, b: BranchChange, now: number): Promise<void> {
+    const result = b.result === undefined ? undefined : json(b.result)
+    const { sets, params } = assignments({
+      updated_at: now,
+      status: b.status,
+      attempts: b.attempts,
+      result,
+      last_error: b.lastError,
+    })
+    const r = await q(`UPDATE ${this.p}branch SET ${sets.join(', ')} WHERE gid = ? AND branch = ? AND op = ?`, [
+      ...params,
+      gid,
+      b.id,
+      b.op,
+    ])
+    if (r.affected === 0) {
+      throw new TxError(`Transaction ${gid} has no branch "${b.id}" (${b.op})`, { code: 'NOT_FOUND', gid })
+    }
+  }
+
+  private async history(q: SqlQuery, gid: string, token: bigint, now: number, e: TxChange['event']): Promise<void> {
+    await q(`INSERT INTO ${this.p}history (gid, branch, op, type, detail, fence, at) VALUES (?, ?, ?, ?, ?, ?, ?)`, [
+      gid,
+      e.branch ?? null,
+      e.op ?? null,
+      e.type,
+      e.detail ?? null,
+      token,
+      now,
+    ])
+  }
+
+  async load(gid: string): Promise<TxRecord | undefined> {
+    const g = (await this.driver.query(`SELECT * FROM ${this.p}global WHERE gid = ?`, [gid])).rows[0]
+    if (g === undefined) return undefined
+    const branches = await this.driver.query(`SELECT * FROM ${this.p}branch WHERE gid = ? ORDER BY seq, op`, [gid])
+    const history = await this.driver.query(`SELECT * FROM ${this.p}history WHERE gid = ? ORDER BY id`, [gid])
+    return {
+      ...summary(g),
+      input: parse(g.input),
+      deadlineAt: g.deadline_at === null ? null : int(g.deadline_at),
+      token: BigInt(String(g.fence)),
+      branches: branches.rows.map(branch),
+      history: history.rows.map(entry),
+    }
+  }
+
+  async list(filter: ListFilter = {}): Promise<TxSummary[]> {
+    const where: string[] = []
+    const params: unknown[] = []
+    if (filter.status !== undefined) {
+      where.push('status = ?')
+      params.push(filter.status)
+    }
+    if (filter.kind !== undefined) {
+      where.push('kind = ?')
+      params.push(filter.kind)
+    }
+    const limit = Math.floor(filter.limit ?? 100)
+    const sql = `SELECT gid, kind, name, status, parked_from, error, created_at, updated_at FROM ${this.p}global
+      ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY created_at DESC, gid LIMIT ${limit}`
+    return (await this.driver.query(sql, params)).rows.map(summary)
+  }
+
+  async unfinished(limit: number): Promise<string[]> {
+    const { rows } = await this.driver.query(
+      `SELECT gid FROM ${this.p}global WHERE status IN (?, ?, ?) ORDER BY updated_at LIMIT ${Math.floor(limit)}`,
+      UNFINISHED,
+    )
+    return rows.map((r) => String(r.gid))
+  }
+
+  async remove(gids: readonly string[]): Promise<void> {
+    if (gids.length === 0) return
+    const marks = gids.map(() => '?').join(', ')
+    await this.driver.transaction(async (q) => {
+      for (const t of ['history', 'branch', 'global'])
+        await q(`DELETE FROM ${this.p}${t} WHERE gid IN (${marks})`, gids)
+    })
+  }
+
+  close(): Promise<void> {
+    return this.driver.close()
+  }
+}
+
+/** `col = ?` assignments for the defined values (undefined means "keep"), plus fixed `extra` ones. */
+function assignments(values: Record<string, unknown>, ...extra: string[]): { sets: string[]; params: unknown[] } {
+  const defined = Object.entries(values).filter(([, v]) => v !== undefined)
+  return { sets: [...defined.map(([col]) => `${col} = ?`), ...extra], params: defined.map(([, v]) => v) }
+}
+
+function summary(g: Row): TxSummary {
+  return {
+    gid: String(g.gid),
+    kind: String(g.kind) as TxKind,
+    name: String(g.name),
+    status: String(g.status) as TxStatus,
+    parkedFrom: nullable(g.parked_from) as TxStatus | null,
+    error: nullable(g.error),
+    createdAt: int(g.created_at),
+    updatedAt: int(g.updated_at),
+  }
+}
+
+function branch(b: Row): BranchRecord {
+  return {
+    id: String(b.branch),
+    op: String(b.op) as BranchOp,
+    seq: int(b.seq),
+    status: String(b.status) as BranchStatus,
+    attempts: int(b.attempts),
+    result: parse(b.result),
+    lastError: nullable(b.last_error),
+  }
+}
+
+function entry(h: Row): HistoryEntry {
+  return {
+    at: int(h.at),
+    type: String(h.type),
+    branch: nullable(h.branch),
+    op: nullable(h.op) as BranchOp | null,
+    detail: nullable(h.detail),
+    token: BigInt(String(h.fence)),
+  }
+}

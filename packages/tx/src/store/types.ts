@@ -1,0 +1,68 @@
+import type { Backend } from 'latchkey'
+import type { BranchOp, BranchStatus, TxKind, TxRecord, TxStatus, TxSummary } from '../types.js'
+
+/** A new global transaction, written by {@link TxStore.create}. */
+export interface NewTx {
+  readonly gid: string
+  readonly kind: TxKind
+  readonly name: string
+  readonly status: TxStatus
+  readonly input: unknown
+  readonly deadlineAt: number | null
+  readonly branches: readonly { readonly id: string; readonly op: BranchOp; readonly seq: number }[]
+}
+
+/** A change to one branch operation. Unset fields keep their value. */
+export interface BranchChange {
+  readonly id: string
+  readonly op: BranchOp
+  readonly status?: BranchStatus
+  readonly attempts?: number
+  readonly result?: unknown
+  readonly lastError?: string | null
+}
+
+/** One state transition: written atomically, and only while `token` is the highest that wrote the transaction. */
+export interface TxChange {
+  readonly status?: TxStatus
+  readonly parkedFrom?: TxStatus | null
+  readonly error?: string | null
+  readonly branches?: readonly BranchChange[]
+  /** The history entry describing the transition. */
+  readonly event: { readonly type: string; readonly branch?: string; readonly op?: BranchOp; readonly detail?: string }
+}
+
+/** Filters of {@link TxStore.list}. */
+export interface ListFilter {
+  readonly status?: TxStatus | undefined
+  readonly kind?: TxKind | undefined
+  readonly limit?: number | undefined
+}
+
+/**
+ * The coordinator's durable log. Every write carries the writer's fencing token (its recovery lease's
+ * `lease.token`) and is refused with `StaleCoordinatorError` when a higher token has already written the same
+ * transaction: a coordinator that was paused while another took over cannot write.
+ */
+export interface TxStore {
+  /** `sqlite`, `postgres` or `mysql`. */
+  readonly dialect: string
+  /** Creates the tables when missing. Idempotent; safe to call from several processes at once. */
+  init(): Promise<void>
+  /** Writes a new transaction with its branches (status `pending`); `TxError` `DUPLICATE_GID` if the gid exists. */
+  create(tx: NewTx, token: bigint): Promise<void>
+  /** Applies one transition (fenced, atomic); `StaleCoordinatorError` when overtaken, `TxError` `NOT_FOUND`. */
+  write(gid: string, token: bigint, change: TxChange): Promise<void>
+  /** The transaction with its branches and history, or undefined. */
+  load(gid: string): Promise<TxRecord | undefined>
+  /** Newest first. */
+  list(filter?: ListFilter): Promise<TxSummary[]>
+  /** Gids of unfinished transactions (`prepared`, `submitted`, `aborting`), least recently written first. */
+  unfinished(limit: number): Promise<string[]>
+  /** Deletes transactions (with branches and history): for tests and retention jobs. */
+  remove(gids: readonly string[]): Promise<void>
+  /** A latchkey backend on the same database, for the default recovery leases. The caller closes it. */
+  lockBackend?(): Backend
+  /** Closes what the store opened (never a pool or database handed in). */
+  close(): Promise<void>
+}
