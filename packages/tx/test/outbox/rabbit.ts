@@ -30,6 +30,8 @@ export interface TestBroker {
    * deliveries are handled one at a time in queue order.
    */
   consume(handle?: (delivery: Delivery) => Promise<void>): Promise<void>
+  /** Binds the queue to one more routing pattern. */
+  bind(pattern: string): Promise<void>
   /** Deletes the queue and the exchange and closes the connection. */
   close(): Promise<void>
 }
@@ -69,6 +71,9 @@ export async function openTestBroker(binding = '#'): Promise<TestBroker> {
           () => channel.nack(message, false, true),
         )
       })
+    },
+    async bind(pattern) {
+      await channel.bindQueue(queue, exchange, pattern)
     },
     async close() {
       await channel.deleteQueue(queue).catch(() => undefined)
