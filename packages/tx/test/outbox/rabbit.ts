@@ -63,12 +63,18 @@ export async function openTestBroker(binding = '#'): Promise<TestBroker> {
           payload: JSON.parse(message.content.toString('utf8')),
           redelivered: message.fields.redelivered,
         }
+        // After close() the channel refuses acks: the broker requeues the message anyway.
+        const settle = (fn: () => void) => {
+          try {
+            fn()
+          } catch {}
+        }
         Promise.resolve(handle?.(delivery)).then(
           () => {
             deliveries.push(delivery)
-            channel.ack(message)
+            settle(() => channel.ack(message))
           },
-          () => channel.nack(message, false, true),
+          () => settle(() => channel.nack(message, false, true)),
         )
       })
     },
@@ -83,21 +89,28 @@ export async function openTestBroker(binding = '#'): Promise<TestBroker> {
   }
 }
 
-/**
- * Closes, from the broker's side, every connection whose client-provided name is `name`; resolves to how many.
- * `rabbitmqctl close_connection` is what an operator (or a broker restart) does to a client.
- */
-export async function closeConnectionsNamed(name: string): Promise<number> {
+/** Pids of the broker's connections whose client-provided name is `name`. */
+export async function connectionsNamed(name: string): Promise<string[]> {
+  // Tab-separated: the pid as close_connection takes it (<rabbit@host.N.N.N>), then the client properties.
   const { stdout } = await run('rabbitmqctl', [
     '-q',
     'list_connections',
+    '--no-table-headers',
     'pid',
     'client_properties',
-    '--formatter',
-    'json',
   ])
-  const rows = JSON.parse(stdout) as { pid: string; client_properties: unknown[] }[]
-  const mine = rows.filter((row) => JSON.stringify(row.client_properties).includes(`"${name}"`))
-  for (const row of mine) await run('rabbitmqctl', ['-q', 'close_connection', row.pid, 'latchkey-tx test drop'])
-  return mine.length
+  return stdout
+    .split('\n')
+    .filter((line) => line.includes(`{"connection_name","${name}"}`))
+    .map((line) => line.split('\t')[0] as string)
+}
+
+/**
+ * Closes, from the broker's side, every connection whose client-provided name is `name`; resolves to their pids.
+ * `rabbitmqctl close_connection` is what an operator (or a broker restart) does to a client.
+ */
+export async function closeConnectionsNamed(name: string): Promise<string[]> {
+  const mine = await connectionsNamed(name)
+  for (const pid of mine) await run('rabbitmqctl', ['-q', 'close_connection', pid, 'latchkey-tx test drop'])
+  return mine
 }
