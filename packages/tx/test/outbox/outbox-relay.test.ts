@@ -57,4 +57,46 @@ describe.each(DIALECTS)('outbox relay to RabbitMQ (%s)', (dialect) => {
     expect(delivery).toMatchObject({ key: 'a', topic: 'order.a', payload: { i: 0 } })
     expect(relay.heldPartitions).toEqual([])
   })
+
+  it('runs several relays with one active per partition, and hands partitions over when one stops', async () => {
+    await broker.consume()
+    const published = new Map<number, Set<string>>() // partition -> relays that published it
+    const start = (name: string) =>
+      outbox.relay({
+        publisher: rabbitPublisher({ url: RABBIT_URL, exchange: broker.exchange }),
+        pollMs: 20,
+        onEvent: (event) => {
+          if (event.type !== 'published') return
+          published.set(event.partition, (published.get(event.partition) ?? new Set()).add(name))
+        },
+      })
+    const relays = { a: start('a'), b: start('b') }
+    const all = [0, 1, 2, 3]
+    await eventually('every partition to be held', () => {
+      const held = [...relays.a.heldPartitions, ...relays.b.heldPartitions].sort()
+      return JSON.stringify(held) === JSON.stringify(all)
+    })
+    const expected = new Map<string, string[]>()
+    const addMany = async (from: number, count: number) => {
+      for (let i = from; i < from + count; i++) {
+        const key = `key-${i % 6}`
+        await addOne(db, outbox, { topic: 'order.x', key, id: `${key}-${i}`, payload: i })
+        expected.set(key, [...(expected.get(key) ?? []), `${key}-${i}`])
+      }
+      await eventually('the messages to arrive', () => broker.deliveries.length >= from + count)
+    }
+    await addMany(0, 24)
+    for (const [partition, names] of published) {
+      expect(names.size, `partition ${partition} published by ${[...names]}`).toBe(1)
+      const holder = relays.a.heldPartitions.includes(partition) ? 'a' : 'b'
+      expect([...names]).toEqual([holder])
+    }
+    // The relay holding partitions stops (releasing them); the other one takes every partition over.
+    const [stopping, staying] = relays.a.heldPartitions.length > 0 ? [relays.a, relays.b] : [relays.b, relays.a]
+    await stopping.close()
+    await eventually('the other relay to hold every partition', () => staying.heldPartitions.length === all.length)
+    await addMany(24, 12)
+    expect(broker.deliveries).toHaveLength(36)
+    expect(firstDeliveryOrder(broker.deliveries)).toEqual(expected)
+  })
 })
