@@ -4,12 +4,12 @@
  * out. Runs on PostgreSQL, MariaDB and SQLite.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { createOutbox, type Outbox, rabbitPublisher } from '../../src/outbox/index.js'
+import { createOutbox, type Outbox, type OutboxPublisher, rabbitPublisher } from '../../src/outbox/index.js'
 import { DIALECTS } from '../support/databases.js'
 import { type BusinessDb, openBusinessDb } from './business-db.js'
 import { addOne, firstDeliveryOrder } from './outbox-helpers.js'
 import { openTestBroker, RABBIT_URL, type TestBroker } from './rabbit.js'
-import { eventually } from './wait.js'
+import { eventually, latch } from './wait.js'
 
 describe.each(DIALECTS)('outbox relay to RabbitMQ (%s)', (dialect) => {
   let db: BusinessDb
@@ -98,5 +98,34 @@ describe.each(DIALECTS)('outbox relay to RabbitMQ (%s)', (dialect) => {
     await addMany(24, 12)
     expect(broker.deliveries).toHaveLength(36)
     expect(firstDeliveryOrder(broker.deliveries)).toEqual(expected)
+  })
+
+  it('marks a row sent only after the broker confirmed it', async () => {
+    await broker.consume()
+    await addOne(db, outbox, { topic: 'order.x', key: 'k', id: 'm-1', payload: 1 })
+    // The real publisher, with a gate between its confirm and the relay's mark.
+    const inner = rabbitPublisher({ url: RABBIT_URL, exchange: broker.exchange })
+    const confirmed = latch()
+    const release = latch()
+    const status = async () => (await db.sql(`SELECT status FROM ${db.prefix}outbox WHERE message_id = 'm-1'`))[0]
+    const gated: OutboxPublisher = {
+      async publish(messages) {
+        const outcomes = await inner.publish(messages)
+        confirmed.open()
+        await release.wait()
+        return outcomes
+      },
+      close: () => inner.close(),
+    }
+    const relay = outbox.relay({ publisher: gated, pollMs: 20 })
+    try {
+      await confirmed.wait()
+      await eventually('the confirmed message to be delivered', () => broker.deliveries.length === 1)
+      expect(await status()).toEqual({ status: 'pending' })
+    } finally {
+      release.open() // also on failure, so that closing the relay does not wait on the gate forever
+    }
+    await eventually('the row to be marked sent', async () => (await status())?.status === 'sent')
+    await relay.close()
   })
 })
