@@ -120,7 +120,11 @@ class LazyStoreDb implements StoreDb {
     let done = this.ensured.get(key)
     if (done === undefined) {
       done = (async () => {
-        for (const sql of statements) await this.query(sql)
+        for (const sql of statements) {
+          // Two processes creating the same table at once: PostgreSQL may fail the loser on its catalog's
+          // unique index even with IF NOT EXISTS. Once the winner committed, running it again is a no-op.
+          await this.query(sql).catch(() => this.query(sql))
+        }
       })()
       // A failed attempt (database down) is tried again by the next caller rather than cached.
       done.catch(() => this.ensured.delete(key))

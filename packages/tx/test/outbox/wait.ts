@@ -13,7 +13,8 @@ export async function eventually<T>(what: string, check: () => T | Promise<T>, t
       last = error
     }
     if (Date.now() > deadline) {
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`, { cause: last })
+      const because = last === undefined ? '' : ` (last check threw: ${(last as Error).message})`
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${because}`, { cause: last })
     }
     await delay(25)
   }
