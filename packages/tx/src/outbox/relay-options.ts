@@ -25,7 +25,7 @@ export type RelayEvent =
   | { type: 'partition-acquired'; partition: number }
   | { type: 'partition-lost'; partition: number }
   | { type: 'published'; partition: number; ids: readonly string[] }
-  | { type: 'failed'; partition: number; id: string; attempts: number; error: Error }
+  | { type: 'failed'; partition: number; id: string; attempts: number; error: Error; retryAt: number }
   | { type: 'dead'; partition: number; id: string; attempts: number; error: Error }
   | { type: 'error'; error: Error }
 

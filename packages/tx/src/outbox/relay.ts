@@ -197,12 +197,13 @@ export class OutboxRelay {
   private async recordFailure(partition: number, row: PendingRow, error: Error): Promise<void> {
     const attempts = row.attempts + 1
     const dead = attempts >= this.o.maxAttempts
-    const message = error.message.slice(0, 2000)
+    const retryAt = Date.now() + backoffDelay(attempts, this.o)
     await this.db.query(
       `UPDATE ${this.table} SET status = ?, attempts = ?, next_attempt_at = ?, last_error = ? WHERE seq = ?`,
-      [dead ? 'dead' : 'pending', attempts, Date.now() + backoffDelay(attempts, this.o), message, row.seq],
+      [dead ? 'dead' : 'pending', attempts, retryAt, error.message.slice(0, 2000), row.seq],
     )
-    this.emit({ type: dead ? 'dead' : 'failed', partition, id: row.id, attempts, error })
+    const base = { partition, id: row.id, attempts, error }
+    this.emit(dead ? { type: 'dead', ...base } : { type: 'failed', ...base, retryAt })
   }
 }
 

@@ -52,7 +52,13 @@ describe('outbox relay when RabbitMQ drops its connection (postgres)', () => {
     const events: RelayEvent[] = []
     await broker.consume(inboxEffect(db, inbox))
     const relay = outbox.relay({
-      publisher: rabbitPublisher({ url: rabbit.toString(), exchange: broker.exchange, connectionName: name }),
+      // No confirm timeout while the confirms are held on purpose (rabbitmqctl can take seconds on a busy host).
+      publisher: rabbitPublisher({
+        url: rabbit.toString(),
+        exchange: broker.exchange,
+        connectionName: name,
+        confirmTimeoutMs: 60_000,
+      }),
       pollMs: 10,
       batchSize: 5,
       backoffMs: 20,
