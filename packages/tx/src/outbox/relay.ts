@@ -1,0 +1,224 @@
+import { createLocks, type Lease, type Locks } from 'latchkey'
+import { TxError } from '../errors.js'
+import type { Row } from '../store/sql-driver.js'
+import { crashPoint } from './crash-point.js'
+import {
+  backoffDelay,
+  type RelayEvent,
+  type RelayOptions,
+  type ResolvedRelayOptions,
+  resolveRelayOptions,
+} from './relay-options.js'
+import { outboxSchema } from './schema.js'
+import type { StoreDb } from './store-db.js'
+import type { OutgoingMessage, PublishOutcome } from './types.js'
+
+export type { RelayEvent, RelayOptions }
+
+interface PendingRow extends OutgoingMessage {
+  readonly seq: number
+}
+
+const UNAVAILABLE = 'PUBLISHER_UNAVAILABLE'
+
+/**
+ * Publishes committed outbox rows. Each partition is held through a latchkey lease on the outbox's own database,
+ * so among several relays (processes) one at a time publishes a partition. Within a partition, a key's rows go
+ * out one at a time in insert order, the next only after the broker confirmed the previous one; rows of different
+ * keys are pipelined together. A row is marked sent only after its confirm, so a crash means a re-send, never a
+ * loss. Runs until `close()`.
+ */
+export class OutboxRelay {
+  private readonly o: ResolvedRelayOptions
+  private readonly locks: Locks
+  private readonly leases = new Map<number, Lease>()
+  private readonly table: string
+  private closed = false
+  private wake: (() => void) | undefined
+  private readonly loop: Promise<void>
+
+  /** @internal Made by `outbox.relay(options)`. */
+  constructor(
+    private readonly db: StoreDb,
+    private readonly partitions: number,
+    options: RelayOptions,
+    private readonly onClose: () => void,
+  ) {
+    this.o = resolveRelayOptions(options)
+    this.table = `${db.prefix}outbox`
+    this.locks = createLocks({ backend: db.lockBackend(), namespace: `${db.prefix}outbox`, ttlMs: this.o.leaseTtlMs })
+    this.loop = this.run()
+  }
+
+  /** Partitions this relay currently holds, ascending. */
+  get heldPartitions(): number[] {
+    return [...this.leases.keys()].sort((a, b) => a - b)
+  }
+
+  /** Stops after the current wave, releases the leases and closes the publisher. Idempotent. */
+  async close(): Promise<void> {
+    this.closed = true
+    this.wake?.()
+    await this.loop
+    await this.locks.close()
+    this.leases.clear()
+    await this.o.publisher.close().catch(() => undefined)
+    this.onClose()
+  }
+
+  private emit(event: RelayEvent): void {
+    try {
+      this.o.onEvent?.(event)
+    } catch {
+      // A listener's bug must not stop the relay.
+    }
+  }
+
+  private async run(): Promise<void> {
+    let outages = 0
+    while (!this.closed) {
+      try {
+        await this.db.ensure(outboxSchema(this.db.dialect, this.db.prefix))
+        await this.acquirePartitions()
+        let busy = false
+        for (const [partition, lease] of this.leases) {
+          if (this.closed) break
+          if (await this.drainPartition(partition, lease)) busy = true
+        }
+        outages = 0
+        if (!busy) await this.pause(this.o.pollMs)
+      } catch (error) {
+        outages++
+        this.emit({ type: 'error', error: asError(error) })
+        await this.pause(backoffDelay(outages, this.o))
+      }
+    }
+  }
+
+  private pause(ms: number): Promise<void> {
+    if (this.closed) return Promise.resolve()
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, ms)
+      this.wake = () => {
+        clearTimeout(timer)
+        resolve()
+      }
+    })
+  }
+
+  private async acquirePartitions(): Promise<void> {
+    for (let partition = 0; partition < this.partitions && !this.closed; partition++) {
+      const held = this.leases.get(partition)
+      if (held !== undefined && !held.signal.aborted) continue
+      if (held !== undefined) {
+        this.leases.delete(partition)
+        this.emit({ type: 'partition-lost', partition })
+      }
+      const lease = await this.locks.mutex(`p${partition}`).tryAcquire()
+      if (lease === undefined) continue
+      this.leases.set(partition, lease)
+      this.emit({ type: 'partition-acquired', partition })
+    }
+  }
+
+  /** One pass over a partition's oldest pending rows; true when it published or recorded something. */
+  private async drainPartition(partition: number, lease: Lease): Promise<boolean> {
+    const queues = await this.readQueues(partition)
+    let progressed = false
+    while (queues.size > 0 && !lease.signal.aborted && !this.closed) {
+      // One wave: the oldest unsent row of every key, so no key ever has two rows in flight.
+      const wave = [...queues.values()].map((queue) => queue[0] as PendingRow)
+      const outcomes = await this.o.publisher.publish(wave)
+      crashPoint('after-confirm')
+      const sent = wave.filter((_, i) => outcomes[i] === 'ok')
+      if (sent.length > 0) {
+        await this.markSent(sent)
+        this.emit({ type: 'published', partition, ids: sent.map((row) => row.id) })
+        progressed = true
+      }
+      let unavailable: Error | undefined
+      for (const [i, row] of wave.entries()) {
+        const outcome: PublishOutcome = outcomes[i] ?? new Error('publisher returned no outcome')
+        const queue = queues.get(row.key) as PendingRow[]
+        if (outcome === 'ok') {
+          queue.shift()
+          if (queue.length === 0) queues.delete(row.key)
+        } else if ((outcome as { code?: unknown }).code === UNAVAILABLE) {
+          unavailable = outcome
+        } else {
+          queues.delete(row.key) // its later rows wait for this one's retry
+          await this.recordFailure(partition, row, outcome)
+          progressed = true
+        }
+      }
+      // No broker: the rows keep their attempts; the relay as a whole backs off (in run()).
+      if (unavailable !== undefined) throw unavailable
+    }
+    return progressed
+  }
+
+  /** Pending rows of a partition grouped per key in insert order, minus keys held back by an earlier row. */
+  private async readQueues(partition: number): Promise<Map<string, PendingRow[]>> {
+    const { rows } = await this.db.query(
+      `SELECT seq, message_id, topic, msg_key, payload, headers, attempts, next_attempt_at FROM ${this.table}
+       WHERE part = ? AND status = 'pending' ORDER BY seq LIMIT ${this.o.batchSize}`,
+      [partition],
+    )
+    const queues = new Map<string, PendingRow[]>()
+    if (rows.length === 0) return queues
+    // A dead row holds back its key's later rows until it is requeued or discarded: order per key is kept.
+    const dead = await this.db.query(`SELECT DISTINCT msg_key FROM ${this.table} WHERE part = ? AND status = 'dead'`, [
+      partition,
+    ])
+    const blocked = new Set(dead.rows.map((row) => String(row.msg_key)))
+    const now = Date.now()
+    for (const row of rows) {
+      const key = String(row.msg_key)
+      if (blocked.has(key)) continue
+      if (Number(row.next_attempt_at) > now) {
+        blocked.add(key) // backing off: nothing of this key may overtake it
+        continue
+      }
+      const queue = queues.get(key) ?? []
+      queue.push(toPending(row))
+      queues.set(key, queue)
+    }
+    return queues
+  }
+
+  private async markSent(rows: readonly PendingRow[]): Promise<void> {
+    const marks = rows.map(() => '?').join(', ')
+    await this.db.query(`UPDATE ${this.table} SET status = 'sent', sent_at = ? WHERE seq IN (${marks})`, [
+      Date.now(),
+      ...rows.map((row) => row.seq),
+    ])
+  }
+
+  private async recordFailure(partition: number, row: PendingRow, error: Error): Promise<void> {
+    const attempts = row.attempts + 1
+    const dead = attempts >= this.o.maxAttempts
+    const retryAt = Date.now() + backoffDelay(attempts, this.o)
+    await this.db.query(
+      `UPDATE ${this.table} SET status = ?, attempts = ?, next_attempt_at = ?, last_error = ? WHERE seq = ?`,
+      [dead ? 'dead' : 'pending', attempts, retryAt, error.message.slice(0, 2000), row.seq],
+    )
+    const base = { partition, id: row.id, attempts, error }
+    this.emit(dead ? { type: 'dead', ...base } : { type: 'failed', ...base, retryAt })
+  }
+}
+
+function toPending(row: Row): PendingRow {
+  return {
+    seq: Number(row.seq),
+    id: String(row.message_id),
+    topic: String(row.topic),
+    key: String(row.msg_key),
+    payload: String(row.payload),
+    headers: row.headers == null ? {} : (JSON.parse(String(row.headers)) as Record<string, string>),
+    attempts: Number(row.attempts),
+  }
+}
+
+function asError(error: unknown): Error {
+  return error instanceof Error ? error : new TxError(String(error))
+}

@@ -1,0 +1,50 @@
+/** The outbox's and the inbox's own tables, per dialect. `p` is a checked table prefix. */
+
+/** The three SQL dialects the outbox and inbox run on. */
+export type OutboxDialect = 'sqlite' | 'postgres' | 'mysql'
+
+/** Idempotent CREATE statements of the outbox table (`<p>outbox`). */
+export function outboxSchema(dialect: OutboxDialect, p: string): string[] {
+  const key = dialect === 'sqlite' ? 'TEXT' : 'VARCHAR(191)'
+  const text = dialect === 'mysql' ? 'MEDIUMTEXT' : 'TEXT'
+  const big = dialect === 'sqlite' ? 'INTEGER' : 'BIGINT'
+  const serial =
+    dialect === 'sqlite'
+      ? 'INTEGER PRIMARY KEY AUTOINCREMENT'
+      : dialect === 'postgres'
+        ? 'BIGSERIAL PRIMARY KEY'
+        : 'BIGINT AUTO_INCREMENT PRIMARY KEY'
+  const engine = dialect === 'mysql' ? ' ENGINE=InnoDB DEFAULT CHARSET=utf8mb4' : ''
+  // The relay reads one partition's pending rows in insert order: (part, status, seq) serves that scan.
+  // MySQL has no CREATE INDEX IF NOT EXISTS, so its index is declared inside CREATE TABLE.
+  const inline = dialect === 'mysql' ? ', INDEX (part, status, seq)' : ''
+  return [
+    `CREATE TABLE IF NOT EXISTS ${p}outbox (
+      seq ${serial}, message_id ${key} NOT NULL UNIQUE, topic ${key} NOT NULL, msg_key ${key} NOT NULL,
+      part INTEGER NOT NULL, payload ${text} NOT NULL, headers ${text}, status VARCHAR(16) NOT NULL,
+      attempts INTEGER NOT NULL, next_attempt_at ${big} NOT NULL, last_error ${text},
+      created_at ${big} NOT NULL, sent_at ${big}${inline})${engine}`,
+    ...(dialect === 'mysql' ? [] : [`CREATE INDEX IF NOT EXISTS ${p}outbox_part ON ${p}outbox (part, status, seq)`]),
+  ]
+}
+
+/** Idempotent CREATE statement of the inbox table (`<p>inbox`): one row per consumed message id. */
+export function inboxSchema(dialect: OutboxDialect, p: string): string[] {
+  const key = dialect === 'sqlite' ? 'TEXT' : 'VARCHAR(191)'
+  const big = dialect === 'sqlite' ? 'INTEGER' : 'BIGINT'
+  const engine = dialect === 'mysql' ? ' ENGINE=InnoDB DEFAULT CHARSET=utf8mb4' : ''
+  return [
+    `CREATE TABLE IF NOT EXISTS ${p}inbox (message_id ${key} NOT NULL PRIMARY KEY, consumed_at ${big} NOT NULL)${engine}`,
+  ]
+}
+
+/** The insert that claims a message id, a no-op (0 rows) when the id is already there. */
+export function insertIgnore(dialect: OutboxDialect, table: string, columns: string): string {
+  const marks = columns
+    .split(',')
+    .map(() => '?')
+    .join(', ')
+  if (dialect === 'mysql') return `INSERT IGNORE INTO ${table} (${columns}) VALUES (${marks})`
+  if (dialect === 'sqlite') return `INSERT OR IGNORE INTO ${table} (${columns}) VALUES (${marks})`
+  return `INSERT INTO ${table} (${columns}) VALUES (${marks}) ON CONFLICT DO NOTHING`
+}
