@@ -11,7 +11,7 @@ export interface ModelCaseSize {
 }
 
 /** Enough for every step kind to occur in each group, few enough for a slow server to run in seconds. */
-const SUITE_SIZE: ModelCaseSize = { runs: 2, steps: 16 }
+const SUITE_SIZE: ModelCaseSize = { runs: 2, steps: 20 }
 
 /**
  * The grant rules, checked as a model: random sequences of tryAcquire, short and long waits, waiters giving up,

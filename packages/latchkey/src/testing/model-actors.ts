@@ -20,16 +20,19 @@ export interface Actor {
   readonly locks: Locks
   /** Answers "not granted" its backend gave so far: a waiter has joined the line once its first try answered. */
   refusals: number
+  /** Backend calls under way: an acquire that ran out while a try was out gives its grant or place back after. */
+  calls: number
   lease?: Lease | undefined
   wait?: PendingWait | undefined
 }
 
-/** Makes `Locks` whose backend counts the actor's refused tries, over the suite's backend and namespace. */
+/** Makes `Locks` whose backend counts the actor's refused tries and calls under way, over the suite's backend and namespace. */
 export function createActor(id: string, backend: Backend, namespace: string): Actor {
   const actor: Actor = {
     id,
     refusals: 0,
-    locks: createLocks({ backend: observed(backend, () => actor.refusals++), namespace }),
+    calls: 0,
+    locks: createLocks({ backend: observed(backend, () => actor), namespace }),
   }
   return actor
 }
@@ -82,21 +85,31 @@ export async function until(done: () => boolean, ms: number, what: string): Prom
   }
 }
 
-/** Delegates every call to `inner` (never closing it), telling `onRefused` of each "not granted" answer. */
-function observed(inner: Backend, onRefused: () => void): Backend {
+/** Delegates every call to `inner` (never closing it), counting the actor's refusals and calls under way. */
+function observed(inner: Backend, actor: () => Actor): Backend {
+  const counted =
+    <A extends unknown[], R>(call: (...args: A) => Promise<R>) =>
+    async (...args: A): Promise<R> => {
+      actor().calls++
+      try {
+        return await call(...args)
+      } finally {
+        actor().calls--
+      }
+    }
   const backend: Backend = {
     name: inner.name,
     capabilities: inner.capabilities,
-    tryAcquire: async (request) => {
+    tryAcquire: counted(async (request) => {
       const result: AcquireResult = await inner.tryAcquire(request)
-      if (!result.acquired) onRefused()
+      if (!result.acquired) actor().refusals++
       return result
-    },
-    renew: (request) => inner.renew(request),
-    release: (request) => inner.release(request),
-    leaveQueue: (request) => inner.leaveQueue(request),
-    isLocked: (ref) => inner.isLocked(ref),
-    forceRelease: (ref) => inner.forceRelease(ref),
+    }),
+    renew: counted((request) => inner.renew(request)),
+    release: counted((request) => inner.release(request)),
+    leaveQueue: counted((request) => inner.leaveQueue(request)),
+    isLocked: counted((ref) => inner.isLocked(ref)),
+    forceRelease: counted((ref) => inner.forceRelease(ref)),
     close: async () => undefined,
   }
   const { subscribe, watchLease } = inner

@@ -13,7 +13,7 @@ import {
   startWait,
   until,
 } from './model-actors.js'
-import { ACTOR_IDS, draw, type ModelStep, mulberry32 } from './model-steps.js'
+import { ACTOR_IDS, draw, type ModelStep, mulberry32, openingSteps } from './model-steps.js'
 
 /** Long enough never to run out during a run; nothing renews it. */
 const HELD_MS = 60_000
@@ -21,14 +21,19 @@ const HELD_MS = 60_000
 const BRIEF_WAIT_MS = 150
 /** The lease of an `expire` step: long enough for a loaded machine to see it held, short enough to wait for. */
 const EXPIRING_MS = 300
-/** How long a backend may take to grant a due waiter, or to see an expiry, before the run fails. */
+/** How long a waiter's first try may take to answer. */
 const PATIENCE_MS = 5_000
+/**
+ * How long a due waiter may take to be granted, not scaled: under the 2 s the core sleeps between tries when the
+ * backend pushes releases, so a release (or a waiter giving up) that tells no waiter is seen, not covered by a poll.
+ */
+const PROMPT_MS = 1_500
 
 /**
  * One run: a sequence of `steps` operations drawn by a PRNG seeded with `seed` (the same seed replays the same
- * sequence), each checked against the model as it is made. It starts with a try and a release of a free lock,
- * which on Redis take the scripts' fast paths (FREE_MUTEX, DROP_OWN) for a mutex. Throws, naming the seed and
- * the steps so far, at the first disagreement. `onStep` hears of each step before it is made.
+ * sequence), each checked against the model as it is made, after the group's opening steps (which take the
+ * Redis scripts' fast paths, see `openingSteps`). Throws, naming the seed and the steps so far, at the first
+ * disagreement. `onStep` hears of each step before it is made.
  */
 export async function runModel(
   env: SuiteEnv,
@@ -39,11 +44,7 @@ export async function runModel(
 ): Promise<void> {
   const run = new ModelRun(env, group, seed)
   try {
-    const first = model.GROUP_KINDS[group].at(-1) as LockKind
-    const prefix: ModelStep[] = [
-      { op: 'try', actor: 'a', kind: first },
-      { op: 'release', actor: 'a' },
-    ]
+    const prefix = openingSteps(group)
     for (let i = 0; i < steps; i++) {
       run.checkWaiting()
       const step = prefix[i] ?? run.draw()
@@ -92,8 +93,12 @@ class ModelRun {
   async step(step: ModelStep): Promise<void> {
     this.done.push(step)
     if (step.op === 'expire') this.expiries++
+    const actor = this.actors.get(step.actor) as Actor
     try {
-      await this.make(step, this.actors.get(step.actor) as Actor)
+      await this.make(step, actor)
+      // An acquire that ran out with a try out gives back what that try got (a grant, a place in line) once it
+      // answers, after the acquire rejected: the next step must not see it.
+      if (actor.wait === undefined) await until(() => actor.calls === 0, this.env.ms(PATIENCE_MS), 'calls under way')
     } catch (error) {
       if (error instanceof ModelDisagreement) throw error
       this.fail(`${step.op}: ${error instanceof Error ? error.message : String(error)}`, error)
@@ -180,7 +185,7 @@ class ModelRun {
     const due = model.dueGrants(this.state)
     const ended = () => [...this.actors.values()].filter((a) => a.wait !== undefined && a.wait.state !== 'pending')
     const what = `granting ${due.count} of [${due.from}]`
-    await until(() => ended().length >= due.count, this.env.ms(PATIENCE_MS), what).catch((error: Error) =>
+    await until(() => ended().length >= due.count, PROMPT_MS, what).catch((error: Error) =>
       this.fail(`${error.message}; ended: [${ended().map(describe)}]`),
     )
     const got = ended()
@@ -209,15 +214,17 @@ class ModelRun {
     await abortedWithin(lease?.signal as AbortSignal, ttlMs + this.env.ms(1_000)).catch((e: Error) =>
       this.fail(`the expiring lease's signal: ${e.message}`),
     )
-    // The local deadline comes first (the lease is timed from before the request); the server's follows.
-    const ends = performance.now() + this.env.ms(PATIENCE_MS)
+    // The local deadline comes first (the lease is timed from before the request); the server's follows, later by
+    // its clock's granularity (etcd leases count whole seconds): a slot still taken long after is a lease too long.
+    const patience = 2 * ttlMs + this.env.ms(1_000)
+    const ends = performance.now() + patience
     for (;;) {
       const after = await probe.tryAcquire(this.held)
       if (after !== undefined) {
         this.checkTokens([after])
         return after.release()
       }
-      if (performance.now() > ends) this.fail(`${probeKind} still refused ${PATIENCE_MS} ms after the ${kind} expired`)
+      if (performance.now() > ends) this.fail(`${probeKind} still refused ${patience} ms after the ${kind} expired`)
       await delay(this.env.ms(20))
     }
   }
