@@ -2,7 +2,8 @@ import { randomInt } from 'node:crypto'
 import { it } from 'vitest'
 import type { SuiteEnv } from './env.js'
 import { GROUP_KINDS, type KindGroup } from './grant-model.js'
-import { runModel } from './model-run.js'
+import { ModelRun } from './model-run.js'
+import { type ModelStep, openingSteps } from './model-steps.js'
 
 /** How many model runs, and how long, each kind group gets on one backend. */
 export interface ModelCaseSize {
@@ -37,4 +38,32 @@ export function modelSeeds(runs: number): number[] {
   const replay = process.env.LATCHKEY_MODEL_SEED
   if (replay !== undefined && replay !== '') return [Number(replay) >>> 0]
   return Array.from({ length: runs }, () => randomInt(2 ** 32))
+}
+
+/**
+ * One run: a sequence of `steps` operations drawn by a PRNG seeded with `seed` (the same seed replays the same
+ * sequence), each checked against the model as it is made, after the group's opening steps (which take the
+ * Redis scripts' fast paths, see `openingSteps`). Throws, naming the seed and the steps so far, at the first
+ * disagreement. `onStep` hears of each step before it is made.
+ */
+export async function runModel(
+  env: SuiteEnv,
+  group: KindGroup,
+  seed: number,
+  steps: number,
+  onStep?: (step: ModelStep) => void,
+): Promise<void> {
+  const run = new ModelRun(env, group, seed)
+  try {
+    const prefix = openingSteps(group)
+    for (let i = 0; i < steps; i++) {
+      run.checkWaiting()
+      const step = prefix[i] ?? run.draw()
+      onStep?.(step)
+      await run.step(step)
+    }
+    run.checkWaiting()
+  } finally {
+    await run.retire()
+  }
 }

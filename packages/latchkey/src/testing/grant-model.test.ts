@@ -1,9 +1,8 @@
 import { afterAll, describe, expect, it } from 'vitest'
 import { MemoryBackend } from '../backends/memory/memory-backend.js'
-import { modelSeeds } from './cases-model.js'
+import { modelSeeds, runModel } from './cases-model.js'
 import { createEnv } from './env.js'
 import { GROUP_KINDS, type KindGroup } from './grant-model.js'
-import { runModel } from './model-run.js'
 import type { ModelStep } from './model-steps.js'
 
 /**

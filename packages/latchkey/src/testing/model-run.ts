@@ -13,7 +13,7 @@ import {
   startWait,
   until,
 } from './model-actors.js'
-import { ACTOR_IDS, draw, type ModelStep, mulberry32, openingSteps } from './model-steps.js'
+import { ACTOR_IDS, draw, type ModelStep, mulberry32 } from './model-steps.js'
 
 /** Long enough never to run out during a run; nothing renews it. */
 const HELD_MS = 60_000
@@ -29,41 +29,17 @@ const PATIENCE_MS = 5_000
  */
 const PROMPT_MS = 1_500
 
-/**
- * One run: a sequence of `steps` operations drawn by a PRNG seeded with `seed` (the same seed replays the same
- * sequence), each checked against the model as it is made, after the group's opening steps (which take the
- * Redis scripts' fast paths, see `openingSteps`). Throws, naming the seed and the steps so far, at the first
- * disagreement. `onStep` hears of each step before it is made.
- */
-export async function runModel(
-  env: SuiteEnv,
-  group: model.KindGroup,
-  seed: number,
-  steps: number,
-  onStep?: (step: ModelStep) => void,
-): Promise<void> {
-  const run = new ModelRun(env, group, seed)
-  try {
-    const prefix = openingSteps(group)
-    for (let i = 0; i < steps; i++) {
-      run.checkWaiting()
-      const step = prefix[i] ?? run.draw()
-      onStep?.(step)
-      await run.step(step)
-    }
-    run.checkWaiting()
-  } finally {
-    await run.retire()
-  }
-}
-
 /** A disagreement between a backend and the model. */
 class ModelDisagreement extends Error {
   override name = 'ModelDisagreement'
 }
 
-/** The state of one run: the model, the actors, and the steps made so far (for the failure message). */
-class ModelRun {
+/**
+ * The state of one model run: the model, the actors, and the steps made so far (for the failure message). Each
+ * step is checked against the model as it is made; `step` throws, naming the seed and the steps, at the first
+ * disagreement.
+ */
+export class ModelRun {
   private readonly random: () => number
   private readonly state: model.GrantModel
   private readonly name: string
