@@ -5,8 +5,8 @@
  *
  * Only what every backend must agree on is modelled. One run uses one group of kinds on one name (mutexes, fair
  * mutexes, read-write, or semaphores): which kinds of different groups share a name is not part of the contract.
- * Where the contract leaves a choice (which waiter of a plain mutex or semaphore gets a freed slot), the model
- * names the candidates and how many of them must be granted, not which.
+ * Where the contract leaves a choice (which waiter of a plain mutex or semaphore, or which waiting writer, gets a
+ * freed slot), the model names the candidates and how many of them must be granted, not which.
  */
 import type { LockKind } from '../backend/types.js'
 
@@ -77,8 +77,10 @@ export function dueGrants(model: GrantModel): DueGrants {
       return holders === 0 && waiting.length > 0 ? { count: 1, from: waiting.slice(0, 1) } : none
     case 'rw': {
       if (hasKind(model.holders.values(), 'write')) return none
-      const writer = model.line.find((w) => w.kind === 'write')
-      if (writer !== undefined) return holders === 0 ? { count: 1, from: [writer.actor] } : none
+      // Any one waiting writer: writers wait before readers, but the order among writers is not promised
+      // (PostgreSQL's advisory strategy keeps none).
+      const writers = model.line.filter((w) => w.kind === 'write').map((w) => w.actor)
+      if (writers.length > 0) return holders === 0 ? { count: 1, from: writers } : none
       return { count: waiting.length, from: waiting }
     }
   }

@@ -1,6 +1,6 @@
 import type { LockKind } from '../backend/types.js'
 import type { Lease } from '../core/lease.js'
-import { LockTimeoutError, PermitsMismatchError } from '../errors.js'
+import { isLockError, PermitsMismatchError } from '../errors.js'
 import { abortedWithin, delay, type SuiteEnv } from './env.js'
 import * as model from './grant-model.js'
 import {
@@ -98,12 +98,16 @@ export class ModelRun {
       case 'try':
         return this.hold(a, kind, await this.lock(a, kind).tryAcquire(this.held), 'tryAcquire')
       case 'brief': {
-        const wait = startWait(this.lock(a, kind), kind, { ...this.held, waitMs: this.env.ms(BRIEF_WAIT_MS) })
+        // A wait that must run out is short; one the rules grant at once may take a loaded server's time.
+        const waitMs = this.env.ms(model.grantsNewcomer(this.state, kind) ? PATIENCE_MS : BRIEF_WAIT_MS)
+        const wait = startWait(this.lock(a, kind), kind, { ...this.held, waitMs })
         await wait.done
-        if (wait.state === 'failed' && !(wait.error instanceof LockTimeoutError)) {
+        // Not granted: the wait ran out (LockTimeoutError), or ran out with a try still out, which the core
+        // reports as the backend's silence (BackendUnavailableError); both are retryable, nothing else is.
+        if (wait.state === 'failed' && !(isLockError(wait.error) && wait.error.retryable)) {
           this.fail(`acquire: ${describeWait(wait)}`, wait.error)
         }
-        return this.hold(a, kind, wait.lease, 'acquire({ waitMs })')
+        return this.hold(a, kind, wait.lease, `acquire({ waitMs: ${waitMs} })`)
       }
       case 'wait':
         return this.startWaiting(a, kind)
