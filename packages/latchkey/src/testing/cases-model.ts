@@ -17,8 +17,8 @@ const SUITE_SIZE: ModelCaseSize = { runs: 2, steps: 20 }
 /**
  * The grant rules, checked as a model: random sequences of tryAcquire, short and long waits, waiters giving up,
  * releases and expiries on one lock name per run, each answer compared with what the rules allow (see
- * grant-model.ts). Every backend runs it, the Redis scripts' fast paths included (each run starts with a try and
- * a release of a free lock). Set `LATCHKEY_MODEL_SEED` to replay the seed a failure names.
+ * grant-model.ts). Every backend runs it, the Redis scripts' fast paths included (see `openingSteps`). Set
+ * `LATCHKEY_MODEL_SEED` to replay the seed a failure names.
  */
 export function modelCases(env: SuiteEnv, size: ModelCaseSize = SUITE_SIZE): void {
   for (const group of Object.keys(GROUP_KINDS) as KindGroup[]) {
