@@ -2,6 +2,7 @@ import { afterAll, afterEach, describe } from 'vitest'
 import type { Backend } from '../backend/types.js'
 import { inputCases } from './cases-input.js'
 import { kindCases } from './cases-kinds.js'
+import { modelCases } from './cases-model.js'
 import { multiCases } from './cases-multi.js'
 import { mutexCases } from './cases-mutex.js'
 import { processCases } from './cases-process.js'
@@ -43,5 +44,6 @@ export function describeBackendConformance(
     inputCases(env)
     processCases(env)
     semaphoreCases(env)
+    modelCases(env)
   })
 }
