@@ -71,7 +71,7 @@ export class PgAdvisoryBackend extends SessionBackend<PgClient, PgRunner> {
         : await this.value(client, 'SELECT pg_try_advisory_lock($1::bigint) AS v', [k])
     const intent = `${key}\u0000${request.owner}`
     if (ok === true) {
-      this.intents.drop(intent)
+      await this.intents.drop(intent)
       return { token: 0n, detail: `${request.kind === 'read' ? 'r' : 'w'}${k}` }
     }
     if (request.kind === 'write' && request.queue) {
@@ -81,11 +81,11 @@ export class PgAdvisoryBackend extends SessionBackend<PgClient, PgRunner> {
   }
 
   override async leaveQueue(request: HolderRef): Promise<void> {
-    this.intents.drop(`${stateKey(request)}\u0000${request.owner}`)
+    await this.intents.drop(`${stateKey(request)}\u0000${request.owner}`)
   }
 
   override async close(): Promise<void> {
-    this.intents.dropAll()
+    await this.intents.dropAll()
     await super.close()
   }
 

@@ -2,6 +2,7 @@ import type { PgClient, PgRunner } from './pg-client.js'
 
 interface Intent {
   readonly client: PgClient
+  readonly intentKey: string
   timer: NodeJS.Timeout
 }
 
@@ -35,28 +36,40 @@ export class WriterIntents {
       client.release(true)
       throw error
     }
-    const intent: Intent = { client, timer: setTimeout(ignore, 0) }
+    const intent: Intent = { client, intentKey, timer: setTimeout(ignore, 0) }
     this.held.set(id, intent)
     this.arm(id, intent, ttlMs)
   }
 
-  /** Gives the intent up: the client is destroyed (which drops its advisory lock) rather than unlocked. */
-  drop(id: string): void {
+  /**
+   * Gives the intent up, unlocking it on the server before it resolves. Destroying the client alone would free the
+   * lock only once the server notices the disconnect, and a reader asking in between (right after this writer was
+   * granted) would be refused on a free lock. A client whose unlock fails is destroyed, which frees it too.
+   */
+  async drop(id: string): Promise<void> {
     const intent = this.held.get(id)
     if (intent === undefined) return
     this.held.delete(id)
     clearTimeout(intent.timer)
+    try {
+      await intent.client.query('SELECT pg_advisory_unlock_shared($1::bigint)', [intent.intentKey])
+    } catch {
+      intent.client.removeListener('error', ignore)
+      intent.client.release(true)
+      return
+    }
     intent.client.removeListener('error', ignore)
-    intent.client.release(true)
+    intent.client.release()
   }
 
-  dropAll(): void {
-    for (const id of [...this.held.keys()]) this.drop(id)
+  async dropAll(): Promise<void> {
+    await Promise.all([...this.held.keys()].map((id) => this.drop(id)))
   }
 
   private arm(id: string, intent: Intent, ttlMs: number): void {
     clearTimeout(intent.timer)
-    intent.timer = setTimeout(() => this.drop(id), ttlMs)
+    // A timer never throws: a failed unlock already destroyed the client, which frees the intent.
+    intent.timer = setTimeout(() => void this.drop(id), ttlMs)
     intent.timer.unref()
   }
 }
