@@ -1,0 +1,93 @@
+/**
+ * `latchkey-tx serve` killed with SIGKILL mid-transaction and restarted on the same store (PostgreSQL and
+ * MariaDB): what it accepted was in the log before it answered, and the new process finishes the transaction.
+ */
+import { randomBytes } from 'node:crypto'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { type Dialect, MYSQL_URL, openTestDatabase, POSTGRES_URL, type TestDatabase } from './support/databases.js'
+import { type Participant, startParticipant } from './support/dtm-participant.js'
+import { eventually } from './support/eventually.js'
+import { dtm, type ServerProcess, startServer } from './support/server-process.js'
+
+// A short lease so that the restarted server takes over the killed one's transactions within a second.
+const FAST = ['--lease-ttl-ms', '1000', '--recover-every-ms', '100', '--retry-first-ms', '10', '--retry-max-ms', '50']
+
+describe.each(['postgres', 'mysql'] as Dialect[])('latchkey-tx serve killed with SIGKILL on %s', (dialect) => {
+  const run = `crash${randomBytes(3).toString('hex')}`
+  let db: TestDatabase
+  let participant: Participant
+  let storeUrl: string
+  const servers: ServerProcess[] = []
+  const start = async () => {
+    const s = await startServer(storeUrl, FAST)
+    servers.push(s)
+    return s
+  }
+
+  beforeAll(async () => {
+    db = openTestDatabase(dialect)
+    participant = await startParticipant()
+    storeUrl = `${dialect === 'postgres' ? POSTGRES_URL : MYSQL_URL}?tablePrefix=${db.prefix}`
+  })
+  afterAll(async () => {
+    for (const s of servers) if (s.child.exitCode === null && s.child.signalCode === null) await s.kill()
+    await participant?.close()
+    await db?.dropLocks(`latchkey-tx:tx:${run}`)
+    await db?.drop()
+  })
+
+  it('mid-saga (a participant blocks until the kill): the restarted server finishes it, no step run again', async () => {
+    const gid = `${run}-saga`
+    const busi = `${participant.base}/api/busi`
+    participant.answer('/api/busi/TransIn', 'hang')
+    const first = await start()
+    const body = {
+      gid,
+      trans_type: 'saga',
+      steps: [
+        { action: `${busi}/TransOut`, compensate: `${busi}/TransOutRevert` },
+        { action: `${busi}/TransIn`, compensate: `${busi}/TransInRevert` },
+      ],
+      payloads: ['{"amount":30}', '{"amount":30}'],
+    }
+    expect((await dtm(first.base, 'submit', body)).status).toBe(200)
+    await eventually(() => participant.callsTo('/api/busi/TransIn', gid).length === 1)
+    await first.kill()
+    participant.answer('/api/busi/TransIn', { status: 200 })
+
+    const second = await start()
+    await eventually(async () => {
+      const q = await dtm(second.base, `query?gid=${gid}`)
+      return (q.body.transaction as { status: string }).status === 'succeed'
+    }, 15_000)
+    // TransOut had answered before the kill: not called again. TransIn's first call never got an answer, so
+    // it is called once more (with the same gid/branch_id/op: DTM's barrier makes the repeat a no-op).
+    expect(participant.callsTo('/api/busi/TransOut', gid)).toHaveLength(1)
+    const into = participant.callsTo('/api/busi/TransIn', gid)
+    expect(into.map((c) => `${c.branchId} ${c.op}`)).toEqual(['02 action', '02 action'])
+    expect(participant.calls.filter((c) => c.gid === gid && c.op === 'compensate')).toEqual([])
+    await second.stop()
+  })
+
+  it('a prepared TCC with a registered branch survives the kill: submit to the new server confirms it', async () => {
+    const gid = `${run}-tcc`
+    const busi = `${participant.base}/api/busi`
+    const first = await start()
+    expect((await dtm(first.base, 'prepare', { gid, trans_type: 'tcc' })).status).toBe(200)
+    const reg = { gid, trans_type: 'tcc', branch_id: '01', data: '{"amount":7}' }
+    const branch = { ...reg, confirm: `${busi}/TccConfirm`, cancel: `${busi}/TccCancel` }
+    expect((await dtm(first.base, 'registerBranch', branch)).status).toBe(200)
+    await first.kill()
+
+    const second = await start()
+    expect(await dtm(second.base, 'submit', { gid, trans_type: 'tcc', wait_result: true })).toEqual({
+      status: 200,
+      body: { dtm_result: 'SUCCESS' },
+    })
+    expect(participant.callsTo('/api/busi/TccConfirm', gid).map((c) => `${c.branchId} ${c.op} ${c.body}`)).toEqual([
+      '01 confirm {"amount":7}',
+    ])
+    expect(participant.callsTo('/api/busi/TccCancel', gid)).toEqual([])
+    await second.stop()
+  })
+})
