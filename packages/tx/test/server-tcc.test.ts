@@ -105,7 +105,7 @@ describe('latchkey-tx serve: DTM TCC over raw HTTP', () => {
 
   it('submit with wait_result answers once confirmed; a confirm answering 503 is retried until it succeeds', async () => {
     const id = gid('TestTccRetry')
-    participant.answer('/api/busi/FlakyConfirm', { status: 503 })
+    participant.answer('/api/busi/FlakyConfirm', { status: 503, body: 'unavailable' })
     await dtm(server.base, 'prepare', { gid: id, trans_type: 'tcc' })
     await callBranch(id, '01', 'Flaky', 1)
     const submitted = dtm(server.base, 'submit', { gid: id, trans_type: 'tcc', wait_result: true })

@@ -49,7 +49,7 @@ export function showText(tx: TxRecord): string {
     tx.history.map((h) => [
       `+${h.at - start}`,
       h.type,
-      h.branch === null ? '' : `${h.branch}/${h.op}`,
+      h.branch === null ? '-' : `${h.branch}/${h.op}`,
       (h.detail ?? '').slice(0, 100),
     ]),
   )
