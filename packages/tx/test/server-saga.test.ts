@@ -135,6 +135,21 @@ describe('latchkey-tx serve: DTM saga over raw HTTP', () => {
     expect(participant.callsTo('/api/busi/TransOut', id)).toHaveLength(1)
   })
 
+  it("DTM's first SDKs' step format (each step's body in steps[].data) is accepted, and all lists the saga", async () => {
+    const id = gid('TestSagaData')
+    const r = await dtm(server.base, 'submit', {
+      gid: id,
+      trans_type: 'saga',
+      steps: [{ data: '{"amount":5}', action: `${busi}/TransOut`, compensate: `${busi}/TransOutRevert` }],
+      wait_result: true,
+    })
+    expect(r.status).toBe(200)
+    expect(participant.callsTo('/api/busi/TransOut', id).map((c) => c.body)).toEqual(['{"amount":5}'])
+    const all = await dtm(server.base, 'all')
+    const listed = (all.body.transactions as { gid: string; status: string }[]).find((t) => t.gid === id)
+    expect(listed).toMatchObject({ status: 'succeed', trans_type: 'saga' })
+  })
+
   it('concurrent saga (custom_data orders): step 3 runs after steps 1 and 2', async () => {
     const id = gid('TestSagaConcurrent')
     const step = (name: string) => ({ action: `${busi}/${name}`, compensate: `${busi}/${name}Revert` })

@@ -97,7 +97,15 @@ export function parseTrans(body: unknown): DtmTrans {
   })
   if (trans_type === 'saga' && steps.length === 0) throw new DtmBadRequest('a saga needs at least one step in steps')
   let payloads: string[] | null = null
-  if (b.payloads !== undefined && b.payloads !== null) {
+  // DTM's first SDKs (and its Python client) put each step's body in the step as `data`, without payloads.
+  const stepData = rawSteps.map((s: Json) => s.data)
+  if (
+    (b.payloads === undefined || b.payloads === null) &&
+    stepData.length > 0 &&
+    stepData.every((d) => typeof d === 'string')
+  ) {
+    payloads = stepData as string[]
+  } else if (b.payloads !== undefined && b.payloads !== null) {
     if (!Array.isArray(b.payloads) || b.payloads.some((p) => typeof p !== 'string')) {
       throw new DtmBadRequest('payloads must be an array of strings (one JSON body per step)')
     }
