@@ -117,7 +117,7 @@ describe('latchkey-tx list | show | retry | abort', () => {
     expect(all.map((t) => t.gid)).toContain(`${id}/decision`)
   })
 
-  it('errors: show of an unknown gid exits 1, a bad option exits 2 with the usage', async () => {
+  it('errors: show of an unknown gid exits 1, a bad option exits 2 with the usage, a bad store URL exits 1 (password hidden)', async () => {
     const missing = await cli('show', 'no-such-gid')
     expect(missing.code).toBe(1)
     expect(missing.stderr).toMatch(/no transaction no-such-gid/)
@@ -125,5 +125,9 @@ describe('latchkey-tx list | show | retry | abort', () => {
     expect(bad.code).toBe(2)
     expect(bad.stderr).toMatch(/--kind must be saga or tcc, received xa/)
     expect(bad.stderr).toMatch(/usage:/)
+    const store = await runCli(['serve', '--store', 'redis://user:secret@127.0.0.1:6379', '--port', '0'])
+    expect(store.code).toBe(1)
+    expect(store.stderr).toMatch(/store URL must start with sqlite:, postgres:\/\/ or mysql:\/\//)
+    expect(store.stderr).not.toMatch(/secret/)
   })
 })

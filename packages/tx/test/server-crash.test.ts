@@ -3,9 +3,19 @@
  * MariaDB): what it accepted was in the log before it answered, and the new process finishes the transaction.
  */
 import { randomBytes } from 'node:crypto'
+import { join } from 'node:path'
+import Database from 'better-sqlite3'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type Dialect, MYSQL_URL, openTestDatabase, POSTGRES_URL, type TestDatabase } from './support/databases.js'
-import { type Participant, startParticipant } from './support/dtm-participant.js'
+import { barrier, ensureBarrierTable } from '../src/barrier/index.js'
+import {
+  type Dialect,
+  MYSQL_URL,
+  openTestDatabase,
+  POSTGRES_URL,
+  type TestDatabase,
+  tempDir,
+} from './support/databases.js'
+import { type Participant, type ParticipantCall, startParticipant } from './support/dtm-participant.js'
 import { eventually } from './support/eventually.js'
 import { dtm, type ServerProcess, startServer } from './support/server-process.js'
 
@@ -36,9 +46,30 @@ describe.each(['postgres', 'mysql'] as Dialect[])('latchkey-tx serve killed with
     await db?.drop()
   })
 
-  it('mid-saga (a participant blocks until the kill): the restarted server finishes it, no step run again', async () => {
+  it('mid-saga (a participant blocks until the kill): the restarted server finishes it, each step applied once', async () => {
     const gid = `${run}-saga`
     const busi = `${participant.base}/api/busi`
+    // The bank: a participant as DTM's examples write one, its effects inside DTM's barrier keyed by the query
+    // parameters. TransIn commits its effect, then blocks its answer until the coordinator is killed.
+    const tmp = tempDir()
+    const ledger = new Database(join(tmp.dir, 'bank.db'))
+    await ensureBarrierTable(ledger)
+    ledger.exec("CREATE TABLE acct (id TEXT PRIMARY KEY, bal INTEGER); INSERT INTO acct VALUES ('A', 100), ('B', 0)")
+    const transfer = (id: string, sign: number) => async (c: ParticipantCall) => {
+      const amount = (JSON.parse(c.body) as { amount: number }).amount
+      ledger.exec('BEGIN IMMEDIATE')
+      try {
+        await barrier(ledger, { gid: String(c.gid), branch: String(c.branchId), op: String(c.op) }, (db) =>
+          db.prepare('UPDATE acct SET bal = bal + ? WHERE id = ?').run(sign * amount, id),
+        )
+        ledger.exec('COMMIT')
+      } catch (error) {
+        ledger.exec('ROLLBACK')
+        throw error
+      }
+    }
+    participant.effect('/api/busi/TransOut', transfer('A', -1))
+    participant.effect('/api/busi/TransIn', transfer('B', 1))
     participant.answer('/api/busi/TransIn', 'hang')
     const first = await start()
     const body = {
@@ -66,7 +97,14 @@ describe.each(['postgres', 'mysql'] as Dialect[])('latchkey-tx serve killed with
     const into = participant.callsTo('/api/busi/TransIn', gid)
     expect(into.map((c) => `${c.branchId} ${c.op}`)).toEqual(['02 action', '02 action'])
     expect(participant.calls.filter((c) => c.gid === gid && c.op === 'compensate')).toEqual([])
+    const balances = ledger.prepare('SELECT id, bal FROM acct ORDER BY id').all()
+    expect(balances).toEqual([
+      { id: 'A', bal: 70 },
+      { id: 'B', bal: 30 },
+    ])
     await second.stop()
+    ledger.close()
+    tmp.remove()
   })
 
   it('a prepared TCC with a registered branch survives the kill: submit to the new server confirms it', async () => {

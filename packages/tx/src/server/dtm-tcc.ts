@@ -9,6 +9,7 @@
  * the same log (`<gid>/r/<n>` and `<gid>/decision`, one-step no-op sagas). The decision record's gid is unique,
  * so a late submit and the timeout cannot both win: whoever writes it first decides.
  */
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { Coordinator } from '../coordinator/coordinator.js'
 import { isTxError, TxError } from '../errors.js'
 import type { Saga } from '../saga/saga.js'
@@ -119,13 +120,11 @@ export class DtmTccs {
           gid: input.gid,
         })
       }
-      await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(resolve, this.pollMs)
-        signal.addEventListener('abort', () => {
-          clearTimeout(timer)
-          reject(new TxError('stopped waiting for the decision', { code: 'CLOSED', retryable: true }))
-        })
-      })
+      try {
+        await sleep(this.pollMs, undefined, { signal })
+      } catch {
+        throw new TxError('stopped waiting for the decision', { code: 'CLOSED', retryable: true })
+      }
     }
   }
 

@@ -25,6 +25,8 @@ export interface Participant {
   readonly calls: ParticipantCall[]
   /** Sets what `path` answers from now on. */
   answer(path: string, answer: Answer): void
+  /** Runs `fn` (the business effect, e.g. inside DTM's barrier) on each call of `path`, before answering. */
+  effect(path: string, fn: (call: ParticipantCall) => unknown): void
   /** Calls of `path` (optionally of one gid). */
   callsTo(path: string, gid?: string): ParticipantCall[]
   close(): Promise<void>
@@ -34,16 +36,17 @@ export interface Participant {
 export async function startParticipant(): Promise<Participant> {
   const calls: ParticipantCall[] = []
   const answers = new Map<string, Answer>()
+  const effects = new Map<string, (call: ParticipantCall) => unknown>()
   const hanging = new Set<ServerResponse>()
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     let body = ''
     req.on('data', (c: Buffer) => {
       body += c.toString('utf8')
     })
-    req.on('end', () => {
+    req.on('end', async () => {
       const url = new URL(req.url ?? '/', 'http://localhost')
       const q = url.searchParams
-      calls.push({
+      const call: ParticipantCall = {
         method: req.method ?? '',
         path: url.pathname,
         gid: q.get('gid'),
@@ -51,7 +54,14 @@ export async function startParticipant(): Promise<Participant> {
         branchId: q.get('branch_id'),
         op: q.get('op'),
         body,
-      })
+      }
+      calls.push(call)
+      try {
+        await effects.get(url.pathname)?.(call)
+      } catch (error) {
+        res.writeHead(500).end(String(error))
+        return
+      }
       const answer = answers.get(url.pathname) ?? { status: 200 }
       if (answer === 'hang') {
         hanging.add(res)
@@ -67,6 +77,7 @@ export async function startParticipant(): Promise<Participant> {
     base,
     calls,
     answer: (path, answer) => answers.set(path, answer),
+    effect: (path, fn) => effects.set(path, fn),
     callsTo: (path, gid) => calls.filter((c) => c.path === path && (gid === undefined || c.gid === gid)),
     close: async () => {
       for (const res of hanging) res.destroy()
