@@ -3,29 +3,22 @@
  * `show` (the branch timeline), `retry` of a parked compensation, `abort` of a parked forward phase and of a
  * prepared TCC; and `/metrics` counting the parked transactions.
  */
-import { randomBytes } from 'node:crypto'
-import { join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { tempDir } from './support/databases.js'
-import { type Participant, startParticipant } from './support/dtm-participant.js'
+import { describe, expect, it } from 'vitest'
 import { eventually } from './support/eventually.js'
-import { dtm, runCli, type ServerProcess, startServer } from './support/server-process.js'
+import { uniqueGid, useServerFixture } from './support/server-fixture.js'
+import { dtm, runCli } from './support/server-process.js'
 
-const gid = (tag: string) => `${tag}-${randomBytes(4).toString('hex')}`
+const gid = uniqueGid
 
 describe('latchkey-tx list | show | retry | abort', () => {
-  const tmp = tempDir()
-  const store = `sqlite:${join(tmp.dir, 'tx.db')}`
-  let server: ServerProcess
-  let participant: Participant
-  let busi: string
-  const cli = (...args: string[]) => runCli([...args, '--store', store])
+  const f = useServerFixture(['--retry-first-ms', '5', '--retry-max-ms', '10', '--retry-attempts', '2'])
+  const cli = (...args: string[]) => runCli([...args, '--store', f.store])
   const saga = (id: string, a: string, b: string) => ({
     gid: id,
     trans_type: 'saga',
     steps: [
-      { action: `${busi}/${a}`, compensate: `${busi}/${a}Revert` },
-      { action: `${busi}/${b}`, compensate: `${busi}/${b}Revert` },
+      { action: `${f.busi}/${a}`, compensate: `${f.busi}/${a}Revert` },
+      { action: `${f.busi}/${b}`, compensate: `${f.busi}/${b}Revert` },
     ],
     payloads: ['{"amount":1}', '{"amount":1}'],
   })
@@ -34,22 +27,11 @@ describe('latchkey-tx list | show | retry | abort', () => {
     return (JSON.parse(r.stdout) as { status: string }).status
   }
 
-  beforeAll(async () => {
-    participant = await startParticipant()
-    busi = `${participant.base}/api/busi`
-    server = await startServer(store, ['--retry-first-ms', '5', '--retry-max-ms', '10', '--retry-attempts', '2'])
-  })
-  afterAll(async () => {
-    await server?.stop()
-    await participant?.close()
-    tmp.remove()
-  })
-
   it('a compensation that keeps failing parks; list and show say so; retry after the fix finishes it', async () => {
     const id = gid('parked-comp')
-    participant.answer('/api/busi/Decline', { status: 409 })
-    participant.answer('/api/busi/PayRevert', { status: 500 })
-    expect((await dtm(server.base, 'submit', saga(id, 'Pay', 'Decline'))).status).toBe(200)
+    f.participant.answer('/api/busi/Decline', { status: 409 })
+    f.participant.answer('/api/busi/PayRevert', { status: 500 })
+    expect((await dtm(f.server.base, 'submit', saga(id, 'Pay', 'Decline'))).status).toBe(200)
     await eventually(async () => (await statusOf(id)) === 'parked', 15_000)
 
     const listed = await cli('list', '--json')
@@ -79,37 +61,37 @@ describe('latchkey-tx list | show | retry | abort', () => {
       'parked 01/compensate',
     ])
 
-    participant.answer('/api/busi/PayRevert', { status: 200 })
+    f.participant.answer('/api/busi/PayRevert', { status: 200 })
     const retried = await cli('retry', id, '--json')
     expect(retried.code).toBe(0)
     expect(JSON.parse(retried.stdout)).toMatchObject({ gid: id, status: 'failed' })
-    expect(participant.callsTo('/api/busi/PayRevert', id).at(-1)).toMatchObject({ op: 'compensate', branchId: '01' })
-    const metrics = await (await fetch(`${server.base}/metrics`)).text()
+    expect(f.participant.callsTo('/api/busi/PayRevert', id).at(-1)).toMatchObject({ op: 'compensate', branchId: '01' })
+    const metrics = await (await fetch(`${f.server.base}/metrics`)).text()
     expect(metrics).toMatch(/^latchkey_tx_parked_total\{kind="saga"\} 1$/m)
   })
 
   it('abort of a forward phase parked on a failing action compensates what was done', async () => {
     const id = gid('parked-fwd')
     // A body without FAILURE: DTM reads FAILURE in a body as a failure whatever the status.
-    participant.answer('/api/busi/Busy', { status: 503, body: 'busy' })
-    await dtm(server.base, 'submit', saga(id, 'Reserve', 'Busy'))
+    f.participant.answer('/api/busi/Busy', { status: 503, body: 'busy' })
+    await dtm(f.server.base, 'submit', saga(id, 'Reserve', 'Busy'))
     await eventually(async () => (await statusOf(id)) === 'parked', 15_000)
     const aborted = await cli('abort', id)
     expect(aborted.code).toBe(0)
     expect(aborted.stdout.trim()).toMatch(new RegExp(`^${id}: failed`))
-    const undo = participant.calls.filter((c) => c.gid === id && c.op === 'compensate').map((c) => c.path)
+    const undo = f.participant.calls.filter((c) => c.gid === id && c.op === 'compensate').map((c) => c.path)
     expect(undo).toEqual(['/api/busi/BusyRevert', '/api/busi/ReserveRevert'])
   })
 
   it('abort of a prepared DTM TCC is its decision: the server cancels the registered branches', async () => {
     const id = gid('tcc-abort')
-    await dtm(server.base, 'prepare', { gid: id, trans_type: 'tcc' })
-    const branch = { gid: id, trans_type: 'tcc', branch_id: '01', data: '{}', cancel: `${busi}/Cancel` }
-    await dtm(server.base, 'registerBranch', branch)
+    await dtm(f.server.base, 'prepare', { gid: id, trans_type: 'tcc' })
+    const branch = { gid: id, trans_type: 'tcc', branch_id: '01', data: '{}', cancel: `${f.busi}/Cancel` }
+    await dtm(f.server.base, 'registerBranch', branch)
     const aborted = await cli('abort', id, '--json')
     expect(JSON.parse(aborted.stdout)).toMatchObject({ gid: id, requested: 'abort' })
     await eventually(async () => (await statusOf(id)) === 'failed')
-    expect(participant.callsTo('/api/busi/Cancel', id).map((c) => c.op)).toEqual(['cancel'])
+    expect(f.participant.callsTo('/api/busi/Cancel', id).map((c) => c.op)).toEqual(['cancel'])
     // The TCC's registration and decision records are hidden from list (shown with --all).
     const listed = JSON.parse((await cli('list', '--json')).stdout) as { gid: string }[]
     expect(listed.some((t) => t.gid.startsWith(`${id}/`))).toBe(false)

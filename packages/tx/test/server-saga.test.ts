@@ -3,13 +3,10 @@
  * ("submit example2": gid TestSagaNormal, two steps TransOut / TransIn with payloads), the participant URLs
  * pointing at a local participant service that reads DTM's query parameters.
  */
-import { randomBytes } from 'node:crypto'
-import { join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { tempDir } from './support/databases.js'
-import { type Participant as DtmParticipant, startParticipant } from './support/dtm-participant.js'
+import { describe, expect, it } from 'vitest'
 import { eventually } from './support/eventually.js'
-import { dtm, type ServerProcess, startServer } from './support/server-process.js'
+import { uniqueGid, useServerFixture } from './support/server-fixture.js'
+import { dtm } from './support/server-process.js'
 
 /** DTM's "submit example2" body, with its host replaced by the local participant and a unique gid. */
 function dtmExample(busi: string, gid: string) {
@@ -34,27 +31,13 @@ function dtmExample(busi: string, gid: string) {
   return text.replaceAll('http://localhost:8081/api/busi', busi).replace('"TestSagaNormal"', JSON.stringify(gid))
 }
 
-const gid = (tag: string) => `${tag}-${randomBytes(4).toString('hex')}`
+const gid = uniqueGid
 
 describe('latchkey-tx serve: DTM saga over raw HTTP', () => {
-  const tmp = tempDir()
-  let server: ServerProcess
-  let participant: DtmParticipant
-  let busi: string
-
-  beforeAll(async () => {
-    participant = await startParticipant()
-    busi = `${participant.base}/api/busi`
-    server = await startServer(`sqlite:${join(tmp.dir, 'tx.db')}`, ['--retry-first-ms', '10', '--retry-max-ms', '50'])
-  })
-  afterAll(async () => {
-    await server?.stop()
-    await participant?.close()
-    tmp.remove()
-  })
+  const f = useServerFixture(['--retry-first-ms', '10', '--retry-max-ms', '50'])
 
   it('newGid answers a gid with dtm_result SUCCESS', async () => {
-    const r = await dtm(server.base, 'newGid')
+    const r = await dtm(f.server.base, 'newGid')
     expect(r.status).toBe(200)
     expect(r.body.dtm_result).toBe('SUCCESS')
     expect(typeof r.body.gid).toBe('string')
@@ -62,14 +45,14 @@ describe('latchkey-tx serve: DTM saga over raw HTTP', () => {
 
   it("runs DTM's example saga: each action called once, with DTM's query parameters and the payload as body", async () => {
     const id = gid('TestSagaNormal')
-    const r = await dtm(server.base, 'submit', dtmExample(busi, id))
+    const r = await dtm(f.server.base, 'submit', dtmExample(f.busi, id))
     expect(r).toEqual({ status: 200, body: { dtm_result: 'SUCCESS' } })
     const q = await eventually(async () => {
-      const q = await dtm(server.base, `query?gid=${id}`)
+      const q = await dtm(f.server.base, `query?gid=${id}`)
       return (q.body.transaction as { status: string }).status === 'succeed' && q
     })
-    const out = participant.callsTo('/api/busi/TransOut', id)
-    const into = participant.callsTo('/api/busi/TransIn', id)
+    const out = f.participant.callsTo('/api/busi/TransOut', id)
+    const into = f.participant.callsTo('/api/busi/TransIn', id)
     expect(out).toEqual([
       {
         method: 'POST',
@@ -82,7 +65,7 @@ describe('latchkey-tx serve: DTM saga over raw HTTP', () => {
       },
     ])
     expect(into.map((c) => [c.branchId, c.op])).toEqual([['02', 'action']])
-    expect(participant.calls.filter((c) => c.gid === id && c.op === 'compensate')).toEqual([])
+    expect(f.participant.calls.filter((c) => c.gid === id && c.op === 'compensate')).toEqual([])
     const branches = q.body.branches as { branch_id: string; op: string; status: string }[]
     expect(branches.map((b) => `${b.branch_id}/${b.op}/${b.status}`)).toEqual([
       '01/compensate/prepared',
@@ -94,14 +77,14 @@ describe('latchkey-tx serve: DTM saga over raw HTTP', () => {
 
   it('a 409 on the second step compensates in reverse order (the failed step first), with DTM query parameters', async () => {
     const id = gid('TestSagaFail')
-    participant.answer('/api/busi/TransInFail', { status: 409, body: '{"dtm_result":"FAILURE"}' })
-    const body = dtmExample(busi, id).replace('/api/busi/TransIn"', '/api/busi/TransInFail"')
-    expect((await dtm(server.base, 'submit', body)).status).toBe(200)
+    f.participant.answer('/api/busi/TransInFail', { status: 409, body: '{"dtm_result":"FAILURE"}' })
+    const body = dtmExample(f.busi, id).replace('/api/busi/TransIn"', '/api/busi/TransInFail"')
+    expect((await dtm(f.server.base, 'submit', body)).status).toBe(200)
     await eventually(async () => {
-      const q = await dtm(server.base, `query?gid=${id}`)
+      const q = await dtm(f.server.base, `query?gid=${id}`)
       return (q.body.transaction as { status: string }).status === 'failed'
     })
-    const mine = participant.calls.filter((c) => c.gid === id)
+    const mine = f.participant.calls.filter((c) => c.gid === id)
     expect(mine.map((c) => `${c.path} ${c.branchId} ${c.op}`)).toEqual([
       '/api/busi/TransOut 01 action',
       '/api/busi/TransInFail 02 action',
@@ -112,48 +95,48 @@ describe('latchkey-tx serve: DTM saga over raw HTTP', () => {
   })
 
   it('wait_result answers the outcome: SUCCESS, or 409 FAILURE when the saga failed', async () => {
-    const good = JSON.parse(dtmExample(busi, gid('TestSagaWait'))) as Record<string, unknown>
-    expect(await dtm(server.base, 'submit', { ...good, wait_result: true })).toEqual({
+    const good = JSON.parse(dtmExample(f.busi, gid('TestSagaWait'))) as Record<string, unknown>
+    expect(await dtm(f.server.base, 'submit', { ...good, wait_result: true })).toEqual({
       status: 200,
       body: { dtm_result: 'SUCCESS' },
     })
-    const bad = JSON.parse(dtmExample(busi, gid('TestSagaWaitFail')).replace('/TransIn"', '/TransInFail"'))
-    const r = await dtm(server.base, 'submit', { ...bad, wait_result: true })
+    const bad = JSON.parse(dtmExample(f.busi, gid('TestSagaWaitFail')).replace('/TransIn"', '/TransInFail"'))
+    const r = await dtm(f.server.base, 'submit', { ...bad, wait_result: true })
     expect(r.status).toBe(409)
     expect(r.body.dtm_result).toBe('FAILURE')
   })
 
   it('a repeated submit of the same gid answers SUCCESS and runs nothing again', async () => {
     const id = gid('TestSagaTwice')
-    const body = dtmExample(busi, id)
-    expect((await dtm(server.base, 'submit', body)).status).toBe(200)
-    expect((await dtm(server.base, 'submit', body)).status).toBe(200)
+    const body = dtmExample(f.busi, id)
+    expect((await dtm(f.server.base, 'submit', body)).status).toBe(200)
+    expect((await dtm(f.server.base, 'submit', body)).status).toBe(200)
     await eventually(async () => {
-      const q = await dtm(server.base, `query?gid=${id}`)
+      const q = await dtm(f.server.base, `query?gid=${id}`)
       return (q.body.transaction as { status: string }).status === 'succeed'
     })
-    expect(participant.callsTo('/api/busi/TransOut', id)).toHaveLength(1)
+    expect(f.participant.callsTo('/api/busi/TransOut', id)).toHaveLength(1)
   })
 
   it("DTM's first SDKs' step format (each step's body in steps[].data) is accepted, and all lists the saga", async () => {
     const id = gid('TestSagaData')
-    const r = await dtm(server.base, 'submit', {
+    const r = await dtm(f.server.base, 'submit', {
       gid: id,
       trans_type: 'saga',
-      steps: [{ data: '{"amount":5}', action: `${busi}/TransOut`, compensate: `${busi}/TransOutRevert` }],
+      steps: [{ data: '{"amount":5}', action: `${f.busi}/TransOut`, compensate: `${f.busi}/TransOutRevert` }],
       wait_result: true,
     })
     expect(r.status).toBe(200)
-    expect(participant.callsTo('/api/busi/TransOut', id).map((c) => c.body)).toEqual(['{"amount":5}'])
-    const all = await dtm(server.base, 'all')
+    expect(f.participant.callsTo('/api/busi/TransOut', id).map((c) => c.body)).toEqual(['{"amount":5}'])
+    const all = await dtm(f.server.base, 'all')
     const listed = (all.body.transactions as { gid: string; status: string }[]).find((t) => t.gid === id)
     expect(listed).toMatchObject({ status: 'succeed', trans_type: 'saga' })
   })
 
   it('concurrent saga (custom_data orders): step 3 runs after steps 1 and 2', async () => {
     const id = gid('TestSagaConcurrent')
-    const step = (name: string) => ({ action: `${busi}/${name}`, compensate: `${busi}/${name}Revert` })
-    const r = await dtm(server.base, 'submit', {
+    const step = (name: string) => ({ action: `${f.busi}/${name}`, compensate: `${f.busi}/${name}Revert` })
+    const r = await dtm(f.server.base, 'submit', {
       gid: id,
       trans_type: 'saga',
       steps: [step('A'), step('B'), step('C')],
@@ -162,20 +145,20 @@ describe('latchkey-tx serve: DTM saga over raw HTTP', () => {
       wait_result: true,
     })
     expect(r.status).toBe(200)
-    const order = participant.calls.filter((c) => c.gid === id).map((c) => c.path)
+    const order = f.participant.calls.filter((c) => c.gid === id).map((c) => c.path)
     expect(order.at(-1)).toBe('/api/busi/C')
     expect(order.sort()).toEqual(['/api/busi/A', '/api/busi/B', '/api/busi/C'])
   })
 
   it('refuses what it does not run with a clear 400: msg, xa, a saga without steps, bad JSON', async () => {
-    const msg = await dtm(server.base, 'submit', { gid: gid('m'), trans_type: 'msg', steps: [] })
+    const msg = await dtm(f.server.base, 'submit', { gid: gid('m'), trans_type: 'msg', steps: [] })
     expect(msg.status).toBe(400)
     expect(msg.body.message).toMatch(/msg.*not supported yet/)
-    expect((await dtm(server.base, 'prepare', { gid: gid('x'), trans_type: 'xa' })).status).toBe(400)
-    const empty = await dtm(server.base, 'submit', { gid: gid('e'), trans_type: 'saga', steps: [] })
+    expect((await dtm(f.server.base, 'prepare', { gid: gid('x'), trans_type: 'xa' })).status).toBe(400)
+    const empty = await dtm(f.server.base, 'submit', { gid: gid('e'), trans_type: 'saga', steps: [] })
     expect(empty).toMatchObject({ status: 400, body: { dtm_result: 'FAILURE' } })
-    expect((await dtm(server.base, 'submit', '{not json')).status).toBe(400)
-    const badUrl = await dtm(server.base, 'submit', {
+    expect((await dtm(f.server.base, 'submit', '{not json')).status).toBe(400)
+    const badUrl = await dtm(f.server.base, 'submit', {
       gid: gid('u'),
       trans_type: 'saga',
       steps: [{ action: 'ftp://x' }],
