@@ -88,6 +88,11 @@ describe('latchkey-tx list | show | retry | abort', () => {
     await dtm(f.server.base, 'prepare', { gid: id, trans_type: 'tcc' })
     const branch = { gid: id, trans_type: 'tcc', branch_id: '01', data: '{}', cancel: `${f.busi}/Cancel` }
     await dtm(f.server.base, 'registerBranch', branch)
+    const shown = await cli('show', id)
+    expect(shown.stdout).toMatch(/^registered by the application \(DTM TCC\)\nBRANCH_ID\s+CONFIRM\s+CANCEL\n01\s+http/m)
+    expect(JSON.parse((await cli('show', id, '--json')).stdout).registered).toEqual([
+      { branch_id: '01', confirm: '', cancel: `${f.busi}/Cancel`, data: '{}' },
+    ])
     const aborted = await cli('abort', id, '--json')
     expect(JSON.parse(aborted.stdout)).toMatchObject({ gid: id, requested: 'abort' })
     await eventually(async () => (await statusOf(id)) === 'failed')

@@ -34,7 +34,8 @@ function dtmExample(busi: string, gid: string) {
 const gid = uniqueGid
 
 describe('latchkey-tx serve: DTM saga over raw HTTP', () => {
-  const f = useServerFixture(['--retry-first-ms', '10', '--retry-max-ms', '50'])
+  // Many attempts: a step retried past timeout_to_fail must still be retrying (not parked) when it passes.
+  const f = useServerFixture(['--retry-first-ms', '10', '--retry-max-ms', '50', '--retry-attempts', '1000'])
 
   it('newGid answers a gid with dtm_result SUCCESS', async () => {
     const r = await dtm(f.server.base, 'newGid')
@@ -148,6 +149,19 @@ describe('latchkey-tx serve: DTM saga over raw HTTP', () => {
     const order = f.participant.calls.filter((c) => c.gid === id).map((c) => c.path)
     expect(order.at(-1)).toBe('/api/busi/C')
     expect(order.sort()).toEqual(['/api/busi/A', '/api/busi/B', '/api/busi/C'])
+  })
+
+  it('timeout_to_fail: a step still retrying when it passes is not tried again; the saga compensates', async () => {
+    const id = gid('TestSagaTimeout')
+    // 503 with a body that is not FAILURE: "try again later" in DTM's protocol.
+    f.participant.answer('/api/busi/Slow', { status: 503, body: 'busy' })
+    const body = JSON.parse(dtmExample(f.busi, id).replace('/TransIn"', '/Slow"')) as Record<string, unknown>
+    const r = await dtm(f.server.base, 'submit', { ...body, timeout_to_fail: 1, wait_result: true })
+    expect(r.status).toBe(409)
+    expect(String(r.body.message)).toMatch(/timeout_to_fail \(1 s\) passed/)
+    const mine = f.participant.calls.filter((c) => c.gid === id && c.op === 'compensate').map((c) => c.path)
+    expect(mine).toEqual(['/api/busi/TransInRevert', '/api/busi/TransOutRevert'])
+    expect(f.participant.callsTo('/api/busi/Slow', id).length).toBeGreaterThan(1)
   })
 
   it('refuses what it does not run with a clear 400: msg, xa, a saga without steps, bad JSON', async () => {

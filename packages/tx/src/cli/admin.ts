@@ -6,7 +6,7 @@
  */
 import { createCoordinator } from '../coordinator/coordinator.js'
 import type { RunResult } from '../coordinator/run-result.js'
-import type { DtmTrans } from '../server/dtm-request.js'
+import type { DtmRegistration, DtmTrans } from '../server/dtm-request.js'
 import { DTM_SAGA_PREFIX } from '../server/dtm-saga.js'
 import { DtmService } from '../server/dtm-service.js'
 import { DTM_TCC, HELPER_NAMES } from '../server/dtm-tcc.js'
@@ -50,9 +50,16 @@ export function list(options: AdminOptions): Promise<TxSummary[]> {
   })
 }
 
-/** `show GID`. */
-export function show(store: string, gid: string): Promise<TxRecord | undefined> {
-  return withCoordinator(store, (tc) => tc.get(gid))
+/** `show GID`: the record, and for a DTM TCC the branches its application registered. */
+export function show(
+  store: string,
+  gid: string,
+): Promise<{ tx: TxRecord; registered: DtmRegistration[] | undefined } | undefined> {
+  return withCoordinator(store, async (tc, dtm) => {
+    const tx = await tc.get(gid)
+    if (tx === undefined) return undefined
+    return { tx, registered: tx.name === DTM_TCC ? await dtm.tccs.registered(gid) : undefined }
+  })
 }
 
 /** `retry GID` / `abort GID`: resolves with the outcome, or with a message when it was only requested. */

@@ -1,4 +1,5 @@
 /** Text output of the admin CLI: a plain aligned table and a transaction's branch timeline. */
+import type { DtmRegistration } from '../server/dtm-request.js'
 import type { TxRecord, TxSummary } from '../types.js'
 
 /** Columns aligned with spaces, a header line first. */
@@ -30,8 +31,8 @@ export function listTable(list: readonly TxSummary[]): string {
   )
 }
 
-/** `show`: the transaction, its branches, then its history as a timeline. */
-export function showText(tx: TxRecord): string {
+/** `show`: the transaction, its branches (and a DTM TCC's registered ones), then its history as a timeline. */
+export function showText(tx: TxRecord, registered?: readonly DtmRegistration[]): string {
   const head = [
     `gid:     ${tx.gid}`,
     `kind:    ${tx.kind} "${tx.name}"`,
@@ -53,5 +54,12 @@ export function showText(tx: TxRecord): string {
       (h.detail ?? '').slice(0, 100),
     ]),
   )
-  return `${head.join('\n')}\n\nbranches\n${branches}\n\ntimeline (from ${time(start)})\n${timeline}`
+  const dtm =
+    registered === undefined
+      ? ''
+      : `\n\nregistered by the application (DTM TCC)\n${table(
+          ['BRANCH_ID', 'CONFIRM', 'CANCEL'],
+          registered.map((r) => [r.branch_id, r.confirm, r.cancel]),
+        )}`
+  return `${head.join('\n')}\n\nbranches\n${branches}${dtm}\n\ntimeline (from ${time(start)})\n${timeline}`
 }

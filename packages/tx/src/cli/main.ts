@@ -83,12 +83,14 @@ export async function main(argv: readonly string[], out = process.stdout, err = 
       }
       case 'show': {
         if (gid === undefined) throw new UsageError('show needs a GID')
-        const tx = await show(v.store, gid)
-        if (tx === undefined) {
+        const shown = await show(v.store, gid)
+        if (shown === undefined) {
           err.write(`no transaction ${gid} in the store\n`)
           return 1
         }
-        out.write(`${v.json === true ? jsonText(tx) : showText(tx)}\n`)
+        const { tx, registered } = shown
+        const json = registered === undefined ? tx : { ...tx, registered }
+        out.write(`${v.json === true ? jsonText(json) : showText(tx, registered)}\n`)
         return 0
       }
       case 'retry':

@@ -7,9 +7,13 @@
  */
 import { createHash } from 'node:crypto'
 import type { Coordinator } from '../coordinator/coordinator.js'
+import { TxError } from '../errors.js'
 import type { Saga } from '../saga/saga.js'
 import { callDtmBranch } from './dtm-branch-call.js'
 import { DtmBadRequest, type DtmTrans } from './dtm-request.js'
+
+/** The stored input of a DTM saga: the submit body and, with `timeout_to_fail`, the epoch ms it fails at. */
+export type DtmSagaInput = DtmTrans & { readonly deadlineAt?: number | null }
 
 /** Prefix of the definitions' names. */
 export const DTM_SAGA_PREFIX = 'dtm-saga-'
@@ -52,20 +56,24 @@ export function sagaName(trans: DtmTrans): string {
 
 /** The sagas of one coordinator, by shape: registered on first use (or when a stored one is resumed). */
 export class DtmSagas {
-  private readonly byName = new Map<string, Saga<DtmTrans>>()
+  private readonly byName = new Map<string, Saga<DtmSagaInput>>()
 
   constructor(private readonly tc: Coordinator) {}
 
   /** The saga definition for `trans`'s shape, registered if new. */
-  for(trans: DtmTrans): Saga<DtmTrans> {
+  for(trans: DtmTrans): Saga<DtmSagaInput> {
     const name = sagaName(trans)
     const known = this.byName.get(name)
     if (known !== undefined) return known
-    const saga = this.tc.saga<DtmTrans>(name)
+    const saga = this.tc.saga<DtmSagaInput>(name)
     const order = stepOrder(trans)
     trans.steps.forEach((_, i) => {
-      const call = (op: 'action' | 'compensate') => (ctx: { input: DtmTrans; signal: AbortSignal }) => {
+      const call = (op: 'action' | 'compensate') => (ctx: { input: DtmSagaInput; signal: AbortSignal }) => {
         const t = ctx.input
+        // DTM's timeout_to_fail for a saga: past it, no forward step is tried again; the saga compensates.
+        if (op === 'action' && typeof t.deadlineAt === 'number' && Date.now() > t.deadlineAt) {
+          throw new TxError(`timeout_to_fail (${t.timeout_to_fail} s) passed`, { code: 'DTM_TIMEOUT', gid: t.gid })
+        }
         const step = t.steps[i]
         return callDtmBranch({
           url: step?.[op] ?? '',

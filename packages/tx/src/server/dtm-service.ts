@@ -107,7 +107,8 @@ export class DtmService {
     const existing = await this.tc.get(trans.gid)
     if (existing !== undefined) return this.resubmitted(existing, 'saga')
     try {
-      await this.sagas.for(trans).run(trans, { gid: trans.gid, wait: false })
+      const deadlineAt = trans.timeout_to_fail > 0 ? Date.now() + trans.timeout_to_fail * 1000 : null
+      await this.sagas.for(trans).run({ ...trans, deadlineAt }, { gid: trans.gid, wait: false })
     } catch (error) {
       // Two submits of one gid at once: the second finds the first's record (DTM answers a repeat with SUCCESS).
       const again = await this.tc.get(trans.gid)
