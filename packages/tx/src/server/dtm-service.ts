@@ -134,7 +134,13 @@ export class DtmService {
       return existing.status === 'prepared' ? ok() : failure(`current status '${existing.status}', cannot prepare`)
     }
     const timeoutS = trans.timeout_to_fail || this.defaultTimeoutS
-    await this.tccs.tcc.run({ ...trans, deadlineAt: Date.now() + timeoutS * 1000 }, { gid: trans.gid, wait: false })
+    try {
+      await this.tccs.tcc.run({ ...trans, deadlineAt: Date.now() + timeoutS * 1000 }, { gid: trans.gid, wait: false })
+    } catch (error) {
+      // Two prepares of one gid at once: the second finds the first's record.
+      const again = await this.tc.get(trans.gid)
+      if (again?.name !== DTM_TCC || again.status !== 'prepared') throw error
+    }
     return ok()
   }
 

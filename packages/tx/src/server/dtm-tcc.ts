@@ -88,23 +88,26 @@ export class DtmTccs {
   /** Registers a branch (idempotent per branch_id). */
   register(gid: string, registration: DtmRegistration): Promise<void> {
     const previous = this.queues.get(gid) ?? Promise.resolve()
-    const next = previous
-      .catch(() => undefined)
-      .then(async () => {
-        const known = await this.registered(gid)
-        if (known.some((r) => r.branch_id === registration.branch_id)) return
-        await this.registrations.run(registration, { gid: registrationGid(gid, known.length + 1) })
-      })
+    const next = previous.catch(() => undefined).then(() => this.registerOnce(gid, registration))
     this.queues.set(gid, next)
     return next.finally(() => {
       if (this.queues.get(gid) === next) this.queues.delete(gid)
     })
   }
 
-  /** Every record that belongs to `gid`'s transaction, for removal. */
-  async helperGids(gid: string): Promise<string[]> {
-    const n = (await this.registered(gid)).length
-    return [decisionGid(gid), ...Array.from({ length: n }, (_, i) => registrationGid(gid, i + 1))]
+  private async registerOnce(gid: string, registration: DtmRegistration): Promise<void> {
+    // Another server on the same store may take the same number at once: its record wins; count again.
+    for (let attempt = 1; ; attempt++) {
+      const known = await this.registered(gid)
+      if (known.some((r) => r.branch_id === registration.branch_id)) return
+      try {
+        await this.registrations.run(registration, { gid: registrationGid(gid, known.length + 1) })
+        return
+      } catch (error) {
+        const taken = isTxError(error) && (error.code === 'DUPLICATE_GID' || error.code === 'TX_BUSY')
+        if (!taken || attempt >= 5) throw error
+      }
+    }
   }
 
   private async awaitDecision(input: DtmTccInput, signal: AbortSignal): Promise<unknown> {
