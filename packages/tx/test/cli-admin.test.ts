@@ -104,6 +104,15 @@ describe('latchkey-tx list | show | retry | abort', () => {
     expect(all.map((t) => t.gid)).toContain(`${id}/decision`)
   })
 
+  it('the bin script (the built CLI) lists the same transactions as JSON', async () => {
+    const viaBin = await runCli(['list', '--json', '--all', '--store', f.store], { bin: true })
+    expect(viaBin.stderr).toBe('')
+    expect(viaBin.code).toBe(0)
+    const fromSources = JSON.parse((await cli('list', '--json', '--all')).stdout) as { gid: string }[]
+    expect((JSON.parse(viaBin.stdout) as { gid: string }[]).map((t) => t.gid)).toEqual(fromSources.map((t) => t.gid))
+    expect(fromSources.length).toBeGreaterThan(0)
+  })
+
   it('errors: show of an unknown gid exits 1, a bad option exits 2 with the usage, a bad store URL exits 1 (password hidden)', async () => {
     const missing = await cli('show', 'no-such-gid')
     expect(missing.code).toBe(1)

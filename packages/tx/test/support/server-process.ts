@@ -54,10 +54,17 @@ export async function startServer(store: string, extra: readonly string[] = []):
   }
 }
 
-/** Runs `latchkey-tx ...args`; resolves with its exit code and output. */
-export function runCli(args: readonly string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+/** The package's bin script, which runs the built CLI (`npm run build` first, as scripts/test.sh does). */
+export const BIN = fileURLToPath(new URL('../../bin/latchkey-tx.js', import.meta.url))
+
+/** Runs `latchkey-tx ...args` (from the sources, or through the bin with `{ bin: true }`); resolves with its exit code and output. */
+export function runCli(
+  args: readonly string[],
+  options: { bin?: boolean } = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const command = options.bin === true ? [BIN] : ['--import', 'tsx', CLI]
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, [...command, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', (c: Buffer) => {
