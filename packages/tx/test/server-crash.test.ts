@@ -107,6 +107,33 @@ describe.each(['postgres', 'mysql'] as Dialect[])('latchkey-tx serve killed with
     tmp.remove()
   })
 
+  it('a second server already running takes over a saga whose shape it never saw when the first is killed', async () => {
+    const gid = `${run}-peer`
+    const busi = `${participant.base}/api/busi`
+    participant.answer('/api/busi/Hold', 'hang')
+    const first = await start()
+    const peer = await start()
+    const step = (name: string) => ({ action: `${busi}/${name}`, compensate: `${busi}/${name}Revert` })
+    const body = {
+      gid,
+      trans_type: 'saga',
+      steps: [step('One'), step('Two'), step('Hold')],
+      payloads: ['{}', '{}', '{}'],
+    }
+    expect((await dtm(first.base, 'submit', body)).status).toBe(200)
+    await eventually(() => participant.callsTo('/api/busi/Hold', gid).length === 1)
+    await first.kill()
+    participant.answer('/api/busi/Hold', { status: 200 })
+    await eventually(async () => {
+      const q = await dtm(peer.base, `query?gid=${gid}`)
+      return (q.body.transaction as { status: string }).status === 'succeed'
+    }, 15_000)
+    expect(participant.callsTo('/api/busi/One', gid)).toHaveLength(1)
+    expect(participant.callsTo('/api/busi/Two', gid)).toHaveLength(1)
+    expect(participant.callsTo('/api/busi/Hold', gid)).toHaveLength(2)
+    await peer.stop()
+  })
+
   it('a prepared TCC with a registered branch survives the kill: submit to the new server confirms it', async () => {
     const gid = `${run}-tcc`
     const busi = `${participant.base}/api/busi`

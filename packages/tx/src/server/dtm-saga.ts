@@ -60,6 +60,11 @@ export class DtmSagas {
 
   constructor(private readonly tc: Coordinator) {}
 
+  /** Whether the shape named `name` is registered here. */
+  has(name: string): boolean {
+    return this.byName.has(name)
+  }
+
   /** The saga definition for `trans`'s shape, registered if new. */
   for(trans: DtmTrans): Saga<DtmSagaInput> {
     const name = sagaName(trans)

@@ -53,21 +53,22 @@ export class DtmService {
   }
 
   /**
-   * Registers the definition of every unfinished DTM saga in the log (their shapes are known from their stored
-   * input only), so that this coordinator's recovery resumes them; then runs one recovery sweep.
+   * Registers the definition of every unfinished DTM saga in the log that this coordinator does not know yet
+   * (a saga's shape is known from its stored input only), so that its recovery sweep can resume them: at start,
+   * after a crash, and periodically, for sagas another server on the same store accepted and then died with.
+   * Resolves with how many it registered.
    */
-  async restore(): Promise<number> {
+  async adopt(): Promise<number> {
     let n = 0
     for (const status of ['submitted', 'aborting', 'parked'] as const) {
       for (const tx of await this.tc.list({ status, kind: 'saga', limit: 10_000 })) {
-        if (!tx.name.startsWith(DTM_SAGA_PREFIX)) continue
+        if (!tx.name.startsWith(DTM_SAGA_PREFIX) || this.sagas.has(tx.name)) continue
         const record = await this.tc.get(tx.gid)
         if (record === undefined) continue
         this.sagas.for(record.input as DtmTrans)
         n++
       }
     }
-    await this.tc.recoverNow()
     return n
   }
 

@@ -17,6 +17,8 @@ export interface ServeOptions {
   readonly leaseTtlMs?: number
   readonly recoverEveryMs?: number
   readonly defaultTimeoutToFailS?: number
+  /** How often sagas accepted by other servers on the store are looked for. Default 5 x recoverEveryMs, >= 1 s. */
+  readonly adoptEveryMs?: number
 }
 
 /** A running server. */
@@ -41,7 +43,15 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
   const service = new DtmService(tc, {
     ...(options.defaultTimeoutToFailS === undefined ? {} : { defaultTimeoutToFailS: options.defaultTimeoutToFailS }),
   })
-  await service.restore()
+  await service.adopt()
+  await tc.recoverNow()
+  // Sagas accepted by another server on the same store have shapes this one has not seen: adopt them, so that
+  // this server's recovery can finish them if that server dies.
+  const adopting = setInterval(
+    () => void service.adopt().catch(() => undefined),
+    options.adoptEveryMs ?? Math.max(1_000, (options.recoverEveryMs ?? 1_000) * 5),
+  )
+  adopting.unref()
   const server = createTxHttpServer(service, tc, metrics.registry)
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject)
@@ -50,6 +60,7 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
   return {
     port: (server.address() as AddressInfo).port,
     close: async () => {
+      clearInterval(adopting)
       await new Promise<void>((resolve) => server.close(() => resolve()))
       server.closeAllConnections()
       await tc.close()
