@@ -3,6 +3,7 @@
  * every subscription of that key wakes. Used by the embedded backends; server backends push their own.
  */
 import type { LockKind, ReleaseSubscription } from './types.js'
+import { waitForWake } from './wait-for-wake.js'
 
 /**
  * A {@link ReleaseSubscription} that a backend wakes with `fire()`: `wait` resolves on the next fire (at once if
@@ -38,26 +39,14 @@ export class WakeSubscription implements ReleaseSubscription {
       this.pending = false
       return Promise.resolve()
     }
-    return new Promise<void>((resolve, reject) => {
-      const done = (): void => {
-        clearTimeout(timer)
-        signal?.removeEventListener('abort', onAbort)
+    return waitForWake(timeoutMs, signal, {
+      armed: (wake) => {
+        this.wake = wake
+      },
+      disarmed: () => {
         this.wake = undefined
         this.pending = false
-      }
-      const onAbort = (): void => {
-        done()
-        reject(signal?.reason)
-      }
-      const timer = setTimeout(() => {
-        done()
-        resolve()
-      }, timeoutMs)
-      this.wake = () => {
-        done()
-        resolve()
-      }
-      signal?.addEventListener('abort', onAbort, { once: true })
+      },
     })
   }
 

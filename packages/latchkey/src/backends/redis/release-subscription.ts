@@ -1,4 +1,5 @@
 import type { LockKind, ReleaseSubscription } from '../../backend/types.js'
+import { waitForWake } from '../../backend/wait-for-wake.js'
 
 /** The local waiters of one channel (one lock family) and the state of its Redis subscription. */
 export class ChannelGroup {
@@ -58,31 +59,19 @@ export class RedisReleaseSubscription implements ReleaseSubscription {
       this.pending = false
       return Promise.resolve()
     }
-    return new Promise<void>((resolve, reject) => {
-      const done = (): void => {
-        clearTimeout(timer)
-        signal?.removeEventListener('abort', onAbort)
+    return waitForWake(timeoutMs, signal, {
+      armed: (wake) => {
+        this.wake = wake
+        this.group?.waiting.push(this)
+      },
+      disarmed: () => {
         this.wake = undefined
         this.pending = false
         const waiting = this.group?.waiting
         const at = waiting?.indexOf(this) ?? -1
         if (at !== -1) waiting?.splice(at, 1)
-      }
-      const onAbort = (): void => {
-        done()
-        reject(signal?.reason)
-      }
-      const timer = setTimeout(() => {
-        done()
-        resolve()
-      }, timeoutMs)
-      timer.unref()
-      this.wake = () => {
-        done()
-        resolve()
-      }
-      this.group?.waiting.push(this)
-      signal?.addEventListener('abort', onAbort, { once: true })
+      },
+      unref: true,
     })
   }
 
