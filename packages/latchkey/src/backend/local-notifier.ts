@@ -3,7 +3,7 @@
  * every subscription of that key wakes. Used by the embedded backends; server backends push their own.
  */
 import type { LockKind, ReleaseSubscription } from './types.js'
-import { waitForWake } from './wait-for-wake.js'
+import { WakeableSubscription } from './wakeable-subscription.js'
 
 /**
  * A {@link ReleaseSubscription} that a backend wakes with `fire()`: `wait` resolves on the next fire (at once if
@@ -13,41 +13,22 @@ import { waitForWake } from './wait-for-wake.js'
  * @example
  * const sub = new WakeSubscription(() => waiters.delete(sub)); waiters.add(sub) // later: sub.fire()
  */
-export class WakeSubscription implements ReleaseSubscription {
-  pending = false
-  /** Set by close(): later waits return at once and fires are ignored. */
-  closed = false
-  private wake: (() => void) | undefined
-
+export class WakeSubscription extends WakeableSubscription implements ReleaseSubscription {
   /** `detach` runs once on close(): remove the subscription from wherever the backend keeps it. */
-  constructor(private detach: (sub: WakeSubscription) => void = () => undefined) {}
+  constructor(private detach: (sub: WakeSubscription) => void = () => undefined) {
+    super()
+  }
 
   /** True while a `wait` is pending. */
   get waiting(): boolean {
     return this.wake !== undefined
   }
 
+  /** Wakes the pending wait, or the next one; ignored once closed. */
   fire(): void {
     if (this.closed) return
     this.pending = true
     this.wake?.()
-  }
-
-  wait(timeoutMs: number, signal?: AbortSignal): Promise<void> {
-    if (signal?.aborted) return Promise.reject(signal.reason)
-    if (this.pending || this.closed) {
-      this.pending = false
-      return Promise.resolve()
-    }
-    return waitForWake(timeoutMs, signal, {
-      armed: (wake) => {
-        this.wake = wake
-      },
-      disarmed: () => {
-        this.wake = undefined
-        this.pending = false
-      },
-    })
   }
 
   close(): void {
