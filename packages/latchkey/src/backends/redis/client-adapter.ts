@@ -93,10 +93,23 @@ export function isNoScript(error: unknown): boolean {
 /** Wraps the app's client. Throws `TypeError` for anything that is neither ioredis nor node-redis. */
 export function adaptClient(client: RedisClientLike): RedisCommander {
   const library = clientLibrary(client)
-  if (library === 'ioredis') return ioredisCommander(client as unknown as Ioredis)
-  if (library === 'node-redis') return nodeRedisCommander(client as unknown as NodeRedis)
-  throw new TypeError('latchkey: redisBackend needs options.client, an ioredis or a connected node-redis client')
+  if (library === undefined) {
+    throw new TypeError('latchkey: redisBackend needs options.client, an ioredis or a connected node-redis client')
+  }
+  const c = client as unknown as Ioredis | NodeRedis
+  const own = library === 'ioredis' ? ioredisParts(c as Ioredis) : nodeRedisParts(c as NodeRedis)
+  return {
+    library,
+    get offline() {
+      return isReconnecting(c)
+    },
+    ...scriptRunner(c),
+    ...own,
+  }
 }
+
+/** What each library does its own way: naming its server, WAIT, and a subscriber connection. */
+type LibraryParts = Pick<RedisCommander, 'server' | 'waitReplicas' | 'openSubscriber'>
 
 /** `host:port` of an ioredis client (a Cluster client: its seed nodes), as error messages name it. */
 export function ioredisServer(client: Ioredis): string {
@@ -127,14 +140,9 @@ export function nodeRedisServer(client: NodeRedis): string {
   return 'localhost:6379'
 }
 
-function ioredisCommander(client: Ioredis): RedisCommander {
+function ioredisParts(client: Ioredis): LibraryParts {
   return {
-    library: 'ioredis',
     server: ioredisServer(client),
-    get offline() {
-      return isReconnecting(client)
-    },
-    ...scriptRunner(client),
     async waitReplicas(replicas, timeoutMs) {
       return Number(await client.call('WAIT', String(replicas), String(timeoutMs)))
     },
@@ -151,17 +159,11 @@ function ioredisCommander(client: Ioredis): RedisCommander {
   }
 }
 
-function nodeRedisCommander(client: NodeRedis): RedisCommander {
-  const run = (args: string[]) => client.sendCommand(args)
+function nodeRedisParts(client: NodeRedis): LibraryParts {
   return {
-    library: 'node-redis',
     server: nodeRedisServer(client),
-    get offline() {
-      return isReconnecting(client)
-    },
-    ...scriptRunner(client),
     async waitReplicas(replicas, timeoutMs) {
-      return Number(await run(['WAIT', String(replicas), String(timeoutMs)]))
+      return Number(await client.sendCommand(['WAIT', String(replicas), String(timeoutMs)]))
     },
     openSubscriber(onMessage, onError) {
       const sub = client.duplicate()

@@ -3,6 +3,7 @@
  * imported). Only EVALSHA/EVAL is used, plus the client's own idea of whether it is connected, so a node that is
  * known to be down costs nothing instead of a queued command and a timeout.
  */
+import type { IoredisClientLike, NodeRedisClientLike } from '../redis/client-adapter.js'
 import {
   clientLibrary,
   type IoredisScripting,
@@ -12,19 +13,14 @@ import {
 } from '../redis/client-kind.js'
 import { type LuaScript, runScript } from '../redis/lua-script.js'
 
-/** The slice of an ioredis `Redis` client RedLock uses (one client per independent master; not a Cluster). */
-export interface RedlockIoredisLike {
-  readonly status: string
-  evalsha: (...args: never[]) => unknown
-  eval: (...args: never[]) => unknown
-}
+/**
+ * The slice of an ioredis `Redis` client RedLock uses: the Redis backend's without `duplicate` (RedLock does not
+ * subscribe). One client per independent master; not a Cluster.
+ */
+export type RedlockIoredisLike = Omit<IoredisClientLike, 'duplicate'>
 
 /** The slice of a connected node-redis v4/v5 client (`await createClient({ url }).connect()`) RedLock uses. */
-export interface RedlockNodeRedisLike {
-  readonly isReady: boolean
-  readonly isOpen: boolean
-  sendCommand: (...args: never[]) => unknown
-}
+export type RedlockNodeRedisLike = Omit<NodeRedisClientLike, 'duplicate'>
 
 /** A client for one RedLock master. */
 export type RedlockClientLike = RedlockIoredisLike | RedlockNodeRedisLike
