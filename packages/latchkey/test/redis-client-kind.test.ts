@@ -2,12 +2,12 @@
  * The Redis backend and RedLock recognise a client and judge it offline by one rule (client-kind.ts): a client
  * waiting to reconnect is offline for both; a closed node-redis client is not (it refuses commands itself).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { adaptClient, type RedisClientLike } from '../src/backends/redis/client-adapter.js'
 import { adaptRedlockClient } from '../src/backends/redlock/redlock-node.js'
 import { eventually } from '../src/testing/index.js'
 import { ioredisClient, nodeRedisClient } from './support/redis-backend-module.js'
-import { type RedisServerProcess, startRedisServer } from './support/redis-server-process.js'
+import { privateRedisServer } from './support/redis-server-suite.js'
 
 /** Whether the Redis backend's adapter and a RedLock node call `client` offline: [backend, redlock]. */
 function offline(client: unknown): [boolean, boolean] {
@@ -15,13 +15,7 @@ function offline(client: unknown): [boolean, boolean] {
 }
 
 describe('one rule for whether a Redis client is offline, in the Redis backend and in RedLock', () => {
-  let server: RedisServerProcess
-  beforeAll(async () => {
-    server = await startRedisServer()
-  })
-  afterAll(async () => {
-    await server?.dispose()
-  })
+  const server = privateRedisServer()
 
   it('node-redis: connected, online for both; closed, online for both (its own error refuses commands)', async () => {
     const client = await nodeRedisClient(server.url)

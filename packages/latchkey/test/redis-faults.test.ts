@@ -12,16 +12,9 @@ import { createLocks, type Locks } from '../src/core/locks.js'
 import { BackendUnavailableError, LockLostError } from '../src/errors.js'
 import { eventually } from './support/eventually.js'
 import { clientFlavours, ioredisClient } from './support/redis-backend-module.js'
-import { type RedisServerProcess, startRedisServer } from './support/redis-server-process.js'
+import { privateRedisServer } from './support/redis-server-suite.js'
 
-let server: RedisServerProcess
-
-beforeAll(async () => {
-  server = await startRedisServer()
-})
-afterAll(async () => {
-  await server?.dispose()
-})
+const server = privateRedisServer()
 
 /** Holds a lease a moment, as work would (not to order anything). */
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
@@ -254,13 +247,7 @@ describe('wake-one handoff', () => {
 })
 
 describe('waitReplicas', () => {
-  let server: RedisServerProcess
-  beforeAll(async () => {
-    server = await startRedisServer()
-  })
-  afterAll(async () => {
-    await server?.dispose()
-  })
+  const server = privateRedisServer()
 
   const waits = async (admin: ReturnType<typeof ioredisClient>) =>
     Number(/^cmdstat_wait:calls=(\d+)/m.exec(await admin.info('commandstats'))?.[1] ?? 0)
