@@ -1,30 +1,19 @@
 import { createLocks } from 'latchkey'
 import { memoryBackend } from 'latchkey/memory'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { buildApp } from '../src/server/app.js'
 import { createMetrics } from '../src/server/metrics.js'
 import { sqliteStore } from '../src/store/sqlite-store.js'
-import { ADMIN_TOKEN, adminPost, type Instance, post, startInstances, tempDir } from './support.js'
+import { serviceForSuite } from './suite-service.js'
+import { ADMIN_TOKEN, adminPost, post, tempDir } from './support.js'
 
 const SALE = { item: 'phone', stock: 2, strategy: 'lock' }
 
 describe('admin token: POST /sales and GET /sales/:id/audit need it, buyers do not', () => {
-  const dir = tempDir()
-  let app: Instance['app']
-  let close: () => Promise<void>
-
-  beforeAll(async () => {
-    const started = await startInstances(dir.path, 'memory', 1)
-    app = (started.instances[0] as Instance).app
-    close = started.close
-  })
-  afterAll(async () => {
-    await close()
-    dir.remove()
-  })
+  const app = serviceForSuite()
 
   const sales = async (): Promise<number> =>
-    ((await app.inject({ method: 'GET', url: '/sales' })).json() as { sales: unknown[] }).sales.length
+    ((await app().inject({ method: 'GET', url: '/sales' })).json() as { sales: unknown[] }).sales.length
 
   it.each([
     ['no Authorization', 401, 'UNAUTHORIZED', undefined],
@@ -34,7 +23,7 @@ describe('admin token: POST /sales and GET /sales/:id/audit need it, buyers do n
     ['the token with one character more', 403, 'FORBIDDEN', `Bearer ${ADMIN_TOKEN}x`],
   ])('POST /sales with %s -> %i %s, nothing created', async (_what, status, code, authorization) => {
     const before = await sales()
-    const res = await app.inject({
+    const res = await app().inject({
       method: 'POST',
       url: '/sales',
       payload: SALE,
@@ -48,10 +37,10 @@ describe('admin token: POST /sales and GET /sales/:id/audit need it, buyers do n
   })
 
   it('GET /sales/:id/audit (it lists every order id): 401 without the token, 403 with a wrong one', async () => {
-    const id = (await adminPost(app, '/sales', SALE)).body.id as string
-    expect((await post(app, `/sales/${id}/orders`, { userId: 'u1', quantity: 1 })).status).toBe(201)
+    const id = (await adminPost(app(), '/sales', SALE)).body.id as string
+    expect((await post(app(), `/sales/${id}/orders`, { userId: 'u1', quantity: 1 })).status).toBe(201)
     const audit = (authorization?: string) =>
-      app.inject({
+      app().inject({
         method: 'GET',
         url: `/sales/${id}/audit`,
         headers: authorization === undefined ? {} : { authorization },
@@ -65,10 +54,10 @@ describe('admin token: POST /sales and GET /sales/:id/audit need it, buyers do n
   })
 
   it("buyers' routes need no token: orders, the sale, the list, health, metrics, the dashboard", async () => {
-    const id = (await adminPost(app, '/sales', SALE)).body.id as string
-    expect((await post(app, `/sales/${id}/orders`, { userId: 'u1', quantity: 1 })).status).toBe(201)
+    const id = (await adminPost(app(), '/sales', SALE)).body.id as string
+    expect((await post(app(), `/sales/${id}/orders`, { userId: 'u1', quantity: 1 })).status).toBe(201)
     for (const url of [`/sales/${id}`, '/sales', '/healthz', '/metrics', '/dashboard']) {
-      expect((await app.inject({ method: 'GET', url })).statusCode, url).toBe(200)
+      expect((await app().inject({ method: 'GET', url })).statusCode, url).toBe(200)
     }
   })
 })

@@ -1,26 +1,15 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { adminGet, adminPost, type Instance, post, startInstances, tempDir } from './support.js'
+import { describe, expect, it } from 'vitest'
+import { serviceForSuite } from './suite-service.js'
+import { adminGet, adminPost, post } from './support.js'
 
 const DAY_MS = 24 * 60 * 60 * 1000
 const STARTS_AT_RANGE = 'body/startsAt must be between 2000-01-01T00:00:00.000Z and one year from now'
 
 describe('flash-sale HTTP API', () => {
-  const dir = tempDir()
-  let app: Instance['app']
-  let close: () => Promise<void>
-
-  beforeAll(async () => {
-    const started = await startInstances(dir.path, 'memory', 1)
-    app = (started.instances[0] as Instance).app
-    close = started.close
-  })
-  afterAll(async () => {
-    await close()
-    dir.remove()
-  })
+  const app = serviceForSuite()
 
   const createSale = async (body: Record<string, unknown>): Promise<string> => {
-    const res = await adminPost(app, '/sales', { item: 'phone', stock: 2, strategy: 'lock', ...body })
+    const res = await adminPost(app(), '/sales', { item: 'phone', stock: 2, strategy: 'lock', ...body })
     expect(res.status).toBe(201)
     return res.body.id as string
   }
@@ -48,13 +37,13 @@ describe('flash-sale HTTP API', () => {
     [{ item: 'phone', stock: 5, strategy: 'lock', buckets: 4 }, 'body/buckets applies to the sharded strategy only'],
     [{ item: 'phone', stock: 5, strategy: 'sharded', buckets: 0 }, 'body/buckets must be >= 1'],
   ])('POST /sales %j -> 400 %s', async (body, message) => {
-    const res = await adminPost(app, '/sales', body)
+    const res = await adminPost(app(), '/sales', body)
     expect(res.status).toBe(400)
     expect(res.body.message).toContain(message)
   })
 
   it('POST /sales -> 201 with the stored sale, ISO startsAt accepted', async () => {
-    const res = await adminPost(app, '/sales', {
+    const res = await adminPost(app(), '/sales', {
       item: 'tv',
       stock: 9,
       strategy: 'sharded',
@@ -72,7 +61,7 @@ describe('flash-sale HTTP API', () => {
 
   it('startsAt at the edges of its range (2000-01-01, 364 days ahead) -> 201', async () => {
     for (const startsAt of ['2000-01-01T00:00:00Z', Date.now() + 364 * DAY_MS]) {
-      const res = await adminPost(app, '/sales', { item: 'tv', stock: 1, strategy: 'lock', startsAt })
+      const res = await adminPost(app(), '/sales', { item: 'tv', stock: 1, strategy: 'lock', startsAt })
       expect(res.status, JSON.stringify(res.body)).toBe(201)
     }
   })
@@ -88,24 +77,24 @@ describe('flash-sale HTTP API', () => {
     [{ userId: 'u1', quantity: 1, coupon: 'x' }, 'body must NOT have additional properties'],
   ])('POST /sales/:id/orders %j -> 400 %s', async (body, message) => {
     const id = await createSale({})
-    const res = await post(app, `/sales/${id}/orders`, body)
+    const res = await post(app(), `/sales/${id}/orders`, body)
     expect(res.status).toBe(400)
     expect(res.body.message).toContain(message)
   })
 
   it('POST /sales/:id/orders for an unknown sale -> 404', async () => {
-    const res = await post(app, '/sales/nope/orders', { userId: 'u1', quantity: 1 })
+    const res = await post(app(), '/sales/nope/orders', { userId: 'u1', quantity: 1 })
     expect(res.status).toBe(404)
     expect(res.body.code).toBe('UNKNOWN_SALE')
   })
 
   it('before startsAt -> 425 with Retry-After, and nothing sold', async () => {
     const id = await createSale({ startsAt: Date.now() + 60_000 })
-    const res = await post(app, `/sales/${id}/orders`, { userId: 'u1', quantity: 1 })
+    const res = await post(app(), `/sales/${id}/orders`, { userId: 'u1', quantity: 1 })
     expect(res.status).toBe(425)
     expect(res.body.code).toBe('NOT_STARTED')
     expect(Number(res.headers['retry-after'])).toBeGreaterThan(50)
-    const sale = await app.inject({ method: 'GET', url: `/sales/${id}` })
+    const sale = await app().inject({ method: 'GET', url: `/sales/${id}` })
     expect(sale.json()).toMatchObject({ remaining: 2, sold: 0, orders: 0 })
   })
 
@@ -113,29 +102,29 @@ describe('flash-sale HTTP API', () => {
     '%s: 201, then 409 already ordered, then 409 sold out',
     async (strategy) => {
       const id = await createSale({ strategy, stock: 3, ...(strategy === 'sharded' ? { buckets: 2 } : {}) })
-      const first = await post(app, `/sales/${id}/orders`, { userId: 'alice', quantity: 2 })
+      const first = await post(app(), `/sales/${id}/orders`, { userId: 'alice', quantity: 2 })
       expect(first.status).toBe(201)
       expect(first.body.orderId).toEqual(expect.any(String))
-      const again = await post(app, `/sales/${id}/orders`, { userId: 'alice', quantity: 1 })
+      const again = await post(app(), `/sales/${id}/orders`, { userId: 'alice', quantity: 1 })
       expect(again).toMatchObject({ status: 409, body: { code: 'ALREADY_ORDERED' } })
       // 1 unit left: bob's 2 do not fit (a sharded order never spans buckets), carol's 1 does.
-      const bob = await post(app, `/sales/${id}/orders`, { userId: 'bob', quantity: 2 })
+      const bob = await post(app(), `/sales/${id}/orders`, { userId: 'bob', quantity: 2 })
       expect(bob).toMatchObject({ status: 409, body: { code: 'SOLD_OUT' } })
-      const carol = await post(app, `/sales/${id}/orders`, { userId: 'carol', quantity: 1 })
+      const carol = await post(app(), `/sales/${id}/orders`, { userId: 'carol', quantity: 1 })
       expect(carol.status).toBe(201)
-      const dave = await post(app, `/sales/${id}/orders`, { userId: 'dave', quantity: 1 })
+      const dave = await post(app(), `/sales/${id}/orders`, { userId: 'dave', quantity: 1 })
       expect(dave).toMatchObject({ status: 409, body: { code: 'SOLD_OUT' } })
-      const sale = await app.inject({ method: 'GET', url: `/sales/${id}` })
+      const sale = await app().inject({ method: 'GET', url: `/sales/${id}` })
       expect(sale.json()).toMatchObject({ stock: 3, remaining: 0, sold: 3, orders: 2 })
     },
   )
 
   it('GET /sales lists the latest sales with counters; GET /sales/:id/audit gives the invariant data', async () => {
     const id = await createSale({ item: 'listed', stock: 4 })
-    expect((await post(app, `/sales/${id}/orders`, { userId: 'zoe', quantity: 3 })).status).toBe(201)
-    const list = (await app.inject({ method: 'GET', url: '/sales' })).json() as { sales: Array<{ id: string }> }
+    expect((await post(app(), `/sales/${id}/orders`, { userId: 'zoe', quantity: 3 })).status).toBe(201)
+    const list = (await app().inject({ method: 'GET', url: '/sales' })).json() as { sales: Array<{ id: string }> }
     expect(list.sales[0]).toMatchObject({ id, item: 'listed', stock: 4, remaining: 1, sold: 3, orders: 1 })
-    const audit = (await adminGet(app, `/sales/${id}/audit`)).body
+    const audit = (await adminGet(app(), `/sales/${id}/audit`)).body
     expect(audit).toMatchObject({
       initial: 4,
       remaining: 1,
@@ -145,17 +134,17 @@ describe('flash-sale HTTP API', () => {
       usersWithSeveralOrders: 0,
     })
     expect(audit.orderIds).toHaveLength(1)
-    expect((await adminGet(app, '/sales/nope/audit')).status).toBe(404)
+    expect((await adminGet(app(), '/sales/nope/audit')).status).toBe(404)
   })
 
   it('GET /sales/:id for an unknown sale -> 404', async () => {
-    const res = await app.inject({ method: 'GET', url: '/sales/nope' })
+    const res = await app().inject({ method: 'GET', url: '/sales/nope' })
     expect(res.statusCode).toBe(404)
   })
 
   it('GET /healthz and GET /metrics (orders, rejections, latency, lock wait, hold and held leases)', async () => {
-    expect((await app.inject({ method: 'GET', url: '/healthz' })).json()).toMatchObject({ ok: true })
-    const res = await app.inject({ method: 'GET', url: '/metrics' })
+    expect((await app().inject({ method: 'GET', url: '/healthz' })).json()).toMatchObject({ ok: true })
+    const res = await app().inject({ method: 'GET', url: '/metrics' })
     expect(res.statusCode).toBe(200)
     expect(res.headers['content-type']).toContain('text/plain')
     for (const line of [

@@ -2,6 +2,7 @@ import { type ClientRequest, get, type IncomingMessage } from 'node:http'
 import { join } from 'node:path'
 import { createLocks } from 'latchkey'
 import { memoryBackend } from 'latchkey/memory'
+import { eventually } from 'latchkey/testing'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildApp } from '../src/server/app.js'
 import { createMetrics } from '../src/server/metrics.js'
@@ -10,6 +11,8 @@ import type { SaleStore } from '../src/store/types.js'
 import { ADMIN_TOKEN, tempDir } from './support.js'
 
 const CAP = 60
+/** How long the streams may take to show an event: 60 of them share one loaded machine. */
+const WITHIN_MS = 15_000
 const INTERVAL_MS = 50
 
 /** One open `GET /events` over real HTTP and the `data:` payloads it received so far. */
@@ -48,14 +51,6 @@ function openStream(url: string): Promise<Stream | { status: number; body: strin
     })
     request.on('error', reject)
   })
-}
-
-async function eventually(check: () => boolean, what: string, timeoutMs = 15_000): Promise<void> {
-  const giveUpAt = Date.now() + timeoutMs
-  while (!check()) {
-    if (Date.now() > giveUpAt) throw new Error(`timed out waiting until ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 10))
-  }
 }
 
 /** Counts `listSales` calls (the event streams' only store read). */
@@ -111,7 +106,7 @@ describe(`/events: one store poll per process for every stream, at most ${CAP} s
       if (!('events' in stream)) throw new Error(`stream ${i} refused: ${stream.status} ${stream.body}`)
       streams.push(stream)
     }
-    await eventually(() => streams.every((s) => s.events.length >= 1), 'every stream got its first event')
+    await eventually('every stream got its first event', () => streams.every((s) => s.events.length >= 1), WITHIN_MS)
 
     const extra = await openStream(url)
     expect('status' in extra && extra.status).toBe(503)
@@ -122,8 +117,9 @@ describe(`/events: one store poll per process for every stream, at most ${CAP} s
     const callsBefore = counted.calls()
     const seenBefore = streams.map((s) => s.events.length)
     await eventually(
-      () => streams.every((s, i) => s.events.length >= (seenBefore[i] ?? 0) + 5),
       'every stream got 5 more events',
+      () => streams.every((s, i) => s.events.length >= (seenBefore[i] ?? 0) + 5),
+      WITHIN_MS,
     )
     const ticks = Math.max(...streams.map((s, i) => s.events.length - (seenBefore[i] ?? 0)))
     // One read per tick (one more may be under way), not one per stream and tick (CAP times as many).
@@ -137,7 +133,7 @@ describe(`/events: one store poll per process for every stream, at most ${CAP} s
   it('every stream receives the same update', async () => {
     const sale = await store.createSale({ item: 'tv', stock: 3, startsAt: Date.now(), strategy: 'lock', buckets: 1 })
     const firstWith = (s: Stream): string | undefined => s.events.find((e) => e.includes(sale.id))
-    await eventually(() => streams.every((s) => firstWith(s) !== undefined), 'every stream saw the new sale')
+    await eventually('every stream saw the new sale', () => streams.every((s) => firstWith(s) !== undefined), WITHIN_MS)
     const updates = new Set(streams.map(firstWith))
     // The very same payload (same `at`, same figures): built once, written to all.
     expect(updates.size).toBe(1)
@@ -146,15 +142,16 @@ describe(`/events: one store poll per process for every stream, at most ${CAP} s
   it('a stream closed frees its place for a new one', async () => {
     ;(streams.pop() as Stream).request.destroy()
     // The server learns of the close asynchronously: refused (503) until then, accepted after.
-    const giveUpAt = Date.now() + 10_000
     let reopened: Stream | undefined
-    while (reopened === undefined) {
+    const reopen = async (): Promise<boolean> => {
       const attempt = await openStream(url)
       if ('events' in attempt) reopened = attempt
-      else if (attempt.status !== 503 || Date.now() > giveUpAt) throw new Error(`not reopened: ${attempt.status}`)
+      else if (attempt.status !== 503) throw new Error(`not reopened: ${attempt.status}`)
+      return reopened !== undefined
     }
-    const stream = reopened
+    await eventually('a new stream was accepted', reopen, 10_000)
+    const stream = reopened as Stream
     streams.push(stream)
-    await eventually(() => stream.events.length > 0, 'the new stream got an event')
+    await eventually('the new stream got an event', () => stream.events.length > 0, WITHIN_MS)
   })
 })

@@ -6,10 +6,8 @@ import { exited } from '../src/fork.js'
 import { runSale } from '../src/load/run-sale.js'
 import { createSale } from '../src/load/sale-client.js'
 import type { Strategy } from '../src/store/types.js'
+import { FAULT_LOAD, STOCK } from './fault-load.js'
 import { ADMIN_TOKEN, tempDir } from './support.js'
-
-const STOCK = 150
-const BUYERS = 500
 
 describe('kill -9 of a service process in the middle of a sale (3 processes, SQLite store + SQLite locks)', () => {
   const dir = tempDir()
@@ -43,14 +41,10 @@ describe('kill -9 of a service process in the middle of a sale (3 processes, SQL
       if (child === undefined) throw new Error('no such worker')
       let soldAtKill: Promise<number> | undefined
       const row = await runSale({
+        ...FAULT_LOAD,
         urls: cluster.urls,
         strategy,
         saleId: id,
-        adminToken: ADMIN_TOKEN,
-        buyers: BUYERS,
-        processes: 2,
-        concurrency: 24,
-        progress: false,
         onProgress: (done) => {
           if (soldAtKill !== undefined || done < 30) return
           child.kill('SIGKILL')
@@ -113,14 +107,10 @@ describe('kill -9 of the whole service in the middle of a sale, then a restart o
     const { id } = await createSale(url, { item: 'fault-restart', stock: STOCK, strategy: 'lock' }, ADMIN_TOKEN)
     let restarted: Promise<Cluster> | undefined
     const row = await runSale({
+      ...FAULT_LOAD,
       urls: first.urls,
       strategy: 'lock',
       saleId: id,
-      adminToken: ADMIN_TOKEN,
-      buyers: BUYERS,
-      processes: 2,
-      concurrency: 24,
-      progress: false,
       onProgress: (done) => {
         if (restarted !== undefined || done < 30) return
         for (const child of first.children) child.kill('SIGKILL')

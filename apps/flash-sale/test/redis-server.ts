@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { createServer, Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { eventually } from 'latchkey/testing'
 
 /** A redis-server the test controls. */
 export interface RedisServerProcess {
@@ -81,11 +82,11 @@ export async function startRedisServer(options: { password?: string } = {}): Pro
       proc.once('exit', () => {
         if (child === proc) child = undefined
       })
-      const deadline = Date.now() + 10_000
-      while (!(await answers(port, password))) {
-        if (Date.now() > deadline || child !== proc) throw new Error(`redis-server did not start on port ${port}`)
-        await new Promise((r) => setTimeout(r, 50))
+      const ready = async (): Promise<boolean> => {
+        if (child !== proc) throw new Error(`redis-server exited before it answered on port ${port}`)
+        return answers(port, password)
       }
+      await eventually(`redis-server answers on port ${port}`, ready, 10_000, 50)
     },
     async stop() {
       const proc = child

@@ -8,10 +8,8 @@ import { exited } from '../src/fork.js'
 import { runSale } from '../src/load/run-sale.js'
 import { createSale } from '../src/load/sale-client.js'
 import type { RelayCrashPoint, RelayStats } from '../src/strategies/reserve/outbox-relay.js'
+import { FAULT_LOAD, STOCK } from './fault-load.js'
 import { ADMIN_TOKEN, REDIS_URL, redisKeys, tempDir } from './support.js'
-
-const STOCK = 150
-const BUYERS = 500
 
 /** What Redis and the store held the moment the relay's process died. */
 interface AtCrash {
@@ -104,16 +102,7 @@ describe('reserve: kill -9 of a relay between reserve and durable write (SQLite 
       const crash = watchCrash(child, redis, outbox, storePath)
       const sale = { item: `fault-${at}`, stock: STOCK, strategy: 'reserve' } as const
       const { id } = await createSale(first.urls[0] as string, sale, ADMIN_TOKEN)
-      const load = {
-        urls: first.urls,
-        saleId: id,
-        adminToken: ADMIN_TOKEN,
-        buyers: BUYERS,
-        processes: 2,
-        concurrency: 24,
-        progress: false,
-      }
-      const row = await runSale({ ...load, strategy: 'reserve' })
+      const row = await runSale({ ...FAULT_LOAD, urls: first.urls, saleId: id, strategy: 'reserve' })
 
       expect(child.signalCode).toBe('SIGKILL')
       const atCrash = await crash

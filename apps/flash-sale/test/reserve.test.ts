@@ -1,4 +1,5 @@
 import { Redis } from 'ioredis'
+import { eventually } from 'latchkey/testing'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import type { ReservedSummary } from '../src/server/sale-routes.js'
 import { settleReservation } from '../src/strategies/reserve/settle.js'
@@ -39,14 +40,18 @@ async function reserveInstances(
   return { ...started, prefix: keys.prefix }
 }
 
+/** What `GET /sales/:id` says of a reserve sale. */
+type SettledSale = { orders: number; reserved: ReservedSummary }
+
 /** `GET /sales/:id` until the store has settled every reservation (the relays drained the outbox). */
-async function settled(app: Instance['app'], id: string): Promise<{ orders: number; reserved: ReservedSummary }> {
-  const deadline = Date.now() + 20_000
-  for (;;) {
-    const sale = (await app.inject({ method: 'GET', url: `/sales/${id}` })).json()
-    if (sale.reserved.unsettled === 0 || Date.now() > deadline) return sale
-    await new Promise((resolve) => setTimeout(resolve, 25))
+async function settled(app: Instance['app'], id: string): Promise<SettledSale> {
+  let sale: SettledSale | undefined
+  const read = async (): Promise<boolean> => {
+    sale = (await app.inject({ method: 'GET', url: `/sales/${id}` })).json()
+    return sale?.reserved.unsettled === 0
   }
+  await eventually('the relays settled every reservation', read, 20_000, 25)
+  return sale as SettledSale
 }
 
 const redis = new Redis(REDIS_URL)

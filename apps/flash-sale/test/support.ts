@@ -217,6 +217,8 @@ export async function startingSale(instances: readonly Instance[], body: Record<
     const early = await post(app, `/sales/${id}/orders`, { userId: 'early-bird', quantity: 1 })
     if (early.status !== 425) throw new Error(`expected 425 before the sale starts, got ${early.status}`)
   }
+  // Not an ordering guess: the sale opens at a wall-clock time (the service answers 425 before `startsAt`),
+  // so this waits out the sale's own start delay, plus 5 ms for clock granularity.
   await new Promise((resolve) => setTimeout(resolve, Math.max(0, startsAt - Date.now() + 5)))
   return id
 }

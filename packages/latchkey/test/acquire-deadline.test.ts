@@ -10,6 +10,7 @@ import { createLocks, type Locks } from '../src/core/locks.js'
 import { BackendUnavailableError, LockTimeoutError } from '../src/errors.js'
 import { eventually } from './support/eventually.js'
 import { flakyBackend } from './support/flaky-backend.js'
+import { timed } from './support/timed.js'
 
 const opened: Locks[] = []
 const cleanups: (() => void)[] = []
@@ -26,15 +27,6 @@ function setup(options: { unavailableMs?: number } = {}) {
   const direct = createLocks({ backend: inner })
   opened.push(locks, direct)
   return { locks, direct, state }
-}
-
-async function timed<T>(run: () => Promise<T>): Promise<{ error: unknown; ms: number }> {
-  const started = performance.now()
-  const error = await run().then(
-    () => undefined,
-    (e: unknown) => e,
-  )
-  return { error, ms: performance.now() - started }
 }
 
 describe('waitMs is a hard deadline', () => {

@@ -3,40 +3,18 @@
  * the Redis backend's close() sent QUIT to a client that had never connected: ioredis queued it behind its
  * reconnect timer, which kept the process alive forever. Each case runs the built package (`dist`) in a child.
  */
-import { spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { beforeAll, describe, expect, it } from 'vitest'
+import { type ProcessOutput, runNodeProcess } from '../src/testing/node-process.js'
 import { deadPort } from './support/dead-port.js'
 
 const child = fileURLToPath(new URL('./support/open-dead-backend.mjs', import.meta.url))
 const EXIT_WITHIN_MS = 15_000
 
 /** Runs the child for `url`; resolves with its output once it exited by itself, rejects when it had to be killed. */
-function runChild(url: string): Promise<{ code: number | null; out: string; err: string }> {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, [child, url], { stdio: ['ignore', 'pipe', 'pipe'] })
-    let out = ''
-    let err = ''
-    proc.stdout.on('data', (d: Buffer) => {
-      out += d
-    })
-    proc.stderr.on('data', (d: Buffer) => {
-      err += d
-    })
-    const timer = setTimeout(() => {
-      proc.kill('SIGKILL')
-      reject(
-        new Error(
-          `the process for ${url} did not exit within ${EXIT_WITHIN_MS} ms after close(); output: ${out}${err}`,
-        ),
-      )
-    }, EXIT_WITHIN_MS)
-    proc.on('exit', (code) => {
-      clearTimeout(timer)
-      resolve({ code, out, err })
-    })
-  })
+function runChild(url: string): Promise<ProcessOutput> {
+  return runNodeProcess([child, url], EXIT_WITHIN_MS, `the process for ${url}, after close(),`)
 }
 
 describe('a backend whose server was never reachable lets the process exit after close()', () => {

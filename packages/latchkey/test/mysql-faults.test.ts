@@ -12,6 +12,7 @@ import {
   LockLostError,
   NotLockHolderError,
 } from '../src/index.js'
+import { abortedWithin } from '../src/testing/env.js'
 import { eventually } from './support/eventually.js'
 import { cleanupMysql, MYSQL_URL, mysqlPool } from './support/sql-backends.js'
 import {
@@ -21,7 +22,7 @@ import {
   openerOf,
   tableContentionCases,
 } from './support/sql-fault-cases.js'
-import { abortedWithin, idsOf } from './support/sql-faults.js'
+import { idsOf } from './support/sql-faults.js'
 
 const admin = mysqlPool({ connectionLimit: 2 })
 const ns = faultNamespace('lkm', cleanupMysql, admin)

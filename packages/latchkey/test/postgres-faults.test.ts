@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest'
 import type { AcquireRequest, Backend } from '../src/backend/types.js'
 import { advisoryKey, postgresBackend, postgresBackendFromUrl } from '../src/backends/postgres/index.js'
 import { createLocks, LockLostError, NotLockHolderError } from '../src/index.js'
+import { abortedWithin } from '../src/testing/env.js'
 import { eventually } from './support/eventually.js'
 import { cleanupPostgres, POSTGRES_URL, postgresPool } from './support/sql-backends.js'
 import {
@@ -16,7 +17,6 @@ import {
   openerOf,
   tableContentionCases,
 } from './support/sql-fault-cases.js'
-import { abortedWithin } from './support/sql-faults.js'
 
 const admin = postgresPool({ max: 2 })
 const ns = faultNamespace('lkp', cleanupPostgres, admin)

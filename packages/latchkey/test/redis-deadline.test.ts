@@ -5,32 +5,18 @@
  * server grants later is given back.
  */
 import { randomUUID } from 'node:crypto'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { redisBackend } from '../src/backends/redis/index.js'
 import { createLocks, type Locks } from '../src/core/locks.js'
 import { BackendUnavailableError } from '../src/errors.js'
 import { eventually } from './support/eventually.js'
 import { clientFlavours, ioredisClient, type OpenedClient } from './support/redis-backend-module.js'
-import { type RedisServerProcess, startRedisServer } from './support/redis-server-process.js'
+import { privateRedisServer } from './support/redis-server-suite.js'
+import { timed } from './support/timed.js'
 
-let server: RedisServerProcess
-beforeAll(async () => {
-  server = await startRedisServer()
-})
-afterAll(async () => {
-  await server?.dispose()
-})
+const server = privateRedisServer()
 
 const flavours = clientFlavours(() => server.url)
-
-async function timed(run: () => Promise<unknown>): Promise<{ error: unknown; ms: number }> {
-  const started = performance.now()
-  const error = await run().then(
-    () => undefined,
-    (e: unknown) => e,
-  )
-  return { error, ms: performance.now() - started }
-}
 
 /** Opens a client and Locks (`options`), takes one lock while Redis is up, stops Redis and times `run`. */
 async function whileStopped(

@@ -12,16 +12,10 @@ import { createLocks, type Locks } from '../src/core/locks.js'
 import { BackendUnavailableError, LockLostError } from '../src/errors.js'
 import { eventually } from './support/eventually.js'
 import { clientFlavours, ioredisClient } from './support/redis-backend-module.js'
-import { type RedisServerProcess, startRedisServer } from './support/redis-server-process.js'
+import { privateRedisServer } from './support/redis-server-suite.js'
+import { timed } from './support/timed.js'
 
-let server: RedisServerProcess
-
-beforeAll(async () => {
-  server = await startRedisServer()
-})
-afterAll(async () => {
-  await server?.dispose()
-})
+const server = privateRedisServer()
 
 /** Holds a lease a moment, as work would (not to order anything). */
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
@@ -115,12 +109,7 @@ describe.each(flavours)('redis outage (%s)', (_name, open) => {
     try {
       // CLIENT PAUSE ALL: the server holds every other client's commands (and runs them) when the pause ends.
       await admin.call('CLIENT', 'PAUSE', '1500', 'ALL')
-      const started = performance.now()
-      const error = await locks
-        .mutex('p')
-        .tryAcquire()
-        .catch((e: unknown) => e)
-      const tookMs = performance.now() - started
+      const { error, ms: tookMs } = await timed(() => locks.mutex('p').tryAcquire())
       expect(error).toBeInstanceOf(BackendUnavailableError)
       expect((error as Error).message).toContain('commandTimeoutMs')
       // Failed by the deadline, not by the end of the pause.
@@ -254,13 +243,7 @@ describe('wake-one handoff', () => {
 })
 
 describe('waitReplicas', () => {
-  let server: RedisServerProcess
-  beforeAll(async () => {
-    server = await startRedisServer()
-  })
-  afterAll(async () => {
-    await server?.dispose()
-  })
+  const server = privateRedisServer()
 
   const waits = async (admin: ReturnType<typeof ioredisClient>) =>
     Number(/^cmdstat_wait:calls=(\d+)/m.exec(await admin.info('commandstats'))?.[1] ?? 0)

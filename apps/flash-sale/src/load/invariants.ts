@@ -1,13 +1,8 @@
+import type { SaleAudit } from '../store/types.js'
 import type { LoadResult } from './run-load.js'
 
-/** The audit as served by `GET /sales/:id/audit`. */
-export interface AuditSnapshot {
-  readonly initial: number
-  readonly remaining: number
-  readonly minRemain: number
-  readonly sold: number
-  readonly orders: number
-  readonly usersWithSeveralOrders: number
+/** The audit as served by `GET /sales/:id/audit`: the store's {@link SaleAudit}, its order ids as a JSON array. */
+export interface AuditSnapshot extends Omit<SaleAudit, 'orderIds'> {
   readonly orderIds: readonly string[]
   /** Reserve sales only: the Redis view (reservations), and how many the store has not settled yet. */
   readonly reserved?: {

@@ -1,26 +1,7 @@
-import { fencedUpdate } from 'latchkey/fence'
 import mysql from 'mysql2/promise'
-import {
-  auditFromOrders,
-  newSale,
-  type OrderRow,
-  orderToWrite,
-  SALE_COLUMNS,
-  type SaleRow,
-  saleValues,
-  splitStock,
-  toSale,
-} from './rows.js'
-import type {
-  BucketStock,
-  BuyOutcome,
-  OrderToWrite,
-  Sale,
-  SaleAudit,
-  SaleInput,
-  SaleStore,
-  SaleSummary,
-} from './types.js'
+import { orderToWrite, saleValues } from './rows.js'
+import { auditWith, type FencedOrder, migrated, STATEMENTS as SQL, SqlSaleStore } from './sql-sale-store.js'
+import type { BuyOutcome, OrderToWrite, Sale, SaleAudit, SaleStore } from './types.js'
 
 const SCHEMA = [
   `CREATE TABLE IF NOT EXISTS fs_sales (
@@ -34,29 +15,13 @@ const SCHEMA = [
     bucket INT NOT NULL, created_at BIGINT NOT NULL, UNIQUE KEY fs_orders_user (sale_id, user_id)) ENGINE=InnoDB`,
 ]
 
-const SQL = {
-  fencedWrite: fencedUpdate({ table: 'fs_stock', set: { remain: 0 }, where: { sale_id: '', bucket: 0 }, token: 0n })
-    .sql,
-  insertOrder: 'INSERT INTO fs_orders (id, sale_id, user_id, quantity, bucket, created_at) VALUES (?, ?, ?, ?, ?, ?)',
-  decrement: 'UPDATE fs_stock SET remain = remain - ? WHERE sale_id = ? AND bucket = 0 AND remain >= ?',
-  claim: 'UPDATE fs_stock SET fence_token = ? WHERE sale_id = ? AND bucket = ? AND fence_token <= ?',
-  remain: 'SELECT remain FROM fs_stock WHERE sale_id = ? AND bucket = ?',
-  sale: 'SELECT * FROM fs_sales WHERE id = ?',
-  recent: 'SELECT * FROM fs_sales ORDER BY created_at DESC, id LIMIT ?',
-  orderIdOf: 'SELECT id FROM fs_orders WHERE sale_id = ? AND user_id = ?',
-  buckets: 'SELECT bucket, remain FROM fs_stock WHERE sale_id = ? ORDER BY bucket',
-  counts: 'SELECT COUNT(*) AS orders, COALESCE(SUM(quantity), 0) AS sold FROM fs_orders WHERE sale_id = ?',
-  totals:
-    'SELECT COALESCE(SUM(remain), 0) AS remaining, COALESCE(MIN(remain), 0) AS min_remain FROM fs_stock WHERE sale_id = ?',
-  orders: 'SELECT id, user_id, quantity FROM fs_orders WHERE sale_id = ?',
-  insertSale: `INSERT INTO fs_sales (${SALE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-  insertBucket: 'INSERT INTO fs_stock (sale_id, bucket, remain) VALUES (?, ?, ?)',
-} as const
+/** MariaDB has no `UPDATE ... RETURNING`: the fenced read re-reads the row its claim just locked. */
+const SELECT_REMAIN = 'SELECT remain FROM fs_stock WHERE sale_id = ? AND bucket = ?'
 
 type Db = mysql.Pool | mysql.PoolConnection
 
-async function rows<T>(db: Db, sql: string, params: unknown[]): Promise<T[]> {
-  const [result] = await db.query(sql, params)
+async function rows<T>(db: Db, sql: string, params: readonly unknown[]): Promise<T[]> {
+  const [result] = await db.query(sql, params as unknown[])
   return result as T[]
 }
 
@@ -108,52 +73,28 @@ async function buyTransaction(
  */
 export async function mysqlStore(url: string, options: { max?: number } = {}): Promise<SaleStore> {
   const pool = mysql.createPool({ uri: url, connectionLimit: options.max ?? 8, supportBigNumbers: true })
-  try {
+  const migrate = async () => {
     for (const ddl of SCHEMA) await pool.query(ddl)
-  } catch (error) {
-    await pool.end()
-    throw error
   }
-  return new MysqlStore(pool)
+  return new MysqlStore(await migrated(pool, migrate))
 }
 
-class MysqlStore implements SaleStore {
+class MysqlStore extends SqlSaleStore {
   readonly name = 'mysql'
 
-  constructor(private readonly pool: mysql.Pool) {}
+  constructor(private readonly pool: mysql.Pool) {
+    super()
+  }
 
-  async createSale(input: SaleInput): Promise<Sale> {
-    const sale = newSale(input)
+  protected rows<T>(sql: string, params: readonly unknown[]): Promise<T[]> {
+    return rows<T>(this.pool, sql, params)
+  }
+
+  protected async insertSale(sale: Sale, stock: readonly number[]): Promise<void> {
     await inTransaction(this.pool, async (c) => {
       await c.execute(SQL.insertSale, saleValues(sale) as mysql.ExecuteValues)
-      for (const [bucket, remain] of splitStock(sale.stock, sale.buckets).entries()) {
-        await c.execute(SQL.insertBucket, [sale.id, bucket, remain])
-      }
+      for (const [bucket, remain] of stock.entries()) await c.execute(SQL.insertBucket, [sale.id, bucket, remain])
     })
-    return sale
-  }
-
-  async getSale(id: string): Promise<Sale | undefined> {
-    const [row] = await rows<SaleRow>(this.pool, SQL.sale, [id])
-    return row === undefined ? undefined : toSale(row)
-  }
-
-  async summary(id: string): Promise<SaleSummary | undefined> {
-    const [row] = await rows<SaleRow>(this.pool, SQL.sale, [id])
-    return row === undefined ? undefined : this.summarize(row)
-  }
-
-  async listSales(limit: number): Promise<SaleSummary[]> {
-    const list = await rows<SaleRow>(this.pool, SQL.recent, [limit])
-    return Promise.all(list.map((row) => this.summarize(row)))
-  }
-
-  async orderIdOf(saleId: string, userId: string): Promise<string | undefined> {
-    return (await rows<{ id: string }>(this.pool, SQL.orderIdOf, [saleId, userId]))[0]?.id
-  }
-
-  async buckets(saleId: string): Promise<BucketStock[]> {
-    return rows<BucketStock>(this.pool, SQL.buckets, [saleId])
   }
 
   buyAtomic(saleId: string, userId: string, quantity: number, order?: OrderToWrite): Promise<BuyOutcome> {
@@ -169,62 +110,33 @@ class MysqlStore implements SaleStore {
     return inTransaction(this.pool, async (c) => {
       const claimed = await affected(c, SQL.claim, [String(token), saleId, bucket, String(token)])
       if (claimed !== 1) return undefined
-      return (await rows<{ remain: number }>(c, SQL.remain, [saleId, bucket]))[0]?.remain
+      return (await rows<{ remain: number }>(c, SELECT_REMAIN, [saleId, bucket]))[0]?.remain
     })
   }
 
-  commitFenced(
-    saleId: string,
-    bucket: number,
-    remain: number,
-    token: bigint,
-    userId: string,
-    quantity: number,
-  ): Promise<BuyOutcome> {
-    const { id, createdAt } = orderToWrite(undefined)
+  protected writeFenced({ saleId, bucket, remain, token, userId, quantity, order }: FencedOrder): Promise<BuyOutcome> {
     return buyTransaction(this.pool, async (c) => {
       if ((await affected(c, SQL.fencedWrite, [remain, String(token), saleId, bucket, String(token)])) === 0) {
         return { status: 'stale' }
       }
-      await c.execute(SQL.insertOrder, [id, saleId, userId, quantity, bucket, createdAt])
-      return { status: 'ordered', orderId: id, bucket }
+      await c.execute(SQL.insertOrder, [order.id, saleId, userId, quantity, bucket, order.createdAt])
+      return { status: 'ordered', orderId: order.id, bucket }
     })
   }
 
-  audit(saleId: string): Promise<SaleAudit | undefined> {
-    return auditOf(this.pool, saleId)
+  /** Reads from one consistent snapshot (REPEATABLE READ, read only). */
+  async audit(saleId: string): Promise<SaleAudit | undefined> {
+    const c = await this.pool.getConnection()
+    try {
+      await c.query('START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY')
+      return await auditWith((sql, params) => rows(c, sql, params), saleId)
+    } finally {
+      await c.query('COMMIT').catch(() => undefined)
+      c.release()
+    }
   }
 
   async close(): Promise<void> {
     await this.pool.end()
-  }
-
-  private async summarize(row: SaleRow): Promise<SaleSummary> {
-    const [[t], [c]] = await Promise.all([
-      rows<{ remaining: string }>(this.pool, SQL.totals, [row.id]),
-      rows<{ orders: number; sold: string }>(this.pool, SQL.counts, [row.id]),
-    ])
-    return {
-      ...toSale(row),
-      remaining: Number(t?.remaining ?? 0),
-      sold: Number(c?.sold ?? 0),
-      orders: Number(c?.orders ?? 0),
-    }
-  }
-}
-
-/** The audit from one consistent snapshot (REPEATABLE READ, read only). */
-async function auditOf(pool: mysql.Pool, saleId: string): Promise<SaleAudit | undefined> {
-  const c = await pool.getConnection()
-  try {
-    await c.query('START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY')
-    const [sale] = await rows<{ stock: number }>(c, SQL.sale, [saleId])
-    if (sale === undefined) return undefined
-    const [t] = await rows<{ remaining: string; min_remain: number }>(c, SQL.totals, [saleId])
-    const totals = { remaining: Number(t?.remaining ?? 0), minRemain: Number(t?.min_remain ?? 0) }
-    return auditFromOrders(sale.stock, totals, await rows<OrderRow>(c, SQL.orders, [saleId]))
-  } finally {
-    await c.query('COMMIT').catch(() => undefined)
-    c.release()
   }
 }

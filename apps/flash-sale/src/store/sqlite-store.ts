@@ -1,26 +1,7 @@
 import Database from 'better-sqlite3'
-import { fencedUpdate } from 'latchkey/fence'
-import {
-  auditFromOrders,
-  newSale,
-  type OrderRow,
-  orderToWrite,
-  SALE_COLUMNS,
-  type SaleRow,
-  saleValues,
-  splitStock,
-  toSale,
-} from './rows.js'
-import type {
-  BucketStock,
-  BuyOutcome,
-  OrderToWrite,
-  Sale,
-  SaleAudit,
-  SaleInput,
-  SaleStore,
-  SaleSummary,
-} from './types.js'
+import { auditFromOrders, type OrderRow, orderToWrite, type SaleRow, saleValues } from './rows.js'
+import { type FencedOrder, SqlSaleStore, STATEMENTS } from './sql-sale-store.js'
+import type { BuyOutcome, OrderToWrite, Sale, SaleAudit, SaleStore } from './types.js'
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS fs_sales (
@@ -34,27 +15,6 @@ CREATE TABLE IF NOT EXISTS fs_orders (
   bucket INTEGER NOT NULL, created_at INTEGER NOT NULL);
 CREATE UNIQUE INDEX IF NOT EXISTS fs_orders_user ON fs_orders (sale_id, user_id);
 `
-
-/** Every statement the store runs, prepared once. */
-const SQL = {
-  insertSale: `INSERT INTO fs_sales (${SALE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-  insertBucket: 'INSERT INTO fs_stock (sale_id, bucket, remain) VALUES (?, ?, ?)',
-  sale: 'SELECT * FROM fs_sales WHERE id = ?',
-  recent: 'SELECT * FROM fs_sales ORDER BY created_at DESC, rowid DESC LIMIT ?',
-  buckets: 'SELECT bucket, remain FROM fs_stock WHERE sale_id = ? ORDER BY bucket',
-  orderIdOf: 'SELECT id FROM fs_orders WHERE sale_id = ? AND user_id = ?',
-  counts: 'SELECT COUNT(*) AS orders, COALESCE(SUM(quantity), 0) AS sold FROM fs_orders WHERE sale_id = ?',
-  decrement: 'UPDATE fs_stock SET remain = remain - ? WHERE sale_id = ? AND bucket = 0 AND remain >= ?',
-  insertOrder: 'INSERT INTO fs_orders (id, sale_id, user_id, quantity, bucket, created_at) VALUES (?, ?, ?, ?, ?, ?)',
-  claim: 'UPDATE fs_stock SET fence_token = ? WHERE sale_id = ? AND bucket = ? AND fence_token <= ? RETURNING remain',
-  fencedWrite: fencedUpdate({ table: 'fs_stock', set: { remain: 0 }, where: { sale_id: '', bucket: 0 }, token: 0n })
-    .sql,
-  stockTotals:
-    'SELECT COALESCE(SUM(remain), 0) AS remaining, COALESCE(MIN(remain), 0) AS minRemain FROM fs_stock WHERE sale_id = ?',
-  orders: 'SELECT id, user_id, quantity FROM fs_orders WHERE sale_id = ?',
-} as const
-
-type Statements = { readonly [K in keyof typeof SQL]: Database.Statement }
 
 function isUniqueViolation(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code
@@ -82,55 +42,41 @@ export function sqliteStore(path: string, options: { busyTimeoutMs?: number } = 
 }
 
 /** better-sqlite3 is synchronous: each method runs at once, in a transaction where it writes. */
-class SqliteStore implements SaleStore {
+class SqliteStore extends SqlSaleStore {
   readonly name = 'sqlite'
-  private readonly st: Statements
+  /** Equal creation times list in insertion order, newest first. */
+  protected override readonly recent = 'SELECT * FROM fs_sales ORDER BY created_at DESC, rowid DESC LIMIT ?'
+  private readonly prepared = new Map<string, Database.Statement>()
+  private readonly claim: Database.Statement
 
   constructor(private readonly db: Database.Database) {
-    this.st = Object.fromEntries(Object.entries(SQL).map(([key, sql]) => [key, db.prepare(sql)])) as Statements
+    super()
+    this.claim = db.prepare(`${STATEMENTS.claim} RETURNING remain`)
   }
 
-  async createSale(input: SaleInput): Promise<Sale> {
-    const sale = newSale(input)
+  protected async rows<T>(sql: string, params: readonly unknown[]): Promise<T[]> {
+    return this.statement(sql).all(...params) as T[]
+  }
+
+  protected async insertSale(sale: Sale, stock: readonly number[]): Promise<void> {
     this.db
       .transaction(() => {
-        this.st.insertSale.run(...saleValues(sale))
-        for (const [bucket, remain] of splitStock(sale.stock, sale.buckets).entries()) {
-          this.st.insertBucket.run(sale.id, bucket, remain)
+        this.statement(STATEMENTS.insertSale).run(...saleValues(sale))
+        for (const [bucket, remain] of stock.entries()) {
+          this.statement(STATEMENTS.insertBucket).run(sale.id, bucket, remain)
         }
       })
       .immediate()
-    return sale
-  }
-
-  async getSale(id: string): Promise<Sale | undefined> {
-    const row = this.st.sale.get(id) as SaleRow | undefined
-    return row === undefined ? undefined : toSale(row)
-  }
-
-  async summary(id: string): Promise<SaleSummary | undefined> {
-    const row = this.st.sale.get(id) as SaleRow | undefined
-    return row === undefined ? undefined : this.summarize(row)
-  }
-
-  async listSales(limit: number): Promise<SaleSummary[]> {
-    return (this.st.recent.all(limit) as SaleRow[]).map((row) => this.summarize(row))
-  }
-
-  async orderIdOf(saleId: string, userId: string): Promise<string | undefined> {
-    return (this.st.orderIdOf.get(saleId, userId) as { id: string } | undefined)?.id
-  }
-
-  async buckets(saleId: string): Promise<BucketStock[]> {
-    return this.st.buckets.all(saleId) as BucketStock[]
   }
 
   async buyAtomic(saleId: string, userId: string, quantity: number, order?: OrderToWrite): Promise<BuyOutcome> {
     const { id, createdAt } = orderToWrite(order)
     const buy = (): BuyOutcome => {
-      if (this.st.orderIdOf.get(saleId, userId) !== undefined) return { status: 'duplicate' }
-      if (this.st.decrement.run(quantity, saleId, quantity).changes === 0) return { status: 'sold-out' }
-      this.st.insertOrder.run(id, saleId, userId, quantity, 0, createdAt)
+      if (this.statement(STATEMENTS.orderIdOf).get(saleId, userId) !== undefined) return { status: 'duplicate' }
+      if (this.statement(STATEMENTS.decrement).run(quantity, saleId, quantity).changes === 0) {
+        return { status: 'sold-out' }
+      }
+      this.statement(STATEMENTS.insertOrder).run(id, saleId, userId, quantity, 0, createdAt)
       return { status: 'ordered', orderId: id, bucket: 0 }
     }
     try {
@@ -142,28 +88,29 @@ class SqliteStore implements SaleStore {
   }
 
   async claimBucket(saleId: string, bucket: number, token: bigint): Promise<number | undefined> {
-    return (this.st.claim.get(token, saleId, bucket, token) as { remain: number } | undefined)?.remain
+    return (this.claim.get(token, saleId, bucket, token) as { remain: number } | undefined)?.remain
   }
 
-  async commitFenced(
-    saleId: string,
-    bucket: number,
-    remain: number,
-    token: bigint,
-    userId: string,
-    quantity: number,
-  ): Promise<BuyOutcome> {
-    const { id, createdAt } = orderToWrite(undefined)
+  protected async writeFenced({
+    saleId,
+    bucket,
+    remain,
+    token,
+    userId,
+    quantity,
+    order,
+  }: FencedOrder): Promise<BuyOutcome> {
     const commit = (): BuyOutcome => {
-      // Parameter order follows fencedUpdate: set values, token, where values, token.
-      if (this.st.fencedWrite.run(remain, token, saleId, bucket, token).changes === 0) return { status: 'stale' }
+      if (this.statement(STATEMENTS.fencedWrite).run(remain, token, saleId, bucket, token).changes === 0) {
+        return { status: 'stale' }
+      }
       try {
-        this.st.insertOrder.run(id, saleId, userId, quantity, bucket, createdAt)
+        this.statement(STATEMENTS.insertOrder).run(order.id, saleId, userId, quantity, bucket, order.createdAt)
       } catch (error) {
         // Throwing rolls the stock write back with the order.
         throw isUniqueViolation(error) ? new Duplicate() : error
       }
-      return { status: 'ordered', orderId: id, bucket }
+      return { status: 'ordered', orderId: order.id, bucket }
     }
     try {
       return this.db.transaction(commit).immediate()
@@ -173,12 +120,14 @@ class SqliteStore implements SaleStore {
     }
   }
 
+  /** Synchronous reads in one deferred transaction: no other write lands between them. */
   async audit(saleId: string): Promise<SaleAudit | undefined> {
     const read = (): SaleAudit | undefined => {
-      const row = this.st.sale.get(saleId) as SaleRow | undefined
+      const row = this.statement(STATEMENTS.sale).get(saleId) as SaleRow | undefined
       if (row === undefined) return undefined
-      const totals = this.st.stockTotals.get(saleId) as { remaining: number; minRemain: number }
-      return auditFromOrders(row.stock, totals, this.st.orders.all(saleId) as OrderRow[])
+      const t = this.statement(STATEMENTS.totals).get(saleId) as { remaining: number; min_remain: number }
+      const orders = this.statement(STATEMENTS.orders).all(saleId) as OrderRow[]
+      return auditFromOrders(row.stock, { remaining: t.remaining, minRemain: t.min_remain }, orders)
     }
     return this.db.transaction(read).deferred()
   }
@@ -187,9 +136,13 @@ class SqliteStore implements SaleStore {
     if (this.db.open) this.db.close()
   }
 
-  private summarize(row: SaleRow): SaleSummary {
-    const totals = this.st.stockTotals.get(row.id) as { remaining: number }
-    const counts = this.st.counts.get(row.id) as { orders: number; sold: number }
-    return { ...toSale(row), remaining: totals.remaining, sold: counts.sold, orders: counts.orders }
+  /** `sql` prepared once per store. */
+  private statement(sql: string): Database.Statement {
+    let statement = this.prepared.get(sql)
+    if (statement === undefined) {
+      statement = this.db.prepare(sql)
+      this.prepared.set(sql, statement)
+    }
+    return statement
   }
 }

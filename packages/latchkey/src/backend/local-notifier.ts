@@ -3,6 +3,7 @@
  * every subscription of that key wakes. Used by the embedded backends; server backends push their own.
  */
 import type { LockKind, ReleaseSubscription } from './types.js'
+import { WakeableSubscription } from './wakeable-subscription.js'
 
 /**
  * A {@link ReleaseSubscription} that a backend wakes with `fire()`: `wait` resolves on the next fire (at once if
@@ -12,53 +13,22 @@ import type { LockKind, ReleaseSubscription } from './types.js'
  * @example
  * const sub = new WakeSubscription(() => waiters.delete(sub)); waiters.add(sub) // later: sub.fire()
  */
-export class WakeSubscription implements ReleaseSubscription {
-  pending = false
-  /** Set by close(): later waits return at once and fires are ignored. */
-  closed = false
-  private wake: (() => void) | undefined
-
+export class WakeSubscription extends WakeableSubscription implements ReleaseSubscription {
   /** `detach` runs once on close(): remove the subscription from wherever the backend keeps it. */
-  constructor(private detach: (sub: WakeSubscription) => void = () => undefined) {}
+  constructor(private detach: (sub: WakeSubscription) => void = () => undefined) {
+    super()
+  }
 
   /** True while a `wait` is pending. */
   get waiting(): boolean {
     return this.wake !== undefined
   }
 
+  /** Wakes the pending wait, or the next one; ignored once closed. */
   fire(): void {
     if (this.closed) return
     this.pending = true
     this.wake?.()
-  }
-
-  wait(timeoutMs: number, signal?: AbortSignal): Promise<void> {
-    if (signal?.aborted) return Promise.reject(signal.reason)
-    if (this.pending || this.closed) {
-      this.pending = false
-      return Promise.resolve()
-    }
-    return new Promise<void>((resolve, reject) => {
-      const done = (): void => {
-        clearTimeout(timer)
-        signal?.removeEventListener('abort', onAbort)
-        this.wake = undefined
-        this.pending = false
-      }
-      const onAbort = (): void => {
-        done()
-        reject(signal?.reason)
-      }
-      const timer = setTimeout(() => {
-        done()
-        resolve()
-      }, timeoutMs)
-      this.wake = () => {
-        done()
-        resolve()
-      }
-      signal?.addEventListener('abort', onAbort, { once: true })
-    })
   }
 
   close(): void {

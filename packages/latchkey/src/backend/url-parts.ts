@@ -195,6 +195,22 @@ export function choiceOption<T extends string>(
   return text as T
 }
 
+/**
+ * Splits a `scheme://h1:p1,h2:p2[/path][?query]` URL of a backend that takes no credentials from its URL, and
+ * checks what every such URL shares: two slashes, no fragment, no `user:password@` (`credentialsHint` says where
+ * they go instead). The hosts, path and query are left to the scheme's parser.
+ *
+ * @example
+ * const parts = splitServerListUrl(url, 'etcd', 'etcd://h1:2379,h2:2379', 'pass an etcd3 client with auth instead')
+ */
+export function splitServerListUrl(url: string, scheme: string, example: string, credentialsHint: string): UrlParts {
+  const parts = splitUrl(url)
+  requireSlashes(parts, example, url)
+  rejectFragment(parts, url)
+  rejectUserinfo(parts, scheme, credentialsHint, url)
+  return parts
+}
+
 /** A URL with exactly one server and optional `user:password@`, checked part by part. */
 export interface SingleHostUrl {
   readonly parts: UrlParts

@@ -1,10 +1,10 @@
-import { spawn } from 'node:child_process'
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { expect, it } from 'vitest'
 import type { SuiteEnv } from './env.js'
+import { runNodeProcess } from './node-process.js'
 import type { Section, WorkerTask } from './worker.js'
 
 const here = fileURLToPath(import.meta.url)
@@ -12,29 +12,12 @@ const ext = here.endsWith('.ts') ? '.ts' : '.js'
 const workerPath = join(dirname(here), `worker${ext}`)
 
 /** Runs one worker process; resolves with its sections once it has exited by itself. */
-export function runWorker(task: WorkerTask, exitWithinMs: number): Promise<Section[]> {
+export async function runWorker(task: WorkerTask, exitWithinMs: number): Promise<Section[]> {
   const needsTsx = workerPath.endsWith('.ts') || task.module.endsWith('.ts')
   const args = [...(needsTsx ? ['--import', 'tsx'] : []), workerPath, JSON.stringify(task)]
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] })
-    let out = ''
-    let err = ''
-    child.stdout.on('data', (d: Buffer) => {
-      out += d
-    })
-    child.stderr.on('data', (d: Buffer) => {
-      err += d
-    })
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL')
-      reject(new Error(`worker did not exit by itself within ${exitWithinMs} ms (leaked handle?)\n${err}`))
-    }, exitWithinMs)
-    child.on('exit', (code) => {
-      clearTimeout(timer)
-      if (code !== 0) reject(new Error(`worker exited with ${code}: ${err}`))
-      else resolve(JSON.parse(out.trim().split('\n').pop() ?? '[]') as Section[])
-    })
-  })
+  const { code, out, err } = await runNodeProcess(args, exitWithinMs, 'the worker')
+  if (code !== 0) throw new Error(`worker exited with ${code}: ${err}`)
+  return JSON.parse(out.trim().split('\n').pop() ?? '[]') as Section[]
 }
 
 /** Mutual exclusion across OS processes, plus the exit (no leaked handles) check. */

@@ -11,22 +11,6 @@ export function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms))
 }
 
-/** Resolves with the abort reason when `signal` aborts, or rejects after `ms`. */
-export function abortedWithin(signal: AbortSignal, ms: number): Promise<unknown> {
-  if (signal.aborted) return Promise.resolve(signal.reason)
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`signal not aborted within ${ms} ms`)), ms)
-    signal.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(timer)
-        resolve(signal.reason)
-      },
-      { once: true },
-    )
-  })
-}
-
 /** The server thread ids of every connection a mysql2 pool has open (taking each once, then giving it back). */
 export async function idsOf(pool: mysql.Pool): Promise<number[]> {
   const limit = (pool.pool.config as { connectionLimit?: number }).connectionLimit ?? 10

@@ -7,11 +7,11 @@ import {
   checkQueryKeys,
   formatServer,
   numberOption,
+  parseHostList,
   parseHostPort,
-  rejectFragment,
   rejectUserinfo,
-  requireSlashes,
   shownUrl,
+  splitServerListUrl,
   splitUrl,
 } from '../../backend/url-parts.js'
 import type { EtcdBackendOptions } from './etcd-backend.js'
@@ -20,10 +20,12 @@ const KNOWN = ['prefix', 'callTimeoutMs'] as const
 
 /** Parses and checks an `etcd://` URL into {@link EtcdBackendOptions} (one `http://` endpoint per host). */
 export function parseEtcdUrl(url: string): EtcdBackendOptions & { hosts: string[] } {
-  const parts = splitUrl(url)
-  requireSlashes(parts, 'etcd://h1:2379,h2:2379', url)
-  rejectFragment(parts, url)
-  rejectUserinfo(parts, 'etcd', 'pass etcdBackend({ client }) with an etcd3 client configured with auth instead', url)
+  const parts = splitServerListUrl(
+    url,
+    'etcd',
+    'etcd://h1:2379,h2:2379',
+    'pass etcdBackend({ client }) with an etcd3 client configured with auth instead',
+  )
   if (parts.path !== '' && parts.path !== '/') {
     throw new RangeError(
       `latchkey: an etcd URL has no path (set the key prefix with ?prefix=), received ${JSON.stringify(parts.path)} in ${shownUrl(url)}`,
@@ -33,10 +35,7 @@ export function parseEtcdUrl(url: string): EtcdBackendOptions & { hosts: string[
   if (parts.hosts.length === 0) {
     throw new RangeError(`latchkey: an etcd URL needs hosts (etcd://h1:2379), received ${shownUrl(url)}`)
   }
-  const hosts = parts.hosts.split(',').map((item) => {
-    if (item.length === 0) throw new RangeError(`latchkey: empty entry in the host list of ${shownUrl(url)}`)
-    return `http://${formatServer(parseHostPort(item, 2379, url))}`
-  })
+  const hosts = parseHostList(parts.hosts, 2379, url).map((server) => `http://${formatServer(server)}`)
   const prefix = parts.query.get('prefix')
   const callTimeoutMs = numberOption(parts.query, 'callTimeoutMs', 1, url)
   return {

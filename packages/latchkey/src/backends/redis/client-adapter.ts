@@ -2,6 +2,13 @@
  * One small structural adapter over the two Node Redis clients: ioredis 5 and node-redis (`redis`) 4/5.
  * Neither package is imported: the app hands in its client, and only the calls below are used.
  */
+import {
+  clientLibrary,
+  type IoredisScripting,
+  isReconnecting,
+  type NodeRedisScripting,
+  scriptRunner,
+} from './client-kind.js'
 import type { ScriptRunner } from './lua-script.js'
 
 /** The slice of an ioredis `Redis` (or `Cluster`) client the backend uses. */
@@ -48,13 +55,10 @@ export interface RedisCommander extends ScriptRunner {
 
 type Emitter = { on(event: string, fn: (...args: never[]) => void): unknown }
 
-interface Ioredis extends Emitter {
-  readonly status: string
+interface Ioredis extends Emitter, IoredisScripting {
   readonly options?: { host?: string; port?: number; path?: string }
   /** A Cluster client's seed nodes. */
   readonly startupNodes?: ReadonlyArray<string | number | { host?: string; port?: number }>
-  evalsha(sha: string, numKeys: number, ...args: string[]): Promise<unknown>
-  eval(source: string, numKeys: number, ...args: string[]): Promise<unknown>
   call(command: string, ...args: string[]): Promise<unknown>
   duplicate(): Ioredis
   subscribe(channel: string): Promise<unknown>
@@ -62,11 +66,8 @@ interface Ioredis extends Emitter {
   disconnect(): void
 }
 
-interface NodeRedis extends Emitter {
-  readonly isReady: boolean
+interface NodeRedis extends Emitter, NodeRedisScripting {
   readonly options?: { url?: string; socket?: { host?: string; port?: number; path?: string } }
-  readonly isOpen: boolean
-  sendCommand(args: string[]): Promise<unknown>
   duplicate(): NodeRedis
   connect(): Promise<unknown>
   subscribe(channel: string, listener: (message: string, channel: string) => void): Promise<unknown>
@@ -91,13 +92,24 @@ export function isNoScript(error: unknown): boolean {
 
 /** Wraps the app's client. Throws `TypeError` for anything that is neither ioredis nor node-redis. */
 export function adaptClient(client: RedisClientLike): RedisCommander {
-  const c = client as unknown as Record<string, unknown>
-  if (typeof c.evalsha === 'function' && typeof c.status === 'string') return ioredisCommander(c as unknown as Ioredis)
-  if (typeof c.sendCommand === 'function' && typeof c.isReady === 'boolean') {
-    return nodeRedisCommander(c as unknown as NodeRedis)
+  const library = clientLibrary(client)
+  if (library === undefined) {
+    throw new TypeError('latchkey: redisBackend needs options.client, an ioredis or a connected node-redis client')
   }
-  throw new TypeError('latchkey: redisBackend needs options.client, an ioredis or a connected node-redis client')
+  const c = client as unknown as Ioredis | NodeRedis
+  const own = library === 'ioredis' ? ioredisParts(c as Ioredis) : nodeRedisParts(c as NodeRedis)
+  return {
+    library,
+    get offline() {
+      return isReconnecting(c)
+    },
+    ...scriptRunner(c),
+    ...own,
+  }
 }
+
+/** What each library does its own way: naming its server, WAIT, and a subscriber connection. */
+type LibraryParts = Pick<RedisCommander, 'server' | 'waitReplicas' | 'openSubscriber'>
 
 /** `host:port` of an ioredis client (a Cluster client: its seed nodes), as error messages name it. */
 export function ioredisServer(client: Ioredis): string {
@@ -128,17 +140,9 @@ export function nodeRedisServer(client: NodeRedis): string {
   return 'localhost:6379'
 }
 
-const IOREDIS_DOWN = new Set(['reconnecting', 'close', 'end'])
-
-function ioredisCommander(client: Ioredis): RedisCommander {
+function ioredisParts(client: Ioredis): LibraryParts {
   return {
-    library: 'ioredis',
     server: ioredisServer(client),
-    get offline() {
-      return IOREDIS_DOWN.has(client.status)
-    },
-    evalsha: (script, keys, args) => client.evalsha(script.sha, keys.length, ...keys, ...args),
-    eval: (script, keys, args) => client.eval(script.source, keys.length, ...keys, ...args),
     async waitReplicas(replicas, timeoutMs) {
       return Number(await client.call('WAIT', String(replicas), String(timeoutMs)))
     },
@@ -155,18 +159,11 @@ function ioredisCommander(client: Ioredis): RedisCommander {
   }
 }
 
-function nodeRedisCommander(client: NodeRedis): RedisCommander {
-  const run = (args: string[]) => client.sendCommand(args)
+function nodeRedisParts(client: NodeRedis): LibraryParts {
   return {
-    library: 'node-redis',
     server: nodeRedisServer(client),
-    get offline() {
-      return client.isOpen && !client.isReady
-    },
-    evalsha: (script, keys, args) => run(['EVALSHA', script.sha, String(keys.length), ...keys, ...args]),
-    eval: (script, keys, args) => run(['EVAL', script.source, String(keys.length), ...keys, ...args]),
     async waitReplicas(replicas, timeoutMs) {
-      return Number(await run(['WAIT', String(replicas), String(timeoutMs)]))
+      return Number(await client.sendCommand(['WAIT', String(replicas), String(timeoutMs)]))
     },
     openSubscriber(onMessage, onError) {
       const sub = client.duplicate()

@@ -1,4 +1,5 @@
 import type { LockKind, ReleaseSubscription } from '../../backend/types.js'
+import { WakeableSubscription } from '../../backend/wakeable-subscription.js'
 
 /** The local waiters of one channel (one lock family) and the state of its Redis subscription. */
 export class ChannelGroup {
@@ -19,19 +20,17 @@ export class ChannelGroup {
  * A waiter's view of release messages. The notifier wakes one such subscription per message (see
  * release-notifier.ts), so a release costs one retry per process instead of one per waiter.
  */
-export class RedisReleaseSubscription implements ReleaseSubscription {
-  /** A wake arrived while not waiting: the next `wait()` returns at once. */
-  pending = false
+export class RedisReleaseSubscription extends WakeableSubscription implements ReleaseSubscription {
   /** Woken and not yet retried: if it closes now, the wake is passed on to another waiter. */
   owesTry = false
-  closed = false
   /** The holder field of the acquire attempt this subscription serves, once linked by `tryAcquire`. */
   field: string | undefined
   /** The fencing token of a grant a release made to this waiter, until its next `tryAcquire` takes it. */
   granted: string | undefined
   /** When this waiter's last try was sent (monotonic ms): a grant made after it is timed from here. */
   triedAt = 0
-  private wake: (() => void) | undefined
+  /** Its poll timer does not by itself keep the process alive. */
+  protected override readonly unrefTimer = true
 
   /** The channel's local waiters, once this subscription joined them (see ReleaseNotifier.subscribe). */
   group: ChannelGroup | undefined
@@ -40,7 +39,9 @@ export class RedisReleaseSubscription implements ReleaseSubscription {
     readonly channel: string,
     readonly kind: LockKind,
     private readonly detach: (sub: RedisReleaseSubscription) => void,
-  ) {}
+  ) {
+    super()
+  }
 
   get isWaiting(): boolean {
     return this.wake !== undefined
@@ -52,38 +53,15 @@ export class RedisReleaseSubscription implements ReleaseSubscription {
     else this.pending = true
   }
 
-  wait(timeoutMs: number, signal?: AbortSignal): Promise<void> {
-    if (signal?.aborted) return Promise.reject(signal.reason)
-    if (this.pending || this.closed) {
-      this.pending = false
-      return Promise.resolve()
-    }
-    return new Promise<void>((resolve, reject) => {
-      const done = (): void => {
-        clearTimeout(timer)
-        signal?.removeEventListener('abort', onAbort)
-        this.wake = undefined
-        this.pending = false
-        const waiting = this.group?.waiting
-        const at = waiting?.indexOf(this) ?? -1
-        if (at !== -1) waiting?.splice(at, 1)
-      }
-      const onAbort = (): void => {
-        done()
-        reject(signal?.reason)
-      }
-      const timer = setTimeout(() => {
-        done()
-        resolve()
-      }, timeoutMs)
-      timer.unref()
-      this.wake = () => {
-        done()
-        resolve()
-      }
-      this.group?.waiting.push(this)
-      signal?.addEventListener('abort', onAbort, { once: true })
-    })
+  /** Joins the channel's round-robin of blocked waiters. */
+  protected override onWaitStart(): void {
+    this.group?.waiting.push(this)
+  }
+
+  protected override onWaitEnd(): void {
+    const waiting = this.group?.waiting
+    const at = waiting?.indexOf(this) ?? -1
+    if (at !== -1) waiting?.splice(at, 1)
   }
 
   close(): void {

@@ -10,11 +10,8 @@ import {
   type HostPort,
   numberOption,
   parseHostList,
-  rejectFragment,
-  rejectUserinfo,
-  requireSlashes,
   shownUrl,
-  splitUrl,
+  splitServerListUrl,
 } from '../../backend/url-parts.js'
 import type { ZookeeperBackendOptions } from './index.js'
 
@@ -57,10 +54,12 @@ const KNOWN = ['sessionTimeoutMs', 'connectTimeoutMs', 'root', 'lockNodeIdleMs']
 
 /** Parses and checks a `zookeeper://` URL into {@link ZookeeperBackendOptions}. */
 export function parseZookeeperUrl(url: string): ZookeeperBackendOptions {
-  const parts = splitUrl(url)
-  requireSlashes(parts, 'zookeeper://h1:2181,h2:2181/chroot', url)
-  rejectFragment(parts, url)
-  rejectUserinfo(parts, 'zookeeper', 'pass zookeeperBackend({ client }) with addAuthInfo instead', url)
+  const parts = splitServerListUrl(
+    url,
+    'zookeeper',
+    'zookeeper://h1:2181,h2:2181/chroot',
+    'pass zookeeperBackend({ client }) with addAuthInfo instead',
+  )
   checkQueryKeys(parts.query, KNOWN, 'zookeeper', url)
   const { hosts, chroot } = parseConnectString(`${parts.hosts}${parts.path}`, url)
   const root = parts.query.get('root')
