@@ -98,7 +98,7 @@ export async function acquireLease(target: LockTarget, settings: AcquireSettings
       tried = true
       // A try may not outlast the wait (when waiting) nor the patience for a silent backend.
       const bound = waiting && waitEnds.at <= silenceEnds().at ? waitEnds : silenceEnds()
-      const outcome = await settleWithin(backend.tryAcquire(request), bound.at - sentAt)
+      const outcome = await settleWithin(ctx.tries, bound.at, (options) => backend.tryAcquire(request, options))
       if (outcome.state === 'answered') {
         result = outcome.value
         answeredAt = monotonicNow()

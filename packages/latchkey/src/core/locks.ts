@@ -112,6 +112,7 @@ export function createLocks(options: LocksOptions): Locks {
     closing: closer.signal,
     active: new ActiveLeases(),
     timers: new LeaseTimers(),
+    tries: new LeaseTimers(true),
   })
   const requireFencing = o.requireFencing === undefined ? false : checkBoolean('requireFencing', o.requireFencing)
   if (requireFencing && backend.capabilities.fencing !== 'native') {
