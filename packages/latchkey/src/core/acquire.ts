@@ -111,7 +111,7 @@ export async function acquireLease(target: LockTarget, settings: AcquireSettings
         lastError = error
         emitSafely(ctx.onEvent, { type: 'backend-error', ...describe(target), error })
       } else {
-        abandoned = giveBack(target, request.owner, outcome.pending)
+        abandoned = giveBack(target, request.owner, outcome.pending, outcome.abortReason)
         const sentMsAgo = monotonicNow() - sentAt
         stop.throwIfStopped()
         // The backend's last word was "held" and the wait ran out while one more try was out for no longer than its
@@ -189,12 +189,19 @@ export async function acquireLease(target: LockTarget, settings: AcquireSettings
 }
 
 /** Releases the grant of a try abandoned at a deadline, should it answer `acquired` later. */
-function giveBack(target: LockTarget, owner: string, pending: Promise<AcquireResult>): Promise<void> {
+function giveBack(
+  target: LockTarget,
+  owner: string,
+  pending: Promise<AcquireResult>,
+  abortReason: unknown,
+): Promise<void> {
   return pending.then(
     async (result) => {
       if (result.acquired) await releaseQuietly(target, owner)
     },
     (error: unknown) => {
+      // A backend that honoured the abort has stopped, which is what the core asked for.
+      if (error === abortReason) return
       emitSafely(target.ctx.onEvent, { type: 'backend-error', ...describe(target), error })
     },
   )

@@ -1,6 +1,11 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
+import type { Backend } from '../backend/types.js'
 import { memoryBackend } from '../backends/memory/index.js'
+import { BackendUnavailableError } from '../errors.js'
+import { countingBackend } from '../testing/counting-backend.js'
+import { eventually } from '../testing/eventually.js'
 import { monotonicNow } from './clock.js'
+import type { LockEvent } from './events.js'
 import { LeaseTimers } from './lease-timers.js'
 import { createLocks } from './locks.js'
 import { settleWithin } from './settle-within.js'
@@ -36,6 +41,7 @@ describe('settleWithin', () => {
     expect(outcome.state).toBe('unanswered')
     expect(signal?.aborted).toBe(true)
     expect(signal?.reason).toMatchObject({ name: 'TimeoutError' })
+    if (outcome.state === 'unanswered') expect(outcome.abortReason).toBe(signal?.reason)
     answer('late')
     if (outcome.state === 'unanswered') expect(await outcome.pending).toBe('late')
     clock.close()
@@ -85,6 +91,31 @@ describe('acquire on the uncontended path', () => {
     for (let i = 0; i < 50; i++) await (await locks.mutex('m').acquire({ waitMs: 10_000 })).release()
     // At most a re-arm of the shared clocks for the earlier deadline of the finite wait.
     expect(setTimeoutSpy.mock.calls.length).toBeLessThanOrEqual(2)
+    await locks.close()
+  })
+})
+
+describe('a try abandoned at its deadline', () => {
+  it('is told by its signal; a backend that stops with the reason is not reported as a backend error', async () => {
+    let left = 0
+    const backend: Backend = {
+      ...countingBackend(memoryBackend()).backend,
+      name: 'hangs-until-aborted',
+      // Never answers on its own; rejects with the core's reason once the core gives up on it.
+      tryAcquire: (_request, options) =>
+        new Promise((_resolve, reject) => {
+          options?.signal?.addEventListener('abort', () => reject(options.signal?.reason), { once: true })
+        }),
+      leaveQueue: async () => {
+        left++
+      },
+    }
+    const events: LockEvent[] = []
+    const locks = createLocks({ backend, onEvent: (e) => events.push(e) })
+    await expect(locks.mutex('m').acquire({ waitMs: 30 })).rejects.toBeInstanceOf(BackendUnavailableError)
+    // The waiter leaves the queue once the abandoned try has settled: by then its rejection has been seen.
+    await eventually('the waiter left the queue', () => left === 1)
+    expect(events.filter((e) => e.type === 'backend-error')).toHaveLength(1)
     await locks.close()
   })
 })

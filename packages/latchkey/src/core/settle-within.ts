@@ -11,7 +11,12 @@ import { MAX_TIMER_MS } from './validate.js'
 export type Settled<T> =
   | { readonly state: 'answered'; readonly value: T }
   | { readonly state: 'failed'; readonly error: unknown }
-  | { readonly state: 'unanswered'; readonly pending: Promise<T> }
+  | {
+      readonly state: 'unanswered'
+      readonly pending: Promise<T>
+      /** What `options.signal` aborted with: `pending` rejecting with it is the backend honouring it, not a fault. */
+      readonly abortReason: unknown
+    }
 
 /**
  * Sends `send(options)` and waits for its answer at most until `dueAt` (monotonic ms); never rejects. The
@@ -70,8 +75,9 @@ class Race<T> implements TimedEntry, CallOptions {
 
   onDue(): void {
     if (this.call === undefined || this.settle === undefined) return
-    this.settleOnce({ state: 'unanswered', pending: this.call })
-    this.controller?.abort(new DOMException('latchkey abandoned this backend call at its deadline', 'TimeoutError'))
+    const abortReason = new DOMException('latchkey abandoned this backend call at its deadline', 'TimeoutError')
+    this.settleOnce({ state: 'unanswered', pending: this.call, abortReason })
+    this.controller?.abort(abortReason)
   }
 
   private settleOnce(outcome: Settled<T>): void {

@@ -14,6 +14,7 @@ import { LocalNotifier } from '../../backend/local-notifier.js'
 import type {
   AcquireRequest,
   AcquireResult,
+  CallOptions,
   HolderRef,
   LockRef,
   ReleaseSubscription,
@@ -78,7 +79,11 @@ export abstract class SessionBackend<
     this.db.giveBack(connection, healthy)
   }
 
-  async tryAcquire(request: AcquireRequest): Promise<AcquireResult> {
+  /**
+   * Honours `options.signal`: a try the core has abandoned (it waited for a pool connection past the acquire's
+   * deadline) gives the connection back instead of taking a server lock that would only be released again.
+   */
+  override async tryAcquire(request: AcquireRequest, options?: CallOptions): Promise<AcquireResult> {
     if (!this.capabilities.kinds.includes(request.kind)) {
       throw new UnsupportedError(`${this.name} backend does not implement ${request.kind} locks`)
     }
@@ -86,6 +91,10 @@ export abstract class SessionBackend<
     const existing = this.holds.get(id)
     if (existing?.alive === true) return { acquired: true, token: existing.token }
     const connection = await this.connect()
+    if (options?.signal?.aborted) {
+      this.giveBack(connection, true)
+      throw options.signal.reason
+    }
     let granted: { token: bigint; detail: string } | false
     try {
       granted = await this.lockOn(connection, request)

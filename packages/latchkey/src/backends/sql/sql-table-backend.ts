@@ -4,6 +4,7 @@ import type {
   AcquireRequest,
   AcquireResult,
   BackendCapabilities,
+  CallOptions,
   HolderRef,
   LockRef,
   ReleaseSubscription,
@@ -39,14 +40,21 @@ export class SqlTableBackend extends BackendBase {
     })
   }
 
-  async tryAcquire(request: AcquireRequest): Promise<AcquireResult> {
+  /**
+   * Honours `options.signal` between its statements: a try the core has abandoned at its deadline starts no
+   * further transaction (whose grant the core would only release again).
+   */
+  override async tryAcquire(request: AcquireRequest, options?: CallOptions): Promise<AcquireResult> {
     await this.migrate()
     const key = stateKey(request)
     if (request.kind === 'mutex' || request.kind === 'semaphore') {
       const busy = precheckBusy(request, await this.summary(key, request.owner))
       if (busy !== undefined) return busy
     }
-    const acquire = () => this.transaction((s) => acquireInTable(tableTx(this.dialect, s), request, key))
+    const acquire = () => {
+      options?.signal?.throwIfAborted()
+      return this.transaction((s) => acquireInTable(tableTx(this.dialect, s), request, key))
+    }
     try {
       return await acquire()
     } catch (error) {
