@@ -1,4 +1,5 @@
 import { monotonicNow } from './clock.js'
+import { MAX_TIMER_MS } from './validate.js'
 
 /** Something with one due time at a time: a lease's next renewal or its deadline. */
 export interface TimedEntry {
@@ -56,7 +57,8 @@ export class LeaseTimers {
     if (first === undefined || (this.timer !== undefined && this.armedAt <= first.dueAt)) return
     clearTimeout(this.timer)
     this.armedAt = first.dueAt
-    this.timer = setTimeout(() => this.fire(), Math.max(0, first.dueAt - monotonicNow()))
+    // Clamped to what a Node timer can wait (about 24.8 days): a later entry is found not yet due and re-armed.
+    this.timer = setTimeout(() => this.fire(), Math.min(MAX_TIMER_MS, Math.max(0, first.dueAt - monotonicNow())))
     if (!this.keepAlive) this.timer.unref()
   }
 

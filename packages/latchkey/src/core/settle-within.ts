@@ -3,9 +3,7 @@
  * it), so the caller decides what to do with an abandoned call: {@link Settled.pending} is the call itself.
  */
 import type { CallOptions } from '../backend/types.js'
-import { monotonicNow } from './clock.js'
 import type { LeaseTimers, TimedEntry } from './lease-timers.js'
-import { MAX_TIMER_MS } from './validate.js'
 
 /** The outcome of {@link settleWithin}. */
 export type Settled<T> =
@@ -22,8 +20,7 @@ export type Settled<T> =
  * Sends `send(options)` and waits for its answer at most until `dueAt` (monotonic ms); never rejects. The
  * deadline is an entry in `clock`, the context's shared heap of due times with one timer that keeps the process
  * alive while a call is pending: a try that answers in time (the common case) starts and stops no timer and
- * builds no `Promise.race`. Beyond what a Node timer can wait (about 24.8 days, e.g. an infinite wait) there is no
- * deadline. `options.signal` is created only if the backend reads it, and aborts when the deadline abandons the
+ * builds no `Promise.race`. An infinite `dueAt` is no deadline. `options.signal` is created only if the backend reads it, and aborts when the deadline abandons the
  * call.
  */
 export function settleWithin<T>(
@@ -41,7 +38,7 @@ export function settleWithin<T>(
   }
   return new Promise<Settled<T>>((resolve) => {
     race.start(call, resolve)
-    if (dueAt - monotonicNow() <= MAX_TIMER_MS) clock.schedule(race, dueAt)
+    if (dueAt < Number.POSITIVE_INFINITY) clock.schedule(race, dueAt)
     call.then(
       (value) => race.end(clock, { state: 'answered', value }),
       (error: unknown) => race.end(clock, { state: 'failed', error }),
