@@ -52,16 +52,18 @@ describe('BackendBase and defineCapabilities', () => {
   })
 
   it('a structural backend written before a capability existed is read with that capability default', async () => {
-    // A plain object over the memory backend's primitives, whose capabilities lack `lockDelay`.
-    const { lockDelay: _dropped, ...older } = new MemoryBackend().capabilities
+    // A plain object over the memory backend's primitives, whose capabilities lack `lockDelay` and `kinds`.
+    const { lockDelay: _noDelay, kinds: _noKinds, ...older } = new MemoryBackend().capabilities
     const backend: Backend = {
       ...countingBackend(new MemoryBackend()).backend,
       capabilities: older as BackendCapabilities,
     }
     // lockDelay defaults to false: lockDelayMs is refused as unsupported, not silently accepted.
     expect(() => createLocks({ backend, lockDelayMs: 100 })).toThrow(UnsupportedError)
+    // kinds defaults to mutex only: a mutex works, a semaphore is refused before any I/O.
     const locks = createLocks({ backend })
     await (await locks.mutex('m').acquire()).release()
+    expect(() => locks.semaphore('s', { permits: 2 })).toThrow(UnsupportedError)
     await locks.close()
   })
 })
