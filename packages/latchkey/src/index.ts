@@ -1,3 +1,4 @@
+export { ALL_KINDS, BackendBase, DEFAULT_CAPABILITIES, defineCapabilities } from './backend/backend-base.js'
 export {
   decideGrant,
   type GrantDecision,
@@ -12,6 +13,7 @@ export type {
   AcquireResult,
   Backend,
   BackendCapabilities,
+  CallOptions,
   HolderRef,
   LockKind,
   LockRef,

@@ -1,6 +1,7 @@
 /**
- * Redisson interop: Redisson's own RLock scripts (lock, unlock, renew; verbatim from note 003) run against
- * the same Redis as latchkey's `layout: 'redisson'`, so the two exclude each other and wake each other.
+ * Redisson interop: Redisson's own RLock scripts (lock, unlock, renew, as Redisson sends them; background in
+ * docs/background.md, "Redisson's lock") run against the same Redis as latchkey's `layout: 'redisson'`, so the two
+ * exclude each other and wake each other.
  */
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'

@@ -1,8 +1,8 @@
 /**
  * RedLock under node faults, on five private redis-server processes (ports 6481-6485) that these tests kill
- * (SIGKILL), pause (SIGSTOP) and restart. Note 002's crash-restart problem is shown, not hidden: a node restarted
- * empty while a lease is held lets a second holder in; an AOF with `appendfsync always`, or a restart delayed
- * past the lease, does not.
+ * (SIGKILL), pause (SIGSTOP) and restart. The crash-restart problem is shown, not hidden: a node restarted empty
+ * while a lease is held joins a second client's majority and lets a second holder in; an AOF with
+ * `appendfsync always`, or a restart delayed past the lease, does not.
  */
 import type { Redis } from 'ioredis'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
@@ -150,13 +150,13 @@ describe('redlock under node faults (5 private redis-server processes)', () => {
     await new Promise((resolve) => setTimeout(resolve, 300))
     for (const i of [0, 1, 2]) nodes[i]?.resume()
     const error = await attempt
-    // Every node granted, but 300 ms into a 100 ms lease: note 002 step 3 says this is a failure.
+    // Every node granted, but 300 ms into a 100 ms lease: a majority with no validity left is a failure.
     expect(error).toBeInstanceOf(QuorumNotReachedError)
     expect((error as Error).message).toMatch(/no validity left/)
     for (const i of [0, 1, 2, 3, 4]) expect(await has(i, name)).toBe(false)
   })
 
-  /** Note 002: A, B, C locked by client 1; D, E not; C crashes and restarts. */
+  /** The crash-restart problem: A, B, C locked by client 1; D, E not; C crashes and restarts. */
   async function client1HoldsABC(name: string, ttlMs: number) {
     const one = client()
     const two = client()

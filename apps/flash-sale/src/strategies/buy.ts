@@ -51,7 +51,10 @@ async function isShort(ctx: BuyContext, sale: Sale, bucket: number, quantity: nu
   return current === undefined || current.remain < quantity
 }
 
-/** `db-atomic`: no lock at all, the database's row lock does it (note 004's conditional UPDATE). */
+/**
+ * `db-atomic`: no lock at all, the database's row lock does it: one conditional UPDATE decrements the stock only
+ * while enough is left (docs/background.md, "A flash sale without a lock").
+ */
 export async function buyAtomic(ctx: BuyContext, sale: Sale, userId: string, quantity: number): Promise<BuyOutcome> {
   return (await precheck(ctx, sale, userId, quantity)) ?? ctx.store.buyAtomic(sale.id, userId, quantity)
 }

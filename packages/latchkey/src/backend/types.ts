@@ -61,7 +61,10 @@ export type AcquireResult =
     }
   | {
       readonly acquired: false
-      /** When the blocking holder's lease (plus lock-delay) ends, if known: a bound for the fallback poll. */
+      /**
+       * When to try again at the latest, if known: when the blocking holder's lease (plus lock-delay) ends, or a
+       * backend's own spacing for a conflict nobody holds (RedLock's split vote). A bound for the core's poll.
+       */
       readonly retryAfterMs?: number | undefined
       /**
        * Set (semaphores only) when the semaphore's holders use another permit count than `request.permits`:
@@ -91,13 +94,31 @@ export interface ReleaseSubscription {
   close(): void
 }
 
+/**
+ * What the core passes with a backend call besides its request. A backend MAY ignore it, and one written before
+ * it existed keeps working unchanged.
+ */
+export interface CallOptions {
+  /**
+   * Aborts when the core abandons the call: it outlasted the acquire's hard deadline (`waitMs`, or
+   * `unavailableMs` of backend silence), the caller has been answered, and whatever the call still grants is
+   * given back when it settles. Honouring it is an optimisation (stop waiting for a connection, skip a retry);
+   * an aborted call may reject with `signal.reason` or finish normally.
+   */
+  readonly signal?: AbortSignal
+}
+
 /** The primitives every backend implements. All methods may reject with `BackendUnavailableError`. */
 export interface Backend {
   /** Short name used in messages and events, e.g. `sqlite`. */
   readonly name: string
   readonly capabilities: BackendCapabilities
-  /** Grants a lease if the lock kind's rules allow it now; never waits. */
-  tryAcquire(request: AcquireRequest): Promise<AcquireResult>
+  /**
+   * Grants a lease if the lock kind's rules allow it now. Never waits for a holder and never retries after a
+   * pause: spacing tries (`retryAfterMs`, jittered backoff, notifications) is the core's waiting policy, which the
+   * caller can abort. One attempt may still take a network round trip or a quorum round.
+   */
+  tryAcquire(request: AcquireRequest, options?: CallOptions): Promise<AcquireResult>
   /** Extends a lease still held by `owner` (and not expired); false when it is not. Never creates state. */
   renew(request: RenewRequest): Promise<boolean>
   /** Releases `owner`'s lease; false (and no effect) when `owner` does not hold it. */

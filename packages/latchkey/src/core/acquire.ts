@@ -93,16 +93,24 @@ export async function acquireLease(target: LockTarget, settings: AcquireSettings
   try {
     for (let attempt = 0; ; attempt++) {
       stop.throwIfStopped()
-      const sentAt = monotonicNow()
+      // The first try goes out a few µs after `started`: timing its lease from `started` is the safe side.
+      const sentAt = attempt === 0 ? started : monotonicNow()
       let result: AcquireResult | undefined
       tried = true
-      // A try may not outlast the wait (when waiting) nor the patience for a silent backend.
-      const bound = waiting && waitEnds.at <= silenceEnds().at ? waitEnds : silenceEnds()
-      const outcome = await settleWithin(backend.tryAcquire(request), bound.at - sentAt)
+      // A try may not outlast the wait (when waiting) nor the patience for a silent backend. Numbers, not Limit
+      // objects, on this path: the uncontended acquire is one try and should allocate little.
+      const silenceAt = answeredAt + settings.unavailableMs
+      const boundIsWait = waiting && waitEnds.at <= silenceAt
+      const outcome = await settleWithin(ctx.tries, boundIsWait ? waitEnds.at : silenceAt, (options) =>
+        backend.tryAcquire(request, options),
+      )
       if (outcome.state === 'answered') {
         result = outcome.value
-        answeredAt = monotonicNow()
-        slowestAnswerMs = Math.max(slowestAnswerMs, answeredAt - sentAt)
+        // When and how fast the backend answered matter only to the tries after this one.
+        if (!result.acquired) {
+          answeredAt = monotonicNow()
+          slowestAnswerMs = Math.max(slowestAnswerMs, answeredAt - sentAt)
+        }
         silence = undefined
       } else if (outcome.state === 'failed') {
         const { error } = outcome
@@ -111,21 +119,21 @@ export async function acquireLease(target: LockTarget, settings: AcquireSettings
         lastError = error
         emitSafely(ctx.onEvent, { type: 'backend-error', ...describe(target), error })
       } else {
-        abandoned = giveBack(target, request.owner, outcome.pending)
+        abandoned = giveBack(target, request.owner, outcome.pending, outcome.abortReason)
         const sentMsAgo = monotonicNow() - sentAt
         stop.throwIfStopped()
         // The backend's last word was "held" and the wait ran out while one more try was out for no longer than its
         // answers take (sent a moment before the deadline, e.g. by a timer firing early): the holder, not the
         // backend, is why.
         const inTime = sentMsAgo <= 2 * slowestAnswerMs + 1
-        if (silence === undefined && answeredAt > started && bound === waitEnds && inTime) {
+        if (silence === undefined && answeredAt > started && boundIsWait && inTime) {
           lastError = unansweredCause(backend.name, sentMsAgo)
           throw verdict(Math.max(monotonicNow(), waitEnds.at)) as Error
         }
         // A backend that failed the tries before this one: its last error says more than "no answer" does.
         const earlier = silence?.kind === 'failed' ? silence.error : undefined
         silence = earlier === undefined ? { kind: 'unanswered', sentMsAgo } : { kind: 'unanswered', sentMsAgo, earlier }
-        const error = backendSilenceError(target, silence, bound)
+        const error = backendSilenceError(target, silence, boundIsWait ? waitEnds : silenceEnds())
         emitSafely(ctx.onEvent, { type: 'backend-error', ...describe(target), error })
         throw error
       }
@@ -189,12 +197,19 @@ export async function acquireLease(target: LockTarget, settings: AcquireSettings
 }
 
 /** Releases the grant of a try abandoned at a deadline, should it answer `acquired` later. */
-function giveBack(target: LockTarget, owner: string, pending: Promise<AcquireResult>): Promise<void> {
+function giveBack(
+  target: LockTarget,
+  owner: string,
+  pending: Promise<AcquireResult>,
+  abortReason: unknown,
+): Promise<void> {
   return pending.then(
     async (result) => {
       if (result.acquired) await releaseQuietly(target, owner)
     },
     (error: unknown) => {
+      // A backend that honoured the abort has stopped, which is what the core asked for.
+      if (error === abortReason) return
       emitSafely(target.ctx.onEvent, { type: 'backend-error', ...describe(target), error })
     },
   )

@@ -21,6 +21,8 @@ export interface LocksContext {
   readonly active: ActiveLeases
   /** The watchdog clock shared by this context's leases. */
   readonly timers: LeaseTimers
+  /** The deadlines of this context's in-flight tries (a clock that keeps the process alive while one is due). */
+  readonly tries: LeaseTimers
 }
 
 /** A lock as the core sees it: its context, public name, backend ref and semaphore size. */

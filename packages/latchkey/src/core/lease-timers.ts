@@ -1,4 +1,5 @@
 import { monotonicNow } from './clock.js'
+import { MAX_TIMER_MS } from './validate.js'
 
 /** Something with one due time at a time: a lease's next renewal or its deadline. */
 export interface TimedEntry {
@@ -10,7 +11,8 @@ export interface TimedEntry {
 }
 
 /**
- * The watchdog clock of one `Locks`: every lease's next renewal or deadline in one indexed min-heap, served by
+ * The watchdog clock of one `Locks` (and, with `keepAlive`, the deadlines of its in-flight tries): every lease's next
+ * renewal or deadline in one indexed min-heap, served by
  * ONE unref'ed Node timer armed for the earliest. A timer per lease made each acquire and release start and
  * stop a libuv timer, which measurably slowed every round trip of the process (about 20 µs per lock+unlock
  * against a local Redis). Here leases of equal TTL come due in the order they were taken, so the armed timer
@@ -21,6 +23,13 @@ export class LeaseTimers {
   private timer: NodeJS.Timeout | undefined
   private armedAt = Number.POSITIVE_INFINITY
 
+  /**
+   * @param keepAlive When true, the timer keeps the process alive while any entry is scheduled (an in-flight
+   * backend call is pending work) and stops doing so once none is, without being stopped: toggling a timer's
+   * ref is far cheaper than starting one, and the armed instant rarely moves.
+   */
+  constructor(private readonly keepAlive = false) {}
+
   /** (Re)schedules `entry` at `dueAt` (monotonic ms). */
   schedule(entry: TimedEntry, dueAt: number): void {
     if (entry.heapIndex >= 0) this.remove(entry)
@@ -28,6 +37,7 @@ export class LeaseTimers {
     entry.heapIndex = this.heap.length
     this.heap.push(entry)
     this.up(entry.heapIndex)
+    if (this.keepAlive && this.heap.length === 1) this.timer?.ref()
     this.arm()
   }
 
@@ -47,8 +57,9 @@ export class LeaseTimers {
     if (first === undefined || (this.timer !== undefined && this.armedAt <= first.dueAt)) return
     clearTimeout(this.timer)
     this.armedAt = first.dueAt
-    this.timer = setTimeout(() => this.fire(), Math.max(0, first.dueAt - monotonicNow()))
-    this.timer.unref()
+    // Clamped to what a Node timer can wait (about 24.8 days): a later entry is found not yet due and re-armed.
+    this.timer = setTimeout(() => this.fire(), Math.min(MAX_TIMER_MS, Math.max(0, first.dueAt - monotonicNow())))
+    if (!this.keepAlive) this.timer.unref()
   }
 
   private fire(): void {
@@ -66,6 +77,7 @@ export class LeaseTimers {
     const at = entry.heapIndex
     const last = this.heap.pop() as TimedEntry
     entry.heapIndex = -1
+    if (this.keepAlive && this.heap.length === 0) this.timer?.unref()
     if (last === entry) return
     this.heap[at] = last
     last.heapIndex = at

@@ -1,4 +1,5 @@
 import { setMaxListeners } from 'node:events'
+import { defineCapabilities } from '../backend/backend-base.js'
 import type { Backend, LockKind } from '../backend/types.js'
 import { UnsupportedError } from '../errors.js'
 import { ActiveLeases } from './active-leases.js'
@@ -93,6 +94,8 @@ function checkBackend(value: unknown): Backend {
 export function createLocks(options: LocksOptions): Locks {
   const o = checkOptions('options', options)
   const backend = checkBackend(o.backend)
+  // A backend written before a capability existed is read with that capability's default.
+  const capabilities = defineCapabilities(backend.capabilities)
   const namespace = o.namespace === undefined ? '' : checkName('namespace', o.namespace, true)
   const closer = new AbortController()
   // Every pending acquire listens for close(); there may be thousands.
@@ -112,14 +115,15 @@ export function createLocks(options: LocksOptions): Locks {
     closing: closer.signal,
     active: new ActiveLeases(),
     timers: new LeaseTimers(),
+    tries: new LeaseTimers(true),
   })
   const requireFencing = o.requireFencing === undefined ? false : checkBoolean('requireFencing', o.requireFencing)
-  if (requireFencing && backend.capabilities.fencing !== 'native') {
+  if (requireFencing && capabilities.fencing !== 'native') {
     throw new UnsupportedError(
-      `The ${backend.name} backend issues no fencing tokens (capabilities.fencing is "${backend.capabilities.fencing}"); use a backend with native fencing (memory, SQLite, Redis, ZooKeeper, etcd, SQL tables) for resources that must reject stale writers`,
+      `The ${backend.name} backend issues no fencing tokens (capabilities.fencing is "${capabilities.fencing}"); use a backend with native fencing (memory, SQLite, Redis, ZooKeeper, etcd, SQL tables) for resources that must reject stale writers`,
     )
   }
-  if (ctx.lockDelayMs > 0 && !backend.capabilities.lockDelay) {
+  if (ctx.lockDelayMs > 0 && !capabilities.lockDelay) {
     throw new UnsupportedError(`The ${backend.name} backend does not support lockDelayMs; leave it at 0`)
   }
 
@@ -131,7 +135,7 @@ export function createLocks(options: LocksOptions): Locks {
         `latchkey: namespace + name must be at most ${MAX_NAME_BYTES} bytes, received ${Buffer.byteLength(key)} bytes`,
       )
     }
-    if (!backend.capabilities.kinds.includes(kind)) {
+    if (!capabilities.kinds.includes(kind)) {
       throw new UnsupportedError(`The ${backend.name} backend does not support ${kind} locks`, { lockName: checked })
     }
     return new LockHandle(ctx, checked, key, kind, permits)

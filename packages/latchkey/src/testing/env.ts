@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import { defineCapabilities } from '../backend/backend-base.js'
 import type { Backend, BackendCapabilities, LockKind } from '../backend/types.js'
 import { lockKey } from '../core/lock-key.js'
 import { createLocks, type Locks, type LocksOptions } from '../core/locks.js'
@@ -62,7 +63,8 @@ export function createEnv(options: ConformanceOptions, getBackend: () => Backend
     options,
     namespace,
     backend: getBackend,
-    capabilities: () => getBackend().capabilities,
+    // Completed with the defaults, like createLocks() reads them, for a backend older than a capability.
+    capabilities: () => defineCapabilities(getBackend().capabilities),
     locks(extra = {}) {
       const locks = createLocks({ ...extra, backend: logged().backend, namespace })
       opened.push(locks)
@@ -82,7 +84,7 @@ export function createEnv(options: ConformanceOptions, getBackend: () => Backend
       opened = []
       await Promise.all(all.map((l) => l.close()))
     },
-    supports: (kind) => getBackend().capabilities.kinds.includes(kind),
+    supports: (kind) => defineCapabilities(getBackend().capabilities).kinds.includes(kind),
   }
 }
 

@@ -1,8 +1,7 @@
+import { ALL_KINDS, BackendBase, defineCapabilities } from '../../backend/backend-base.js'
 import type {
   AcquireRequest,
   AcquireResult,
-  Backend,
-  BackendCapabilities,
   HolderRef,
   LockKind,
   LockRef,
@@ -40,23 +39,16 @@ export interface EtcdHolderGuard {
   readonly compare: EtcdCompare
 }
 
-const CAPABILITIES: BackendCapabilities = Object.freeze({
-  fencing: 'native',
-  notifications: 'global',
-  kinds: Object.freeze(['mutex', 'fair', 'read', 'write', 'semaphore'] as const),
-  crossProcess: true,
-  lockDelay: false,
-  clock: 'server',
-})
+const CAPABILITIES = defineCapabilities({ fencing: 'native', notifications: 'global', kinds: ALL_KINDS })
 
 /**
  * Locks in etcd v3: one key per holder (and per queued fair/write waiter) under `<prefix>/<name>/<kind>/`,
  * each on its owner's own lease; the holder key's create revision is the fencing token. See `acquire.ts` for
  * the algorithm and `index.ts` for the choices made.
  */
-export class EtcdBackend implements Backend {
+export class EtcdBackend extends BackendBase {
   readonly name = 'etcd'
-  readonly capabilities = CAPABILITIES
+  override readonly capabilities = CAPABILITIES
   readonly layout: KeyLayout
   private readonly client: EtcdClient
   private readonly ownsClient: boolean
@@ -68,6 +60,7 @@ export class EtcdBackend implements Backend {
   readonly server: string
 
   constructor(options: EtcdBackendOptions) {
+    super()
     const callTimeoutMs = options.callTimeoutMs ?? 2_000
     this.ownsClient = options.client === undefined
     const hosts = typeof options.hosts === 'string' ? [options.hosts] : options.hosts && [...options.hosts]
@@ -131,7 +124,7 @@ export class EtcdBackend implements Backend {
     }
   }
 
-  async leaveQueue(request: HolderRef): Promise<void> {
+  override async leaveQueue(request: HolderRef): Promise<void> {
     const state = this.owners.get(request.owner, request.key, request.kind)
     this.hub.setPredecessor(request, request.owner, undefined)
     if (state === undefined || state.role === 'holder') return
@@ -201,7 +194,7 @@ export class EtcdBackend implements Backend {
     return { key, createRevision: ref.token.toString(), compare: createdAt(key, ref.token) }
   }
 
-  async close(): Promise<void> {
+  override async close(): Promise<void> {
     await this.hub.close()
     await this.leases.close()
     this.owners.clear()

@@ -1,3 +1,4 @@
+import { ALL_KINDS, BackendBase, defineCapabilities } from '../../backend/backend-base.js'
 import {
   decideGrant,
   type HolderState,
@@ -10,8 +11,6 @@ import { LocalNotifier } from '../../backend/local-notifier.js'
 import type {
   AcquireRequest,
   AcquireResult,
-  Backend,
-  BackendCapabilities,
   HolderRef,
   LockRef,
   ReleaseSubscription,
@@ -26,10 +25,10 @@ interface LockState {
 /** Grants between two sweeps of abandoned lock state. */
 const SWEEP_EVERY = 10_000
 
-const CAPABILITIES: BackendCapabilities = Object.freeze({
+const CAPABILITIES = defineCapabilities({
   fencing: 'native',
   notifications: 'global',
-  kinds: Object.freeze(['mutex', 'fair', 'read', 'write', 'semaphore'] as const),
+  kinds: ALL_KINDS,
   crossProcess: false,
   lockDelay: true,
   clock: 'process',
@@ -39,9 +38,9 @@ const CAPABILITIES: BackendCapabilities = Object.freeze({
  * Locks held in this process's memory: every capability, no server. For tests, single-process apps, and
  * as the reference implementation of the grant rules. Each call runs synchronously, so it is atomic.
  */
-export class MemoryBackend implements Backend {
+export class MemoryBackend extends BackendBase {
   readonly name = 'memory'
-  readonly capabilities = CAPABILITIES
+  override readonly capabilities = CAPABILITIES
   private readonly locks = new Map<string, LockState>()
   /** One counter for all names: strictly increasing per name too, and it never grows with the name count. */
   private fence = 0n
@@ -97,7 +96,7 @@ export class MemoryBackend implements Backend {
     return true
   }
 
-  async leaveQueue(request: HolderRef): Promise<void> {
+  override async leaveQueue(request: HolderRef): Promise<void> {
     const key = stateKey(request)
     const state = this.locks.get(key)
     if (state?.waiters.delete(request.owner) === true) {
@@ -127,7 +126,7 @@ export class MemoryBackend implements Backend {
     return this.notifier.subscribe(stateKey(ref), ref.kind)
   }
 
-  async close(): Promise<void> {
+  override async close(): Promise<void> {
     // Nothing was opened; the state stays for other Locks sharing this backend.
   }
 

@@ -1,18 +1,12 @@
+import { defineCapabilities } from '../../backend/backend-base.js'
 import { stateKey } from '../../backend/grant-rules.js'
-import type { AcquireRequest, BackendCapabilities, LockRef } from '../../backend/types.js'
+import type { AcquireRequest, LockRef } from '../../backend/types.js'
 import type { SessionHold } from '../sql/sql-session-backend.js'
 import type { MysqlConnection, MysqlResultHeader } from './mysql-client.js'
 import { MYSQL_MIGRATION_STATEMENTS } from './mysql-schema.js'
 import { MysqlSessionBackend } from './mysql-session-backend.js'
 
-const CAPABILITIES: BackendCapabilities = Object.freeze({
-  fencing: 'native',
-  notifications: 'process',
-  kinds: Object.freeze(['mutex'] as const),
-  crossProcess: true,
-  lockDelay: false,
-  clock: 'process',
-})
+const CAPABILITIES = defineCapabilities({ fencing: 'native', notifications: 'process', clock: 'process' })
 
 const SQL = {
   ensure: 'INSERT IGNORE INTO latchkey_row_locks (lock_key) VALUES (?)',
@@ -43,7 +37,7 @@ const SQL = {
  *   `innodb_lock_wait_timeout` (50 s by default) as a plain blocking `FOR UPDATE` would.
  */
 export class MysqlForUpdateBackend extends MysqlSessionBackend {
-  readonly capabilities = CAPABILITIES
+  override readonly capabilities = CAPABILITIES
   private migrated: Promise<void> | undefined
   /** The connection that draws fencing tokens, one draw at a time (see the class notes). */
   private fenceConnection: Promise<MysqlConnection> | undefined

@@ -1,18 +1,12 @@
 import { createHash } from 'node:crypto'
+import { defineCapabilities } from '../../backend/backend-base.js'
 import { stateKey } from '../../backend/grant-rules.js'
-import type { AcquireRequest, BackendCapabilities, LockRef } from '../../backend/types.js'
+import type { AcquireRequest, LockRef } from '../../backend/types.js'
 import type { SessionHold } from '../sql/sql-session-backend.js'
 import type { MysqlConnection } from './mysql-client.js'
 import { MysqlSessionBackend } from './mysql-session-backend.js'
 
-const CAPABILITIES: BackendCapabilities = Object.freeze({
-  fencing: 'none',
-  notifications: 'process',
-  kinds: Object.freeze(['mutex'] as const),
-  crossProcess: true,
-  lockDelay: false,
-  clock: 'process',
-})
+const CAPABILITIES = defineCapabilities({ notifications: 'process', clock: 'process' })
 
 /**
  * The server-side name of a lock: `latchkey:` and 40 hex digits of SHA-256 (49 characters). MySQL 5.7+
@@ -32,7 +26,7 @@ export function getLockName(key: string): string {
  * User locks are not replicated: every process must use the same server.
  */
 export class MysqlGetLockBackend extends MysqlSessionBackend {
-  readonly capabilities = CAPABILITIES
+  override readonly capabilities = CAPABILITIES
 
   protected async lockOn(connection: MysqlConnection, request: AcquireRequest) {
     const name = getLockName(stateKey(request))

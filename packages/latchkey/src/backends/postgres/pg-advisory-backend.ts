@@ -1,16 +1,14 @@
 import { createHash } from 'node:crypto'
+import { defineCapabilities } from '../../backend/backend-base.js'
 import { stateKey } from '../../backend/grant-rules.js'
-import type { AcquireRequest, BackendCapabilities, HolderRef, LockRef } from '../../backend/types.js'
+import type { AcquireRequest, HolderRef, LockRef } from '../../backend/types.js'
 import { SessionBackend, type SessionHold } from '../sql/sql-session-backend.js'
 import type { PgClient, PgRunner } from './pg-client.js'
 import { WriterIntents } from './pg-writer-intents.js'
 
-const CAPABILITIES: BackendCapabilities = Object.freeze({
-  fencing: 'none',
+const CAPABILITIES = defineCapabilities({
   notifications: 'process',
-  kinds: Object.freeze(['mutex', 'read', 'write'] as const),
-  crossProcess: true,
-  lockDelay: false,
+  kinds: ['mutex', 'read', 'write'],
   clock: 'process',
 })
 
@@ -54,7 +52,7 @@ const READ_IF_NO_WRITER = `SELECT CASE WHEN EXISTS (${HELD_BY})
  */
 export class PgAdvisoryBackend extends SessionBackend<PgClient, PgRunner> {
   readonly name = 'postgres'
-  readonly capabilities = CAPABILITIES
+  override readonly capabilities = CAPABILITIES
   private readonly intents: WriterIntents
 
   constructor(db: PgRunner) {

@@ -1,8 +1,7 @@
+import { ALL_KINDS, BackendBase, defineCapabilities } from '../../backend/backend-base.js'
 import type {
   AcquireRequest,
   AcquireResult,
-  Backend,
-  BackendCapabilities,
   HolderRef,
   LockRef,
   ReleaseSubscription,
@@ -53,13 +52,11 @@ export const WATCH_TTL_MS = 5_000
 
 const TRANSIENT_REPLY = /^(LOADING|READONLY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|BUSY|NOREPLICAS|MOVED|ASK)\b/
 
-const CAPABILITIES: BackendCapabilities = Object.freeze({
+const CAPABILITIES = defineCapabilities({
   fencing: 'native',
   notifications: 'global',
-  kinds: Object.freeze(['mutex', 'fair', 'read', 'write', 'semaphore'] as const),
-  crossProcess: true,
+  kinds: ALL_KINDS,
   lockDelay: true,
-  clock: 'server',
 })
 
 /**
@@ -67,9 +64,9 @@ const CAPABILITIES: BackendCapabilities = Object.freeze({
  * counter that outlives the lock (by `fenceIdleTtlMs`), woken by one shared subscriber connection that wakes
  * one waiter per release.
  */
-export class RedisBackend implements Backend {
+export class RedisBackend extends BackendBase {
   readonly name = 'redis'
-  readonly capabilities = CAPABILITIES
+  override readonly capabilities = CAPABILITIES
   readonly layout: KeyLayout
   private readonly commander: RedisCommander
   private readonly notifier: ReleaseNotifier
@@ -80,6 +77,7 @@ export class RedisBackend implements Backend {
   private readonly scripts: RedisScripts
 
   constructor(options: RedisBackendOptions) {
+    super()
     this.commander = adaptClient(options.client)
     this.layout = layoutNamed(options.layout ?? 'latchkey')
     this.deadlines = new CommandDeadlines(options.commandTimeoutMs ?? 5_000, this.commander.server)
@@ -162,7 +160,7 @@ export class RedisBackend implements Backend {
     await this.run(this.scripts.release, keys, args, request)
   }
 
-  async leaveQueue(request: HolderRef): Promise<void> {
+  override async leaveQueue(request: HolderRef): Promise<void> {
     const { keys, channel } = this.keys.keysOf(request)
     const args = [this.layout.fieldOf(request.owner), channel, this.publishAlways]
     await this.run(this.scripts.leaveQueue, keys, args, request)
@@ -183,7 +181,7 @@ export class RedisBackend implements Backend {
   }
 
   /** Closes the subscriber connection the backend opened; the client handed in stays open. */
-  async close(): Promise<void> {
+  override async close(): Promise<void> {
     await this.notifier.close()
   }
 

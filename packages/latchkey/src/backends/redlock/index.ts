@@ -28,9 +28,11 @@ export interface RedlockBackendOptions {
   /** How long one node may take to answer. Default 0.5 % of the lease, clamped to 50-200 ms. */
   nodeTimeoutMs?: number
   /**
-   * Split votes: when contenders each won a minority and nobody holds the lock, `tryAcquire` retries at most
-   * `attempts` times after a random pause below `delayMs`. Waiting for a *held* lock is the core's job
-   * (`acquire({ waitMs })`, with jittered backoff). Default `{ attempts: 3, delayMs: 20 }`.
+   * Split votes (contenders each won a minority and nobody holds the lock): `tryAcquire` makes one round and
+   * answers "not acquired" with a random pause below `delayMs` (default 20) as its `retryAfterMs`; a waiting
+   * `acquire({ waitMs })` tries again within that pause, abortably, like any wait. `attempts` is deprecated and
+   * ignored: a backend call never sleeps, so the number of rounds is bounded by the caller's `waitMs`, not here.
+   * It is still validated, so existing options keep working.
    */
   retry?: { attempts?: number; delayMs?: number }
   /** Prefix of the key on every node. Default `latchkey:redlock:`. */
@@ -41,7 +43,7 @@ export interface RedlockBackendOptions {
 export const REDLOCK_KEY_PREFIX = 'latchkey:redlock:'
 
 /**
- * RedLock (note 002, the Redis docs' "Redlock" pattern): a mutex over N independent Redis masters.
+ * RedLock (the Redis docs' "Redlock" pattern): a mutex over N independent Redis masters.
  * Each acquisition sets the same random value with `SET NX PX` on every node in parallel, each node with a
  * timeout far below the lease; it succeeds only when a majority granted it *and* validity is left
  * (`ttl - elapsed - (ttl * driftFactor + 2 ms)`, elapsed on a monotonic clock). A failed round releases on every
@@ -64,9 +66,9 @@ export const REDLOCK_KEY_PREFIX = 'latchkey:redlock:'
  *   native fencing (ZooKeeper, etcd, a SQL table, or single-node Redis if its failover losses are acceptable) and
  *   `createFenceGuard` on the resource (Kleppmann; the Redis docs say the same).
  * - **Node restarts break it unless you prevent them.** A node restarted *without persistence* while a lease is
- *   held forgets the key, and a second client gets a majority while the first still holds the lock (note 002's
- *   crash-restart problem). The test `KNOWN UNSAFE: a node restarted without persistence while a lease is held lets
- *   a second holder in` shows it happen: client 1 holds A, B, C; C is killed and restarted empty; client 2 gets
+ *   held forgets the key, and a second client gets a majority while the first still holds the lock (the
+ *   crash-restart problem of docs/background.md, "RedLock's assumptions"). The test `KNOWN UNSAFE: a node
+ *   restarted without persistence while a lease is held lets a second holder in` shows it happen: client 1 holds A, B, C; C is killed and restarted empty; client 2 gets
  *   C, D, E; client 1 learns it only at its next extend. Prevent it with `appendonly yes` + `appendfsync always` on
  *   every node (the test shows the key back after `kill -9` and no second holder), or by keeping a crashed node down
  *   longer than the longest lease (the test shows client 2 gets the lock only after client 1's lease ran out).
@@ -107,6 +109,7 @@ export function redlockBackend(options: RedlockBackendOptions): Backend {
     throw new RangeError(`latchkey: nodeTimeoutMs must be a positive number of ms, received ${String(timeout)}`)
   }
   const retry = checkOptions('retry', o.retry)
+  // Deprecated and ignored (see RedlockBackendOptions.retry); checked so that a typo still fails loudly.
   const attempts = retry.attempts ?? 3
   const delayMs = retry.delayMs ?? 20
   if (typeof attempts !== 'number' || !Number.isInteger(attempts) || attempts < 0) {
@@ -121,7 +124,6 @@ export function redlockBackend(options: RedlockBackendOptions): Backend {
     quorum,
     driftFactor,
     nodeTimeoutMs: timeout,
-    retryAttempts: attempts,
     retryDelayMs: delayMs,
     keyPrefix,
   }

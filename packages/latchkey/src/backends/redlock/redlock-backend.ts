@@ -1,16 +1,10 @@
 /**
- * RedLock (note 002): one lease over N independent Redis masters. The same random value (the request's owner) is
- * set on every node in parallel; the lease exists only when a majority granted it with validity left.
+ * RedLock (the Redis docs' algorithm): one lease over N independent Redis masters. The same random value (the
+ * request's owner) is set on every node in parallel; the lease exists only when a majority granted it with validity
+ * left.
  */
-import type {
-  AcquireRequest,
-  AcquireResult,
-  Backend,
-  BackendCapabilities,
-  HolderRef,
-  LockRef,
-  RenewRequest,
-} from '../../backend/types.js'
+import { BackendBase } from '../../backend/backend-base.js'
+import type { AcquireRequest, AcquireResult, HolderRef, LockRef, RenewRequest } from '../../backend/types.js'
 import { QuorumNotReachedError, UnsupportedError } from '../../errors.js'
 import { type FanOutTiming, fanOut, tally, type Vote } from './fan-out.js'
 import type { RedlockNode } from './redlock-node.js'
@@ -23,14 +17,13 @@ export interface RedlockSettings {
   readonly driftFactor: number
   /** Fixed per-node timeout, or undefined for the TTL-based default ({@link defaultNodeTimeoutMs}). */
   readonly nodeTimeoutMs: number | undefined
-  readonly retryAttempts: number
   readonly retryDelayMs: number
   readonly keyPrefix: string
 }
 
 /**
  * The default per-node timeout: 0.5 % of the lease, between 50 and 200 ms (50 ms for a 10 s lease, the upper end
- * of the 5-50 ms note 002 and the Redis docs give for one). The floor is for scheduling, not the network: on a busy
+ * of the 5-50 ms the Redis docs give for one). The floor is for scheduling, not the network: on a busy
  * host a healthy redis-server (or this event loop) is sometimes descheduled for tens of ms, and a node wrongly
  * timed out costs a whole attempt. A node known to be down is not waited for at all, and a paused one only
  * delays a round that has no majority without it.
@@ -45,48 +38,40 @@ const FIRST_CONTACT_MS = 1_000
 const isOne = (v: unknown) => Number(v) === 1
 
 /** The RedLock backend; build it with `redlockBackend()`. */
-export class RedlockBackend implements Backend {
+export class RedlockBackend extends BackendBase {
   readonly name = 'redlock'
-  readonly capabilities: BackendCapabilities = Object.freeze({
-    // There is no sound token across independent masters: each node could count, but a restarted node or a
-    // different majority would hand out a lower number (see README "When to use RedLock").
-    fencing: 'none',
-    notifications: 'none',
-    kinds: Object.freeze(['mutex'] as const),
-    crossProcess: true,
-    lockDelay: false,
-    clock: 'server',
-  })
-
+  // Every default: mutex only, no notifications, server clocks, and no fencing, because there is no sound token
+  // across independent masters: each node could count, but a restarted node or a different majority would hand
+  // out a lower number (see README "When to use RedLock").
   constructor(
     private readonly nodes: readonly RedlockNode[],
     private readonly settings: RedlockSettings,
-  ) {}
-
-  async tryAcquire(request: AcquireRequest): Promise<AcquireResult> {
-    this.checkKind(request)
-    const callStart = performance.now()
-    for (let attempt = 0; ; attempt++) {
-      const result = await this.attempt(request)
-      if (result.kind === 'acquired') return { acquired: true, token: 0n }
-      if (result.kind === 'held') return { acquired: false, retryAfterMs: result.retryAfterMs }
-      // A split vote: contenders each got a minority and nobody holds the lock. Retry after a random pause (the
-      // Redis docs' advice, to desynchronise the contenders) while the attempts stay a small part of the lease:
-      // the core times the lease from before the first attempt, so every retry eats into it.
-      const pause = Math.random() * this.settings.retryDelayMs
-      const spent = performance.now() - callStart + pause
-      if (attempt >= this.settings.retryAttempts || spent > request.ttlMs / 4) return { acquired: false }
-      await new Promise((resolve) => setTimeout(resolve, pause))
-    }
+  ) {
+    super()
   }
 
   /**
-   * One RedLock round (note 002 steps 1-5). Why the core's lease deadline stays safe although RedLock's validity
-   * (ttl - elapsed - drift) is shorter than the TTL: the core starts its clock when it *sends* tryAcquire, before
-   * `start` here, and every node starts its key's PX expiry when the SET *arrives*, after that. So the core's
-   * deadline, send + ttl - (1 % + 2 ms), is never later than start + ttl - drift, the end of RedLock's validity
-   * measured from step 1, and no node's key can expire (on a clock drifting less than the margin) before it.
-   * The validity check below only refuses a lease that is already (nearly) over when the majority answers.
+   * One RedLock round, never a pause: spacing the tries is the core's waiting policy, which the caller can abort.
+   * A split vote (contenders each won a minority and nobody holds the lock) answers "not acquired" with a random
+   * `retryAfterMs` below `retry.delayMs`, the Redis docs' advice to desynchronise the contenders; a lock held by a
+   * majority answers with the time until enough of its keys expire.
+   */
+  async tryAcquire(request: AcquireRequest): Promise<AcquireResult> {
+    this.checkKind(request)
+    const result = await this.attempt(request)
+    if (result.kind === 'acquired') return { acquired: true, token: 0n }
+    if (result.kind === 'held') return { acquired: false, retryAfterMs: result.retryAfterMs }
+    return { acquired: false, retryAfterMs: Math.random() * this.settings.retryDelayMs }
+  }
+
+  /**
+   * One RedLock round (timestamp, SET on every node, majority with validity left, else undo). Why the core's lease
+   * deadline stays safe although RedLock's validity (ttl - elapsed - drift) is shorter than the TTL: the core starts
+   * its clock when it *sends* tryAcquire, before `start` here, and every node starts its key's PX expiry when the SET
+   * *arrives*, after that. So the core's deadline, send + ttl - (1 % + 2 ms), is never later than start + ttl -
+   * drift, the end of RedLock's validity measured from step 1, and no node's key can expire (on a clock drifting less
+   * than the margin) before it. The validity check below only refuses a lease that is already (nearly) over when the
+   * majority answers.
    */
   private async attempt(request: AcquireRequest): Promise<Attempt> {
     const { quorum } = this.settings
@@ -151,7 +136,7 @@ export class RedlockBackend implements Backend {
   }
 
   /** Nothing to leave: RedLock has no waiter queue (mutex only). */
-  async leaveQueue(): Promise<void> {}
+  override async leaveQueue(): Promise<void> {}
 
   /** Held when a majority of nodes have the key. */
   async isLocked(ref: LockRef & { readonly permits: number }): Promise<boolean> {
@@ -166,7 +151,7 @@ export class RedlockBackend implements Backend {
   }
 
   /** The clients belong to the application; there is nothing of our own to close. */
-  async close(): Promise<void> {}
+  override async close(): Promise<void> {}
 
   /** Yes from a majority: true; no from more than N - quorum: false; otherwise nobody knows: QuorumNotReachedError. */
   private async majority(

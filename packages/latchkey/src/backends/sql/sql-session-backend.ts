@@ -8,13 +8,13 @@
  * when the holder stops renewing (the watchdog renews every `ttlMs / 3`). A crashed process frees its locks
  * at once, through its connections closing.
  */
+import { BackendBase } from '../../backend/backend-base.js'
 import { stateKey } from '../../backend/grant-rules.js'
 import { LocalNotifier } from '../../backend/local-notifier.js'
 import type {
   AcquireRequest,
   AcquireResult,
-  Backend,
-  BackendCapabilities,
+  CallOptions,
   HolderRef,
   LockRef,
   ReleaseSubscription,
@@ -46,11 +46,10 @@ export interface SessionHold<C> {
 }
 
 /** What a session strategy does on its pinned connection; `db` lends the connections. */
-export abstract class SessionBackend<C extends SessionConnection, R extends PoolRunner<C> = PoolRunner<C>>
-  implements Backend
-{
-  abstract readonly name: string
-  abstract readonly capabilities: BackendCapabilities
+export abstract class SessionBackend<
+  C extends SessionConnection,
+  R extends PoolRunner<C> = PoolRunner<C>,
+> extends BackendBase {
   protected readonly holds = new Map<string, SessionHold<C>>()
   protected readonly notifier = new LocalNotifier()
   private closed = false
@@ -62,11 +61,13 @@ export abstract class SessionBackend<C extends SessionConnection, R extends Pool
   /** Whether the pinned connection still holds the lock; throws (mapped) on connection errors. */
   protected abstract stillHeld(hold: SessionHold<C>): Promise<boolean>
   /** Whether anyone (in any process) holds the lock. */
-  abstract isLocked(ref: LockRef & { readonly permits: number }): Promise<boolean>
+  abstract override isLocked(ref: LockRef & { readonly permits: number }): Promise<boolean>
   /** Ends the sessions of holders in other processes; true if one was found. */
   protected abstract forceRemote(ref: LockRef): Promise<boolean>
 
-  constructor(protected readonly db: R) {}
+  constructor(protected readonly db: R) {
+    super()
+  }
 
   /** Takes a connection from the pool (bounded wait). */
   protected connect(): Promise<C> {
@@ -78,7 +79,11 @@ export abstract class SessionBackend<C extends SessionConnection, R extends Pool
     this.db.giveBack(connection, healthy)
   }
 
-  async tryAcquire(request: AcquireRequest): Promise<AcquireResult> {
+  /**
+   * Honours `options.signal`: a try the core has abandoned (it waited for a pool connection past the acquire's
+   * deadline) gives the connection back instead of taking a server lock that would only be released again.
+   */
+  override async tryAcquire(request: AcquireRequest, options?: CallOptions): Promise<AcquireResult> {
     if (!this.capabilities.kinds.includes(request.kind)) {
       throw new UnsupportedError(`${this.name} backend does not implement ${request.kind} locks`)
     }
@@ -86,6 +91,10 @@ export abstract class SessionBackend<C extends SessionConnection, R extends Pool
     const existing = this.holds.get(id)
     if (existing?.alive === true) return { acquired: true, token: existing.token }
     const connection = await this.connect()
+    if (options?.signal?.aborted) {
+      this.giveBack(connection, true)
+      throw options.signal.reason
+    }
     let granted: { token: bigint; detail: string } | false
     try {
       granted = await this.lockOn(connection, request)
@@ -133,7 +142,7 @@ export abstract class SessionBackend<C extends SessionConnection, R extends Pool
     return confirmed
   }
 
-  async leaveQueue(_request: HolderRef): Promise<void> {
+  override async leaveQueue(_request: HolderRef): Promise<void> {
     // Session strategies keep no line by default: nothing to leave.
   }
 
@@ -152,7 +161,7 @@ export abstract class SessionBackend<C extends SessionConnection, R extends Pool
   }
 
   /** Frees every lock this backend holds and gives the connections back; the pool stays open. */
-  async close(): Promise<void> {
+  override async close(): Promise<void> {
     if (this.closed) return
     this.closed = true
     await Promise.all([...this.holds.values()].map((hold) => this.releaseHold(hold).catch(() => undefined)))

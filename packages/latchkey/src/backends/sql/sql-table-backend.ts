@@ -1,9 +1,10 @@
+import { ALL_KINDS, BackendBase, defineCapabilities } from '../../backend/backend-base.js'
 import { stateKey } from '../../backend/grant-rules.js'
 import type {
   AcquireRequest,
   AcquireResult,
-  Backend,
   BackendCapabilities,
+  CallOptions,
   HolderRef,
   LockRef,
   ReleaseSubscription,
@@ -13,9 +14,6 @@ import { acquireInTable, type LiveSummary, precheckBusy } from './sql-table-gran
 import { MissingLockRow, tableTx } from './sql-table-tx.js'
 import type { SqlSession, TableDialect } from './table-dialect.js'
 
-/** Rows can express every kind of lock the grant rules know. */
-const TABLE_KINDS = Object.freeze(['mutex', 'fair', 'read', 'write', 'semaphore'] as const)
-
 /**
  * The `'table'` strategy on any SQL database with row locks and READ COMMITTED: holder and waiter rows,
  * leases timed by the database clock, a per-lock fencing counter that never goes back, every kind of lock.
@@ -24,32 +22,39 @@ const TABLE_KINDS = Object.freeze(['mutex', 'fair', 'read', 'write', 'semaphore'
  *
  * Renew, release and leave are single autocommit statements on one row, so they wait for nothing but that row.
  */
-export class SqlTableBackend implements Backend {
+export class SqlTableBackend extends BackendBase {
   readonly name: string
-  readonly capabilities: BackendCapabilities
+  override readonly capabilities: BackendCapabilities
   private migrated: Promise<void> | undefined
 
   constructor(private readonly dialect: TableDialect) {
+    super()
     this.name = dialect.name
-    this.capabilities = Object.freeze({
+    // Leases are timed by the database clock (the default), read in the same statements that write them.
+    this.capabilities = defineCapabilities({
       fencing: 'native',
       notifications: dialect.notifications,
-      kinds: TABLE_KINDS,
-      crossProcess: true,
+      // Rows can express every kind of lock the grant rules know.
+      kinds: ALL_KINDS,
       lockDelay: true,
-      // Leases are timed by the database clock, read in the same statements that write them.
-      clock: 'server',
     })
   }
 
-  async tryAcquire(request: AcquireRequest): Promise<AcquireResult> {
+  /**
+   * Honours `options.signal` between its statements: a try the core has abandoned at its deadline starts no
+   * further transaction (whose grant the core would only release again).
+   */
+  override async tryAcquire(request: AcquireRequest, options?: CallOptions): Promise<AcquireResult> {
     await this.migrate()
     const key = stateKey(request)
     if (request.kind === 'mutex' || request.kind === 'semaphore') {
       const busy = precheckBusy(request, await this.summary(key, request.owner))
       if (busy !== undefined) return busy
     }
-    const acquire = () => this.transaction((s) => acquireInTable(tableTx(this.dialect, s), request, key))
+    const acquire = () => {
+      options?.signal?.throwIfAborted()
+      return this.transaction((s) => acquireInTable(tableTx(this.dialect, s), request, key))
+    }
     try {
       return await acquire()
     } catch (error) {
@@ -76,7 +81,7 @@ export class SqlTableBackend implements Backend {
     return true
   }
 
-  async leaveQueue(request: HolderRef): Promise<void> {
+  override async leaveQueue(request: HolderRef): Promise<void> {
     await this.migrate()
     const key = stateKey(request)
     const args = [...this.holder(request), ...this.dialect.notifier.args(key)]
@@ -114,7 +119,7 @@ export class SqlTableBackend implements Backend {
   }
 
   /** Stops the notifier (PostgreSQL's listening client is destroyed, not returned); the pool stays open. */
-  async close(): Promise<void> {
+  override async close(): Promise<void> {
     await this.dialect.notifier.close()
   }
 

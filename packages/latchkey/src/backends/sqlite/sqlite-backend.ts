@@ -1,10 +1,10 @@
+import { ALL_KINDS, BackendBase, defineCapabilities } from '../../backend/backend-base.js'
 import { decideGrant, type HolderState, stateKey, type WaiterState } from '../../backend/grant-rules.js'
 import { LocalNotifier } from '../../backend/local-notifier.js'
 import { requirePeer } from '../../backend/optional-peer.js'
 import type {
   AcquireRequest,
   AcquireResult,
-  Backend,
   BackendCapabilities,
   HolderRef,
   LockKind,
@@ -49,11 +49,10 @@ export type SqliteBackendOptions = (
   busyTimeoutMs?: number
 }
 
-const CAPABILITIES: BackendCapabilities = Object.freeze({
+const CAPABILITIES = defineCapabilities({
   fencing: 'native',
   notifications: 'global',
-  kinds: Object.freeze(['mutex', 'fair', 'read', 'write', 'semaphore'] as const),
-  crossProcess: true,
+  kinds: ALL_KINDS,
   lockDelay: true,
   clock: 'host',
 })
@@ -67,9 +66,9 @@ type Statements = { [K in keyof typeof SQL]: SqliteStatement }
  * Locks in a SQLite file (WAL mode) shared by every process on this host. Each primitive is one
  * `BEGIN IMMEDIATE` transaction; leases are timed by the host clock, which all local processes share.
  */
-export class SqliteBackend implements Backend {
+export class SqliteBackend extends BackendBase {
   readonly name = 'sqlite'
-  readonly capabilities: BackendCapabilities
+  override readonly capabilities: BackendCapabilities
   private readonly db: SqliteDatabase
   private readonly ownsDatabase: boolean
   private readonly st: Statements
@@ -79,6 +78,7 @@ export class SqliteBackend implements Backend {
   private readonly acquireTx: (request: AcquireRequest, now: number) => AcquireResult
 
   constructor(options: SqliteBackendOptions) {
+    super()
     this.ownsDatabase = options.database === undefined
     this.db = options.database ?? openDatabase(options.path as string)
     this.db.pragma(`busy_timeout = ${Math.trunc(options.busyTimeoutMs ?? 5_000)}`)
@@ -118,7 +118,7 @@ export class SqliteBackend implements Backend {
     return released
   }
 
-  async leaveQueue(request: HolderRef): Promise<void> {
+  override async leaveQueue(request: HolderRef): Promise<void> {
     const key = stateKey(request)
     if (this.run(() => this.st.deleteWaiter.run(key, request.owner).changes) > 0) this.announce(key)
   }
@@ -145,7 +145,7 @@ export class SqliteBackend implements Backend {
     return this.notifier.subscribe(stateKey(ref), ref.kind)
   }
 
-  async close(): Promise<void> {
+  override async close(): Promise<void> {
     this.files?.close()
     if (this.ownsDatabase && this.db.open) this.db.close()
   }

@@ -1,9 +1,8 @@
+import { ALL_KINDS, BackendBase, defineCapabilities } from '../../backend/backend-base.js'
 import { stateKey } from '../../backend/grant-rules.js'
 import type {
   AcquireRequest,
   AcquireResult,
-  Backend,
-  BackendCapabilities,
   HolderRef,
   LockRef,
   ReleaseSubscription,
@@ -34,23 +33,17 @@ export interface ZookeeperSettings {
   readonly lockNodeIdleMs: number
 }
 
-const CAPABILITIES: BackendCapabilities = Object.freeze({
-  fencing: 'native',
-  notifications: 'global',
-  kinds: Object.freeze(['mutex', 'fair', 'read', 'write', 'semaphore'] as const),
-  crossProcess: true,
-  // A crashed holder's session expiry deletes its ephemeral node on the server at once: nothing can delay it.
-  lockDelay: false,
-  clock: 'server',
-})
+// lockDelay stays false: a crashed holder's session expiry deletes its ephemeral node on the server at once, and
+// nothing can delay that.
+const CAPABILITIES = defineCapabilities({ fencing: 'native', notifications: 'global', kinds: ALL_KINDS })
 
 /**
  * Curator-style locks on ZooKeeper: one protected EPHEMERAL_SEQUENTIAL node per lease attempt, the lowest
  * eligible node holds, waiters watch only their predecessor. See `index.ts` for the semantics.
  */
-export class ZookeeperBackend implements Backend {
+export class ZookeeperBackend extends BackendBase {
   readonly name = 'zookeeper'
-  readonly capabilities = CAPABILITIES
+  override readonly capabilities = CAPABILITIES
   private readonly owners = new Map<string, OwnerEntry>()
   private readonly parents: ZkParents
   private readonly sessions: ZkSessions
@@ -66,6 +59,7 @@ export class ZookeeperBackend implements Backend {
   }
 
   constructor(private readonly settings: ZookeeperSettings) {
+    super()
     this.sessions = new ZkSessions(settings, (conn) => this.onLost(conn))
     this.parents = new ZkParents(() => this.sessions.live, settings.lockNodeIdleMs)
   }
@@ -122,7 +116,7 @@ export class ZookeeperBackend implements Backend {
     return removed
   }
 
-  async leaveQueue(request: HolderRef): Promise<void> {
+  override async leaveQueue(request: HolderRef): Promise<void> {
     const entry = this.owners.get(request.owner)
     if (entry !== undefined && entry.node.is !== 'held') await this.drop(entry)
   }
@@ -174,7 +168,7 @@ export class ZookeeperBackend implements Backend {
     return this.waiters.subscribe(stateKey(ref), owner)
   }
 
-  async close(): Promise<void> {
+  override async close(): Promise<void> {
     const conn = await this.sessions.close()
     const entries = [...this.owners.values()]
     this.owners.clear()
