@@ -4,6 +4,7 @@ import { describe, TxParkedError, TxTimeoutError } from '../errors.js'
 import type { TxChange, TxStore } from '../store/types.js'
 import type { BranchOp, BranchRecord, TxEvent, TxRecord, TxStatus } from '../types.js'
 import { backoffMs, sleep } from './backoff.js'
+import { crashPoint } from './crash-point.js'
 import type { RetryPolicy } from './options.js'
 
 /** Thrown inside a drive when this coordinator must stop acting (lease lost, closing); recovery goes on. */
@@ -95,6 +96,7 @@ export class TxRun {
   /** Writes a new global status with a history entry of the same name, then reports it. */
   async transition(status: TxStatus, extra: Omit<TxChange, 'event' | 'status'> = {}, detail?: string): Promise<void> {
     await this.write({ ...extra, status, event: { type: status, ...(detail === undefined ? {} : { detail }) } })
+    crashPoint('after-log:status', status)
     this.emit({ type: status })
   }
 
@@ -125,10 +127,12 @@ export class TxRun {
         branches: [{ id, op, status: 'running', attempts: attempt }],
         event: { type: 'branch-start', branch: id, op, detail: `attempt ${attempt}` },
       })
+      crashPoint('after-log:branch-running', id, op, attempt)
       this.emit({ type: 'branch-start', branch: id, op, attempt })
       const started = performance.now()
       const outcome = await this.invoke(id, op, fn, attempt)
       const ms = Math.round(performance.now() - started)
+      crashPoint('after-branch-call', id, op, attempt)
       // Lease lost or closing while the branch ran: its outcome is not ours to record. Whoever resumes the
       // transaction calls the branch again (branches are idempotent), so nothing is lost.
       if (this.signal.aborted) throw new StopDriving('lease lost or coordinator closing')
@@ -138,6 +142,7 @@ export class TxRun {
           branches: [{ id, op, status: 'succeeded', result, lastError: null }],
           event: { type: 'branch-succeeded', branch: id, op, detail: `attempt ${attempt}, ${ms} ms` },
         })
+        crashPoint('after-log:branch-succeeded', id, op, attempt)
         this.emit({ type: 'branch-succeeded', branch: id, op, attempt, ms })
         return { ok: true, result }
       }
@@ -172,6 +177,7 @@ export class TxRun {
         branches: [{ id, op, lastError: message }],
         event: { type: 'parked', branch: id, op, detail: `from ${from}: ${message}` },
       })
+      crashPoint('after-log:parked', id, op, attempt)
       this.emit({ type: 'parked', branch: id, op, attempt, ms, error: parked })
       throw new Parked(parked)
     }
@@ -185,6 +191,7 @@ export class TxRun {
         detail: `attempt ${attempt} failed (${message}); next in ${delay} ms`,
       },
     })
+    crashPoint('after-log:branch-retry', id, op, attempt)
     this.emit({ type: 'branch-retry', branch: id, op, attempt, ms, error })
     try {
       await sleep(delay, this.signal)
