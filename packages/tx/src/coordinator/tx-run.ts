@@ -128,6 +128,9 @@ export class TxRun {
         event: { type: 'branch-start', branch: id, op, detail: `attempt ${attempt}` },
       })
       crashPoint('after-log:branch-running', id, op, attempt)
+      // Paused (GC, SIGSTOP) since the write above, past the lease: another coordinator may own the transaction
+      // now. Its fencing refuses our next write, but a branch call is not a write, so check the clock first.
+      if (Date.now() >= this.lease.expiresAt) throw new StopDriving('lease expired before the branch call')
       this.emit({ type: 'branch-start', branch: id, op, attempt })
       const started = performance.now()
       const outcome = await this.invoke(id, op, fn, attempt)
