@@ -112,6 +112,18 @@ export class TxRun {
     )
   }
 
+  /** Whether the forward phase has a deadline (TCC's try phase) and it has passed. */
+  pastDeadline(): boolean {
+    return this.record.deadlineAt !== null && Date.now() > this.record.deadlineAt
+  }
+
+  /** The forward phase outlived its deadline although no operation failed: write `aborting`, blaming none. */
+  async abortTimedOut(): Promise<void> {
+    const error = new TxTimeoutError(this.gid, this.env.timeoutMs)
+    this.failure = { branch: '', cause: error }
+    await this.transition('aborting', { error: error.message, parkedFrom: null }, error.message)
+  }
+
   /**
    * Calls one branch operation until it succeeds. A forward operation (`mayFail`) returns its failure when it
    * throws a non-retryable error or its deadline passed; anything else is retried with backoff, and after
@@ -119,9 +131,7 @@ export class TxRun {
    */
   async call(id: string, op: BranchOp, fn: BranchFn, mayFail: boolean): Promise<CallOutcome> {
     for (;;) {
-      if (mayFail && this.record.deadlineAt !== null && Date.now() > this.record.deadlineAt) {
-        return { ok: false, error: new TxTimeoutError(this.gid, this.env.timeoutMs) }
-      }
+      if (mayFail && this.pastDeadline()) return { ok: false, error: new TxTimeoutError(this.gid, this.env.timeoutMs) }
       const attempt = this.branch(id, op).attempts + 1
       await this.write({
         branches: [{ id, op, status: 'running', attempts: attempt }],
