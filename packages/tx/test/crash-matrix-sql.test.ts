@@ -37,7 +37,7 @@ describe.each(['postgres', 'mysql'] as const)('crash at every step (%s log)', (d
     const db = openTestDatabase(dialect, uniquePrefix('lcm'))
     try {
       const url = `${dialect === 'postgres' ? POSTGRES_URL : MYSQL_URL}?tablePrefix=${db.prefix}`
-      await checkCrashCase(c, url, matrix.dir, `${run}-${c.i}`)
+      await checkCrashCase(c, url, matrix.dir, `${run}-${c.i}`, 2_000)
     } finally {
       await db.drop()
     }

@@ -61,10 +61,17 @@ function cutShort(key: string): string | undefined {
  * nothing both confirmed and cancelled), and no operation whose success was logged called again: only the one
  * cut short may be called once more (or once less: a retry the crash pre-empted).
  */
-export async function checkCrashCase(c: CrashCase, storeUrl: string, dir: string, gid: string): Promise<void> {
+export async function checkCrashCase(
+  c: CrashCase,
+  storeUrl: string,
+  dir: string,
+  gid: string,
+  /** The dying process's lease: long enough not to lose it before the crash point on a loaded machine. */
+  leaseTtlMs = 1_000,
+): Promise<void> {
   const ledgerPath = join(dir, `ledger-${gid}.db`)
   await createLedger(ledgerPath)
-  await crashAtPoint({ storeUrl, ledgerPath, scenario: c.scenario.name, gid }, c.key)
+  await crashAtPoint({ storeUrl, ledgerPath, scenario: c.scenario.name, gid, leaseTtlMs }, c.key)
   const tc = createCoordinator({ store: storeUrl, recoverEveryMs: 100, retry: MATRIX_RETRY })
   const { close } = defineMatrix(tc, ledgerPath)
   try {
