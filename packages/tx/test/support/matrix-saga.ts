@@ -5,8 +5,8 @@
  * from "applied twice". Deterministic: which operation fails, flakes once or never succeeds is in the input.
  */
 import Database from 'better-sqlite3'
-import { barrier } from '../../src/barrier/index.js'
 import { type BranchContext, type Coordinator, type Saga, type Tcc, TxError, type TxStatus } from '../../src/index.js'
+import { applyEffect } from './crash-saga.js'
 
 /** What the transaction's operations do, by `step:op` (`failAt` names a step whose forward operation fails). */
 export interface MatrixInput {
@@ -77,16 +77,7 @@ export function defineMatrix(
     if ((ctx.op === 'action' || ctx.op === 'try') && ctx.input.failAt === step) throw new Error(`${step} refused`)
     if (ctx.input.stuckAt === key) throw new TxError(`${key} unavailable`, { retryable: true })
     if (ctx.input.flakeAt === key && ctx.attempt === 1) throw new TxError(`${key} flaked`, { retryable: true })
-    ledger.exec('BEGIN IMMEDIATE')
-    try {
-      await barrier(ledger, { gid: ctx.gid, branch: step, op: ctx.op }, (db) =>
-        db.prepare('INSERT INTO effects VALUES (?, ?, ?)').run(ctx.gid, step, ctx.op),
-      )
-      ledger.exec('COMMIT')
-    } catch (error) {
-      ledger.exec('ROLLBACK')
-      throw error
-    }
+    await applyEffect(ledger, ctx.gid, step, ctx.op)
     return key
   }
   let saga = tc.saga<MatrixInput>('matrix-saga')
