@@ -8,6 +8,7 @@ import type { ListFilter, TxChange, TxStore } from '../store/types.js'
 import { createTcc, type Tcc, type TccParticipant } from '../tcc/tcc.js'
 import type { TxEvent, TxRecord, TxSummary } from '../types.js'
 import { checkFilter, checkRunOptions, checkStore, UNFINISHED } from './checks.js'
+import { crashPoint } from './crash-point.js'
 import { Registry, type TxDefinition } from './definition.js'
 import { driveTransaction } from './drive.js'
 import { abortChange, retryChange } from './manual.js'
@@ -108,6 +109,7 @@ class TxCoordinator implements Coordinator {
       await lease.release().catch(() => undefined)
       throw error
     }
+    crashPoint('after-log:created')
     this.emit({ type: 'created', gid, kind: def.kind, name: def.name, status })
     const record = await this.store.load(gid)
     if (record === undefined) throw new TxError(`Transaction ${gid} vanished from the log`, { code: 'NOT_FOUND', gid })

@@ -4,6 +4,7 @@ import { describe, TxParkedError, TxTimeoutError } from '../errors.js'
 import type { TxChange, TxStore } from '../store/types.js'
 import type { BranchOp, BranchRecord, TxEvent, TxRecord, TxStatus } from '../types.js'
 import { backoffMs, sleep } from './backoff.js'
+import { crashPoint } from './crash-point.js'
 import type { RetryPolicy } from './options.js'
 
 /** Thrown inside a drive when this coordinator must stop acting (lease lost, closing); recovery goes on. */
@@ -95,6 +96,7 @@ export class TxRun {
   /** Writes a new global status with a history entry of the same name, then reports it. */
   async transition(status: TxStatus, extra: Omit<TxChange, 'event' | 'status'> = {}, detail?: string): Promise<void> {
     await this.write({ ...extra, status, event: { type: status, ...(detail === undefined ? {} : { detail }) } })
+    crashPoint('after-log:status', status)
     this.emit({ type: status })
   }
 
@@ -110,6 +112,18 @@ export class TxRun {
     )
   }
 
+  /** Whether the forward phase has a deadline (TCC's try phase) and it has passed. */
+  pastDeadline(): boolean {
+    return this.record.deadlineAt !== null && Date.now() > this.record.deadlineAt
+  }
+
+  /** The forward phase outlived its deadline although no operation failed: write `aborting`, blaming none. */
+  async abortTimedOut(): Promise<void> {
+    const error = new TxTimeoutError(this.gid, this.env.timeoutMs)
+    this.failure = { branch: '', cause: error }
+    await this.transition('aborting', { error: error.message, parkedFrom: null }, error.message)
+  }
+
   /**
    * Calls one branch operation until it succeeds. A forward operation (`mayFail`) returns its failure when it
    * throws a non-retryable error or its deadline passed; anything else is retried with backoff, and after
@@ -117,18 +131,21 @@ export class TxRun {
    */
   async call(id: string, op: BranchOp, fn: BranchFn, mayFail: boolean): Promise<CallOutcome> {
     for (;;) {
-      if (mayFail && this.record.deadlineAt !== null && Date.now() > this.record.deadlineAt) {
-        return { ok: false, error: new TxTimeoutError(this.gid, this.env.timeoutMs) }
-      }
+      if (mayFail && this.pastDeadline()) return { ok: false, error: new TxTimeoutError(this.gid, this.env.timeoutMs) }
       const attempt = this.branch(id, op).attempts + 1
       await this.write({
         branches: [{ id, op, status: 'running', attempts: attempt }],
         event: { type: 'branch-start', branch: id, op, detail: `attempt ${attempt}` },
       })
+      crashPoint('after-log:branch-running', id, op, attempt)
+      // Paused (GC, SIGSTOP) since the write above, past the lease: another coordinator may own the transaction
+      // now. Its fencing refuses our next write, but a branch call is not a write, so check the clock first.
+      if (Date.now() >= this.lease.expiresAt) throw new StopDriving('lease expired before the branch call')
       this.emit({ type: 'branch-start', branch: id, op, attempt })
       const started = performance.now()
       const outcome = await this.invoke(id, op, fn, attempt)
       const ms = Math.round(performance.now() - started)
+      crashPoint('after-branch-call', id, op, attempt)
       // Lease lost or closing while the branch ran: its outcome is not ours to record. Whoever resumes the
       // transaction calls the branch again (branches are idempotent), so nothing is lost.
       if (this.signal.aborted) throw new StopDriving('lease lost or coordinator closing')
@@ -138,6 +155,7 @@ export class TxRun {
           branches: [{ id, op, status: 'succeeded', result, lastError: null }],
           event: { type: 'branch-succeeded', branch: id, op, detail: `attempt ${attempt}, ${ms} ms` },
         })
+        crashPoint('after-log:branch-succeeded', id, op, attempt)
         this.emit({ type: 'branch-succeeded', branch: id, op, attempt, ms })
         return { ok: true, result }
       }
@@ -172,6 +190,7 @@ export class TxRun {
         branches: [{ id, op, lastError: message }],
         event: { type: 'parked', branch: id, op, detail: `from ${from}: ${message}` },
       })
+      crashPoint('after-log:parked', id, op, attempt)
       this.emit({ type: 'parked', branch: id, op, attempt, ms, error: parked })
       throw new Parked(parked)
     }
@@ -185,6 +204,7 @@ export class TxRun {
         detail: `attempt ${attempt} failed (${message}); next in ${delay} ms`,
       },
     })
+    crashPoint('after-log:branch-retry', id, op, attempt)
     this.emit({ type: 'branch-retry', branch: id, op, attempt, ms, error })
     try {
       await sleep(delay, this.signal)

@@ -65,7 +65,9 @@ async function driveTcc(run: TxRun, participants: readonly Participant[]): Promi
       await run.abortAfter(p.id, 'try', outcome.error)
       break
     }
-    // Every try succeeded: the decision to confirm is durable before the first confirm is sent.
+    // A try still running when the deadline passed (it is not interrupted) ends the phase late: cancel it too.
+    if (run.status === 'prepared' && run.pastDeadline()) await run.abortTimedOut()
+    // Every try succeeded in time: the decision to confirm is durable before the first confirm is sent.
     if (run.status === 'prepared') await run.transition('submitted')
   }
   if (run.status === 'submitted') {

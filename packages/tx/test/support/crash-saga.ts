@@ -6,7 +6,7 @@
  */
 import Database from 'better-sqlite3'
 import { barrier, ensureBarrierTable } from '../../src/barrier/index.js'
-import type { BranchContext, Coordinator, Saga, Tcc } from '../../src/index.js'
+import type { BranchContext, BranchOp, Coordinator, Saga, Tcc } from '../../src/index.js'
 
 export const CRASH_SAGA = 'crash-saga'
 export const CRASH_TCC = 'crash-tcc'
@@ -26,6 +26,20 @@ export async function createLedger(path: string): Promise<void> {
 async function crashPoint(): Promise<never> {
   process.stdout.write('crash-point\n')
   return new Promise<never>(() => undefined)
+}
+
+/** Applies the effect of `step:op` once, through the barrier, in its own ledger transaction. */
+export async function applyEffect(ledger: Database.Database, gid: string, step: string, op: BranchOp): Promise<void> {
+  ledger.exec('BEGIN IMMEDIATE')
+  try {
+    await barrier(ledger, { gid, branch: step, op }, (db) =>
+      db.prepare('INSERT INTO effects VALUES (?, ?, ?)').run(gid, step, op),
+    )
+    ledger.exec('COMMIT')
+  } catch (error) {
+    ledger.exec('ROLLBACK')
+    throw error
+  }
 }
 
 /** Counts per `step:op` in the ledger. */
@@ -63,16 +77,7 @@ export function defineCrashSaga(
     ledger.prepare('INSERT INTO invocations VALUES (?, ?, ?, ?)').run(ctx.gid, step, ctx.op, ctx.attempt)
     if ((ctx.op === 'action' || ctx.op === 'try') && ctx.input.failAt === step) throw new Error(`${step} refused`)
     if (crashAt === `${step}:${ctx.op}:before`) await crashPoint()
-    ledger.exec('BEGIN IMMEDIATE')
-    try {
-      await barrier(ledger, { gid: ctx.gid, branch: step, op: ctx.op }, (db) =>
-        db.prepare('INSERT INTO effects VALUES (?, ?, ?)').run(ctx.gid, step, ctx.op),
-      )
-      ledger.exec('COMMIT')
-    } catch (error) {
-      ledger.exec('ROLLBACK')
-      throw error
-    }
+    await applyEffect(ledger, ctx.gid, step, ctx.op)
     if (crashAt === `${step}:${ctx.op}`) await crashPoint()
     return `${step}-${ctx.op}`
   }
