@@ -17,7 +17,8 @@ CREATE UNIQUE INDEX IF NOT EXISTS fs_orders_user ON fs_orders (sale_id, user_id)
 `
 
 /**
- * Note 004's conditional decrement and the order insert as ONE statement: a unique violation on the order
+ * The conditional decrement (`remain = remain - 1 WHERE remain >= 1`: the row lock orders the buyers, see
+ * docs/background.md, "A flash sale without a lock") and the order insert as ONE statement: a unique violation on the order
  * (a second order of the user, or an order id already written) aborts the decrement with it.
  */
 const BUY_ATOMIC = `

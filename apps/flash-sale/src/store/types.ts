@@ -84,7 +84,7 @@ export interface SaleStore {
   /** Unlocked read of every bucket. Stock only ever decreases, so a bucket seen short stays short. */
   buckets(saleId: string): Promise<BucketStock[]>
   /**
-   * Note 004's conditional decrement plus the order insert, in one transaction: `sold-out` when the stock is
+   * The conditional decrement (`remain = remain - 1 WHERE remain >= 1`, no lock needed) plus the order insert, in one transaction: `sold-out` when the stock is
    * short, `duplicate` when the user has an order (or `order.id` exists). `order` defaults to a new id and now;
    * the `reserve` strategy's relay passes the id and time of the reservation it settles.
    */
