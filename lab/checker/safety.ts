@@ -5,24 +5,33 @@ export interface OverlapWitness {
   t: number
   entering: string
   inside: string[]
+  /** No client involved was paused by the nemesis during its current critical section. */
+  clean: boolean
 }
 
 /**
  * Overlap witness from the referee's own log: an `enter` while another client has entered and not yet exited
- * (or died). Returns every witness; the critical-section count is the number of enters.
+ * (or died). Returns every witness; the critical-section count is the number of enters. `events` holds the
+ * referee's and the nemesis's events (the latter mark which sections a pause touched).
  */
-export function findOverlaps(referee: HistoryEvent[]): { sections: number; overlaps: OverlapWitness[] } {
+export function findOverlaps(events: HistoryEvent[]): { sections: number; overlaps: OverlapWitness[] } {
   const inside = new Set<string>()
+  const paused = new Set<string>()
   const overlaps: OverlapWitness[] = []
   let sections = 0
-  for (const event of referee) {
+  for (const event of events) {
     const who = event.client ?? '?'
-    if (event.f === 'enter') {
+    if (event.f === 'pause') paused.add(who)
+    else if (event.f === 'enter') {
       sections += 1
-      if (inside.size > 0 && !inside.has(who)) overlaps.push({ t: event.t, entering: who, inside: [...inside] })
+      if (inside.size > 0 && !inside.has(who)) {
+        const clean = ![...inside].some((p) => paused.has(p))
+        overlaps.push({ t: event.t, entering: who, inside: [...inside], clean })
+      }
       inside.add(who)
     } else if (event.f === 'exit' || event.f === 'died') {
       inside.delete(who)
+      paused.delete(who)
     }
   }
   return { sections, overlaps }

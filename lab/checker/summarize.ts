@@ -12,11 +12,14 @@ export interface RunSummary {
   backend: string
   strategy: string
   fencing: boolean
+  ttlMs: number
   seconds: number
   faults: number
   sections: number
   overlaps: number
   overlapsPer1000: number
+  /** Overlaps in which no client involved had been paused during its section. */
+  cleanOverlaps: number
   staleAccepted: number
   staleRejected: number
   ackedWrites: number
@@ -46,7 +49,7 @@ export function summarize(loaded: LoadedRun): RunSummary {
   const { meta, events } = loaded
   const referee = events.filter((e) => e.proc === 'referee')
   const clients = events.filter((e) => e.proc !== 'referee' && e.proc !== 'nemesis')
-  const { sections, overlaps } = findOverlaps(referee)
+  const { sections, overlaps } = findOverlaps(events.filter((e) => e.proc === 'referee' || e.proc === 'nemesis'))
   const stale = findStaleWrites(referee)
   const tokens = findTokenRegressions(clients)
   const lags = lossLags(clients)
@@ -60,19 +63,22 @@ export function summarize(loaded: LoadedRun): RunSummary {
   const firstOverlap = overlaps[0]
   const firstStaleAccepted = stale.find((s) => s.accepted)
   const firstStale = firstStaleAccepted ?? stale[0]
+  const shown = overlaps.find((o) => o.clean) ?? firstOverlap
   const focus = firstStale
     ? { t: firstStale.t, who: [firstStale.client, firstStale.supersededBy] }
-    : firstOverlap && { t: firstOverlap.t, who: [firstOverlap.entering, ...firstOverlap.inside] }
+    : shown && { t: shown.t, who: [shown.entering, ...shown.inside] }
   return {
     run: meta.run,
     scenario: meta.scenario,
     backend: meta.backend,
     strategy: meta.strategy,
     fencing: meta.fencing,
+    ttlMs: meta.ttlMs,
     seconds: Math.round((meta.endedAt - meta.startedAt) / 100) / 10,
     faults: events.filter((e) => e.proc === 'nemesis' && (e.f === 'pause' || e.f === 'kill')).length,
     sections,
     overlaps: overlaps.length,
+    cleanOverlaps: overlaps.filter((o) => o.clean).length,
     overlapsPer1000: sections === 0 ? 0 : Math.round((overlaps.length / sections) * 10_000) / 10,
     staleAccepted: stale.filter((s) => s.accepted).length,
     staleRejected: stale.filter((s) => !s.accepted).length,

@@ -1,0 +1,109 @@
+/**
+ * The safety lab: `npm run lab` runs every scenario against every latchkey backend (fencing off and on) and the
+ * naive algorithms, then writes lab/RESULTS.md. `npm run lab -- --smoke` runs one short scenario per backend.
+ * Options: `--only <text>` (runs whose name contains it), `--seeds <n>` (default 1), `--no-naive`.
+ */
+import { randomBytes } from 'node:crypto'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
+import { checkRun, formatSummary } from './checker/summarize.js'
+import { writeResults } from './report.js'
+import type { FaultSpec } from './runner/nemesis.js'
+import { runDir, runScenario } from './runner/run-scenario.js'
+import { type Prepared, probe, removeZkTree, stopLabServers, TARGETS } from './runner/targets.js'
+import { NAIVE, SCENARIOS } from './scenarios.js'
+
+const { values } = parseArgs({
+  options: {
+    smoke: { type: 'boolean', default: false },
+    only: { type: 'string' },
+    seeds: { type: 'string', default: '1' },
+    'no-naive': { type: 'boolean', default: false },
+  },
+})
+const smoke = values.smoke === true
+const ttlMs = smoke ? 1_000 : 2_000
+const durationMs = smoke ? 9_000 : 30_000
+const csMs: [number, number] = smoke ? [20, 200] : [50, 500]
+const seeds = Number(values.seeds)
+const LAB = import.meta.dirname
+const DATA = join(LAB, '.data')
+
+interface Planned {
+  run: string
+  scenario: string
+  backend: string
+  strategy: string
+  fencing: boolean
+  seed: number
+  fault: FaultSpec
+  prepare: (namespace: string) => Promise<Prepared>
+}
+
+const planned: Planned[] = []
+const prefix = smoke ? 'smoke-' : ''
+for (const seed of Array.from({ length: seeds }, (_, i) => i + 1)) {
+  for (const target of Object.values(TARGETS)) {
+    const scenarios = smoke ? SCENARIOS.filter((d) => d.id === 'T3') : SCENARIOS
+    for (const def of scenarios) {
+      for (const fencing of smoke ? [true] : [false, true]) {
+        planned.push({
+          run: `${prefix}${def.id}-${target.name}-fence-${fencing ? 'on' : 'off'}-s${seed}`,
+          scenario: def.id,
+          backend: target.name,
+          strategy: 'latchkey',
+          fencing,
+          seed,
+          fault: def.fault(ttlMs),
+          prepare: (ns) => target.prepare(ns, DATA),
+        })
+      }
+    }
+  }
+  if (smoke || values['no-naive'] === true) continue
+  for (const naive of NAIVE) {
+    planned.push({
+      run: `${naive.scenario}-${naive.strategy}-s${seed}`,
+      scenario: naive.scenario,
+      backend: naive.server,
+      strategy: naive.strategy,
+      fencing: false,
+      seed,
+      fault: naive.fault(ttlMs),
+      prepare: async (ns) =>
+        naive.server === 'redis'
+          ? TARGETS.redis!.prepare(ns, DATA)
+          : { url: process.env.LAB_ZK_HOSTS ?? '127.0.0.1:2181', cleanup: () => removeZkTree(`/${ns}`) },
+    })
+  }
+}
+
+const selected = planned.filter((p) => values.only === undefined || p.run.includes(values.only))
+const started = Date.now()
+console.log(`lab: ${selected.length} runs, ${durationMs / 1000} s each, TTL ${ttlMs} ms`)
+try {
+  for (const p of selected) {
+    const namespace = `lab-${randomBytes(4).toString('hex')}`
+    let prepared: Prepared
+    try {
+      prepared = await p.prepare(namespace)
+      if (p.strategy === 'latchkey') await probe(prepared.url)
+    } catch (error) {
+      console.log(`${p.run}: skipped, backend not reachable (${String(error).split('\n')[0]})`)
+      continue
+    }
+    try {
+      await runScenario({ ...p, url: prepared.url, clients: 5, durationMs, ttlMs, csMs, namespace })
+      console.log(formatSummary(checkRun(runDir(p.run))))
+    } finally {
+      await prepared.cleanup().catch((error) => console.log(`${p.run}: cleanup failed: ${String(error)}`))
+    }
+  }
+} finally {
+  await stopLabServers()
+}
+const seconds = Math.round((Date.now() - started) / 1000)
+const note = `Last invocation: \`npm run lab${smoke ? ' -- --smoke' : ''}\`, ${selected.length} runs in ${seconds} s (TTL ${ttlMs} ms, ${durationMs / 1000} s per run, pauses 1.5-3x the TTL, 5 clients).`
+console.log(
+  `\n${writeResults(runDir(''), join(LAB, 'RESULTS.md'), note)}\n\nlab: ${selected.length} runs in ${seconds} s`,
+)

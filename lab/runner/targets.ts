@@ -1,0 +1,133 @@
+import { mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { backendFromUrl } from 'latchkey'
+import { type PrivateRedis, startPrivateRedis } from './redis-server.js'
+
+/** Where a lab client's lock lives: a URL its strategy opens, and how to remove what the run left there. */
+export interface Prepared {
+  url: string
+  cleanup(): Promise<void>
+}
+
+/** A backend the lab can run against. `shared` ones are the machine's shared servers (only our clients pause). */
+export interface Target {
+  name: string
+  shared: boolean
+  prepare(namespace: string, runDataDir: string): Promise<Prepared>
+}
+
+const PG = process.env.LAB_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
+const MYSQL = process.env.LAB_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test'
+const ZK = process.env.LAB_ZK_HOSTS ?? '127.0.0.1:2181'
+const ETCD = process.env.LAB_ETCD_HOSTS ?? '127.0.0.1:2379'
+/** The private redis-server's port (never the shared 6379). */
+export const LAB_REDIS_PORT = Number(process.env.LAB_REDIS_PORT ?? 26379)
+
+let redis: PrivateRedis | undefined
+
+/** The lab's own redis-server, started on first use in lab/.data. */
+async function privateRedis(dataRoot: string): Promise<PrivateRedis> {
+  redis ??= await startPrivateRedis(LAB_REDIS_PORT, join(dataRoot, `redis-${LAB_REDIS_PORT}`))
+  return redis
+}
+
+/** Stops the servers the lab started. */
+export async function stopLabServers(): Promise<void> {
+  await redis?.stop()
+  redis = undefined
+}
+
+/** Deletes the rows of one lock key from latchkey's SQL tables (they are shared with other users of the server). */
+async function deleteSqlRows(url: string, key: string, tables: string[]): Promise<void> {
+  if (url.startsWith('postgres')) {
+    const { default: pg } = await import('pg')
+    const client = new pg.Client({ connectionString: url.split('?')[0] })
+    await client.connect()
+    for (const table of tables) {
+      await client.query(`DELETE FROM ${table} WHERE lock_key = convert_to($1, 'UTF8')`, [key]).catch(() => {})
+    }
+    await client.end()
+  } else {
+    const mysql = await import('mysql2/promise')
+    const connection = await mysql.createConnection(url.split('?')[0]!)
+    for (const table of tables) await connection.query(`DELETE FROM ${table} WHERE lock_key = ?`, [key]).catch(() => {})
+    await connection.end()
+  }
+}
+
+const sqlTarget = (name: string, base: string, strategy: string): Target => ({
+  name,
+  shared: true,
+  prepare: async (namespace) => ({
+    url: `${base}?strategy=${strategy}`,
+    cleanup: () =>
+      deleteSqlRows(base, `${namespace}:resource`, ['latchkey_holders', 'latchkey_waiters', 'latchkey_locks']),
+  }),
+})
+
+/** Every latchkey backend the lab knows, by name. */
+export const TARGETS: Record<string, Target> = {
+  redis: {
+    name: 'redis',
+    shared: false,
+    prepare: async (_namespace, dataRoot) => {
+      const server = await privateRedis(dataRoot)
+      return { url: server.url, cleanup: async () => {} }
+    },
+  },
+  sqlite: {
+    name: 'sqlite',
+    shared: false,
+    prepare: async (namespace, dataRoot) => {
+      mkdirSync(dataRoot, { recursive: true })
+      return { url: `sqlite:${join(dataRoot, `${namespace}.db`)}`, cleanup: async () => {} }
+    },
+  },
+  'postgres-table': sqlTarget('postgres-table', PG, 'table'),
+  'postgres-advisory': sqlTarget('postgres-advisory', PG, 'advisory'),
+  'mariadb-table': sqlTarget('mariadb-table', MYSQL, 'table'),
+  'mariadb-get_lock': sqlTarget('mariadb-get_lock', MYSQL, 'get_lock'),
+  zookeeper: {
+    name: 'zookeeper',
+    shared: true,
+    prepare: async (namespace) => ({
+      url: `zookeeper://${ZK}/${namespace}?sessionTimeoutMs=4000`,
+      cleanup: () => removeZkTree(`/${namespace}`),
+    }),
+  },
+  etcd: {
+    name: 'etcd',
+    shared: true,
+    prepare: async (namespace) => {
+      const url = `etcd://${ETCD}?prefix=${namespace}`
+      return { url, cleanup: () => deleteEtcdPrefix(namespace) }
+    },
+  },
+}
+
+/** Removes a ZooKeeper subtree the run created (the chroot of its lock). */
+export async function removeZkTree(path: string): Promise<void> {
+  const { default: zookeeper } = await import('node-zookeeper-client')
+  const client = zookeeper.createClient(ZK)
+  await new Promise<void>((resolve) => {
+    client.once('connected', () => resolve())
+    client.connect()
+  })
+  // removeRecursive exists in the client (1.1.3) but not in its type definitions.
+  const tree = client as unknown as { removeRecursive(path: string, version: number, cb: () => void): void }
+  await new Promise<void>((resolve) => tree.removeRecursive(path, -1, () => resolve()))
+  client.close()
+}
+
+async function deleteEtcdPrefix(prefix: string): Promise<void> {
+  const { Etcd3 } = await import('etcd3')
+  const client = new Etcd3({ hosts: `http://${ETCD}` })
+  await client.delete().prefix(prefix)
+  client.close()
+}
+
+/** Checks a target's URL opens (so a missing server is reported before forking five clients at it). */
+export async function probe(url: string): Promise<void> {
+  const backend = await backendFromUrl(url)
+  await backend.close()
+}
