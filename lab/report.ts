@@ -55,7 +55,7 @@ export function matrix(summaries: RunSummary[]): string {
 export function verdicts(summaries: RunSummary[]): string {
   const parts: string[] = []
   for (const naive of NAIVE) {
-    const run = summaries.find((s) => s.strategy === naive.strategy)
+    const run = summaries.find((s) => s.strategy === naive.strategy && s.scenario === naive.scenario)
     if (run === undefined) {
       parts.push(`- **${naive.claim}**: not run.`)
       continue

@@ -60,11 +60,23 @@ export const NAIVE: NaiveDef[] = [
   },
   {
     strategy: 'naive-getset-timestamp',
-    scenario: 'T2',
+    scenario: 'race-after-get',
     server: 'redis',
-    claim: 'GET/GETSET timestamps: a holder paused past its timestamp and the client that took over both write',
-    fault: (ttl) => pause('enter', ttl),
-    sameFaultAs: 'T2',
+    claim:
+      'GET/GETSET timestamps, the race itself: a client paused between reading an expired timestamp and its GETSET also wins',
+    fault: (ttl) => pause('after-get', ttl),
+    sameFaultAs: undefined,
+    confirmed: (s) => s.overlaps > 0,
+    evidence: (s) => `${s.overlaps} overlaps, ${s.staleAccepted} stale writes accepted, ${s.lostUpdates} lost updates`,
+  },
+  {
+    strategy: 'naive-getset-timestamp',
+    scenario: 'T3',
+    server: 'redis',
+    claim:
+      'GET/GETSET timestamps: a holder paused past its timestamp (after checking it) and the client that took over both write',
+    fault: (ttl) => pause('in-cs', ttl),
+    sameFaultAs: 'T3',
     confirmed: (s) => s.staleAccepted > 0,
     evidence: (s) => `${s.overlaps} overlaps, ${s.staleAccepted} stale writes accepted, ${s.lostUpdates} lost updates`,
   },

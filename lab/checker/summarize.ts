@@ -1,8 +1,9 @@
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { HistoryEvent } from '../lib/history.js'
+import { proofExcerpt } from './excerpt.js'
 import { lossLags, percentile, unavailabilityWindows } from './liveness.js'
-import { type LoadedRun, loadRun, subject } from './load.js'
+import { type LoadedRun, loadRun } from './load.js'
 import { findOverlaps, findStaleWrites, findTokenRegressions, type OverlapWitness, type StaleWrite } from './safety.js'
 
 /** Everything the checker concludes about one run (also written to the run's `summary.json`). */
@@ -62,11 +63,7 @@ export function summarize(loaded: LoadedRun): RunSummary {
   const wakes = count(clients, 'wake', 'info')
   const firstOverlap = overlaps[0]
   const firstStaleAccepted = stale.find((s) => s.accepted)
-  const firstStale = firstStaleAccepted ?? stale[0]
-  const shown = overlaps.find((o) => o.clean) ?? firstOverlap
-  const focus = firstStale
-    ? { t: firstStale.t, who: [firstStale.client, firstStale.supersededBy] }
-    : shown && { t: shown.t, who: [shown.entering, ...shown.inside] }
+  const excerpt = proofExcerpt(events, firstStaleAccepted ?? stale[0], overlaps.find((o) => o.clean) ?? firstOverlap)
   return {
     run: meta.run,
     scenario: meta.scenario,
@@ -96,14 +93,8 @@ export function summarize(loaded: LoadedRun): RunSummary {
     wakesPerRelease: wakes === 0 ? undefined : Math.round((wakes / Math.max(1, releases)) * 10) / 10,
     firstOverlap,
     firstStaleAccepted,
-    excerpt: focus === undefined ? [] : excerptAround(events, focus.t, new Set(focus.who)),
+    excerpt,
   }
-}
-
-/** The completions and faults of the `involved` clients from 6 s before `t` to 50 ms after it. */
-function excerptAround(events: HistoryEvent[], t: number, involved: Set<string>): HistoryEvent[] {
-  const near = events.filter((e) => e.t >= t - 6_000 && e.t <= t + 50 && e.f !== 'wake' && e.type !== 'invoke')
-  return near.filter((e) => involved.has(subject(e)) && e.proc !== 'referee').slice(-24)
 }
 
 /** Loads, checks and writes `summary.json` for the run in `dir`. */
