@@ -23,7 +23,7 @@ const { values } = parseArgs({
 })
 const smoke = values.smoke === true
 const ttlMs = smoke ? 1_000 : 2_000
-const durationMs = smoke ? 9_000 : 30_000
+const durationMs = smoke ? 9_000 : 20_000
 const csMs: [number, number] = smoke ? [20, 200] : [50, 500]
 const seeds = Number(values.seeds)
 const LAB = import.meta.dirname
@@ -103,7 +103,8 @@ try {
   await stopLabServers()
 }
 const seconds = Math.round((Date.now() - started) / 1000)
-const note = `Last invocation: \`npm run lab${smoke ? ' -- --smoke' : ''}\`, ${selected.length} runs in ${seconds} s (TTL ${ttlMs} ms, ${durationMs / 1000} s per run, pauses 1.5-3x the TTL, 5 clients).`
-console.log(
-  `\n${writeResults(runDir(''), join(LAB, 'RESULTS.md'), note)}\n\nlab: ${selected.length} runs in ${seconds} s`,
-)
+const args = process.argv.slice(2).join(' ')
+const note = `Last invocation: \`npm run lab${args === '' ? '' : ` -- ${args}`}\`, ${selected.length} runs in ${seconds} s (TTL ${ttlMs} ms, ${durationMs / 1000} s per run, pauses 1.5-3x the TTL, 5 clients); the table covers every run under lab/results.`
+// The smoke's report goes beside its runs: a test run must not rewrite the tracked lab/RESULTS.md.
+const report = smoke ? join(runDir(''), 'SMOKE.md') : join(LAB, 'RESULTS.md')
+console.log(`\n${writeResults(runDir(''), report, note, smoke)}\n\nlab: ${selected.length} runs in ${seconds} s`)

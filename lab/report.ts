@@ -75,9 +75,12 @@ export function verdicts(summaries: RunSummary[]): string {
   return parts.join('\n')
 }
 
-/** Writes lab/RESULTS.md from every summary under `resultsDir`; returns the matrix text. */
-export function writeResults(resultsDir: string, path: string, note: string): string {
-  const summaries = readSummaries(resultsDir)
+/**
+ * Writes the report at `path` from the summaries under `resultsDir` (smoke runs only, or every other run);
+ * returns the matrix text.
+ */
+export function writeResults(resultsDir: string, path: string, note: string, smoke: boolean): string {
+  const summaries = readSummaries(resultsDir).filter((s) => s.run.startsWith('smoke-') === smoke)
   const table = matrix(summaries)
   const text = [
     '# latchkey safety lab: results so far',

@@ -12,7 +12,7 @@ const none: FaultSpec = { kind: 'none', at: '', everyMs: 0, durationMs: [0, 0] }
 const pause = (at: string, ttlMs: number): FaultSpec => ({
   kind: 'pause',
   at,
-  everyMs: 2 * ttlMs,
+  everyMs: ttlMs,
   durationMs: [Math.round(1.5 * ttlMs), 3 * ttlMs],
 })
 
@@ -63,7 +63,7 @@ export const NAIVE: NaiveDef[] = [
     scenario: 'race-after-get',
     server: 'redis',
     claim:
-      'GET/GETSET timestamps, the race itself: a client paused between reading an expired timestamp and its GETSET also wins',
+      'GET/GETSET timestamps, the race itself: a client paused between reading an expired timestamp and its GETSET also wins (one host, one clock)',
     fault: (ttl) => pause('after-get', ttl),
     sameFaultAs: undefined,
     confirmed: (s) => s.overlaps > 0,

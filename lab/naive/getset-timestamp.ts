@@ -19,6 +19,8 @@ export async function getsetTimestampStrategy({ config, point }: StrategyContext
         const current = Number(await redis.get(key))
         if (!(current < Date.now())) return false
         await point('after-get')
+        // The new timestamp is computed after the pause, just before GETSET, as the algorithm says.
+        expiresAt = Date.now() + config.ttlMs + 1
         const old = Number(await redis.getset(key, String(expiresAt)))
         return old < Date.now()
       }, 'GET/GETSET')
