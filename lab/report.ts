@@ -1,5 +1,5 @@
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
 import type { RunSummary } from './checker/summarize.js'
 import { NAIVE, SCENARIOS } from './scenarios.js'
 
@@ -51,8 +51,17 @@ export function matrix(summaries: RunSummary[]): string {
   ].join('\n')
 }
 
-/** A verdict paragraph per naive algorithm, with the history excerpt that proves it. */
-export function verdicts(summaries: RunSummary[]): string {
+/** Copies a run's timeline into lab/figures (tracked) and returns a Markdown link to it, or '' without one. */
+function figure(resultsDir: string, figuresDir: string | undefined, run: string): string {
+  const svg = join(resultsDir, run, 'timeline.svg')
+  if (figuresDir === undefined || !existsSync(svg)) return ''
+  mkdirSync(figuresDir, { recursive: true })
+  copyFileSync(svg, join(figuresDir, `${run}.svg`))
+  return ` [timeline](figures/${run}.svg)`
+}
+
+/** A verdict paragraph per naive algorithm, with the history excerpt that proves it (and its timeline). */
+export function verdicts(summaries: RunSummary[], resultsDir = '', figuresDir?: string): string {
   const parts: string[] = []
   for (const naive of NAIVE) {
     const run = summaries.find((s) => s.strategy === naive.strategy && s.scenario === naive.scenario)
@@ -67,7 +76,8 @@ export function verdicts(summaries: RunSummary[]): string {
       twin === undefined
         ? ''
         : ` latchkey on Redis with fencing under the same fault (${twin.run}): ${twin.overlaps} overlaps, ${twin.staleAccepted} stale writes accepted, ${twin.staleRejected} rejected, ${twin.lostUpdates} lost updates.`
-    parts.push(`- **${naive.claim}**: ${verdict} (${run.run}: ${naive.evidence(run)}).${twinText}`)
+    const figures = figure(resultsDir, figuresDir, run.run) + (twin ? figure(resultsDir, figuresDir, twin.run) : '')
+    parts.push(`- **${naive.claim}**: ${verdict} (${run.run}: ${naive.evidence(run)}).${twinText}${figures}`)
     if (run.excerpt.length > 0) {
       parts.push('', '  ```', ...run.excerpt.map((e) => `  ${JSON.stringify(e)}`), '  ```')
     }
@@ -97,7 +107,7 @@ export function writeResults(resultsDir: string, path: string, note: string, smo
     '',
     '## The naive algorithms',
     '',
-    verdicts(summaries),
+    verdicts(summaries, resultsDir, smoke ? undefined : join(dirname(path), 'figures')),
     '',
     '## Runs',
     '',

@@ -5,6 +5,7 @@ import { proofExcerpt } from './excerpt.js'
 import { lossLags, percentile, unavailabilityWindows } from './liveness.js'
 import { type LoadedRun, loadRun } from './load.js'
 import { findOverlaps, findStaleWrites, findTokenRegressions, type OverlapWitness, type StaleWrite } from './safety.js'
+import { timelineSvg } from './timeline.js'
 
 /** Everything the checker concludes about one run (also written to the run's `summary.json`). */
 export interface RunSummary {
@@ -99,7 +100,13 @@ export function summarize(loaded: LoadedRun): RunSummary {
 
 /** Loads, checks and writes `summary.json` for the run in `dir`. */
 export function checkRun(dir: string): RunSummary {
-  const summary = summarize(loadRun(dir))
+  const loaded = loadRun(dir)
+  const summary = summarize(loaded)
+  const { startedAt, endedAt } = loaded.meta
+  writeFileSync(
+    join(dir, 'timeline.svg'),
+    timelineSvg(loaded.events, startedAt, endedAt, formatSummary(summary).split('\n')[0]!),
+  )
   writeFileSync(join(dir, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`)
   return summary
 }
