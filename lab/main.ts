@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { checkRun, formatSummary } from './checker/summarize.js'
+import { checkRun, formatSummary, type RunSummary } from './checker/summarize.js'
 import { writeResults } from './report.js'
 import type { FaultSpec } from './runner/nemesis.js'
 import { runDir, runScenario } from './runner/run-scenario.js'
@@ -78,6 +78,21 @@ for (const seed of Array.from({ length: seeds }, (_, i) => i + 1)) {
   }
 }
 
+/**
+ * What makes a latchkey run fail the lab: with fencing on the resource must never take a stale write nor lose
+ * an update, tokens must never go back, and a run must get work done.
+ */
+function violations(s: RunSummary): string[] {
+  if (s.strategy !== 'latchkey') return []
+  const found: string[] = []
+  if (s.sections === 0) found.push('no critical section completed')
+  if (s.tokenRegressions > 0) found.push(`${s.tokenRegressions} token regressions`)
+  if (s.fencing && s.staleAccepted > 0) found.push(`${s.staleAccepted} stale writes accepted with fencing on`)
+  if (s.fencing && s.lostUpdates > 0) found.push(`${s.lostUpdates} lost updates with fencing on`)
+  return found.map((f) => `${s.run}: ${f}`)
+}
+
+const problems: string[] = []
 const selected = planned.filter((p) => values.only === undefined || p.run.includes(values.only))
 const started = Date.now()
 console.log(`lab: ${selected.length} runs, ${durationMs / 1000} s each, TTL ${ttlMs} ms`)
@@ -90,11 +105,14 @@ try {
       if (p.strategy === 'latchkey') await probe(prepared.url)
     } catch (error) {
       console.log(`${p.run}: skipped, backend not reachable (${String(error).split('\n')[0]})`)
+      problems.push(`${p.run}: backend not reachable`)
       continue
     }
     try {
       await runScenario({ ...p, url: prepared.url, clients: 5, durationMs, ttlMs, csMs, namespace })
-      console.log(formatSummary(checkRun(runDir(p.run))))
+      const summary = checkRun(runDir(p.run))
+      console.log(formatSummary(summary))
+      problems.push(...violations(summary))
     } finally {
       await prepared.cleanup().catch((error) => console.log(`${p.run}: cleanup failed: ${String(error)}`))
     }
@@ -108,3 +126,7 @@ const note = `Last invocation: \`npm run lab${args === '' ? '' : ` -- ${args}`}\
 // The smoke's report goes beside its runs: a test run must not rewrite the tracked lab/RESULTS.md.
 const report = smoke ? join(runDir(''), 'SMOKE.md') : join(LAB, 'RESULTS.md')
 console.log(`\n${writeResults(runDir(''), report, note, smoke)}\n\nlab: ${selected.length} runs in ${seconds} s`)
+if (problems.length > 0) {
+  console.log(`\nlab: ${problems.length} problems:\n${problems.map((p) => `  ${p}`).join('\n')}`)
+  process.exitCode = 1
+}
