@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs'
+import { mkdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { backendFromUrl } from 'latchkey'
 import { type PrivateRedis, startPrivateRedis } from './redis-server.js'
@@ -80,7 +80,13 @@ export const TARGETS: Record<string, Target> = {
     shared: false,
     prepare: async (namespace, dataRoot) => {
       mkdirSync(dataRoot, { recursive: true })
-      return { url: `sqlite:${join(dataRoot, `${namespace}.db`)}`, cleanup: async () => {} }
+      const file = join(dataRoot, `${namespace}.db`)
+      const cleanup = async (): Promise<void> => {
+        // The database, its WAL files and the directory latchkey watches for releases.
+        for (const suffix of ['', '-wal', '-shm', '-latchkey'])
+          rmSync(`${file}${suffix}`, { recursive: true, force: true })
+      }
+      return { url: `sqlite:${file}`, cleanup }
     },
   },
   'postgres-table': sqlTarget('postgres-table', PG, 'table'),
