@@ -1,9 +1,11 @@
 /**
  * The safety lab: `npm run lab` runs every scenario against every latchkey backend (fencing off and on) and the
  * naive algorithms, then writes lab/RESULTS.md. `npm run lab -- --smoke` runs one short scenario per backend.
- * Options: `--only <text>` (runs whose name contains it), `--seeds <n>` (default 1), `--no-naive`.
+ * Options: `--only <text>` (runs whose name contains it), `--seeds <n>` (default 1), `--no-naive`, `--report-only`
+ * (re-check the stored runs and rewrite the report).
  */
 import { randomBytes } from 'node:crypto'
+import { existsSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { checkRun, formatSummary, type RunSummary } from './checker/summarize.js'
@@ -19,6 +21,7 @@ const { values } = parseArgs({
     only: { type: 'string' },
     seeds: { type: 'string', default: '1' },
     'no-naive': { type: 'boolean', default: false },
+    'report-only': { type: 'boolean', default: false },
   },
 })
 const smoke = values.smoke === true
@@ -93,7 +96,15 @@ function violations(s: RunSummary): string[] {
 }
 
 const problems: string[] = []
-const selected = planned.filter((p) => values.only === undefined || p.run.includes(values.only))
+const selected = planned.filter(
+  (p) => values['report-only'] !== true && (values.only === undefined || p.run.includes(values.only)),
+)
+if (values['report-only'] === true) {
+  // Re-checks every stored run with the current checker before the report is written.
+  for (const run of readdirSync(runDir(''))) {
+    if (existsSync(join(runDir(run), 'meta.json'))) checkRun(runDir(run))
+  }
+}
 const started = Date.now()
 console.log(`lab: ${selected.length} runs, ${durationMs / 1000} s each, TTL ${ttlMs} ms`)
 try {

@@ -24,7 +24,8 @@ function cell(runs: RunSummary[]): string {
   const offText = off.length === 0 ? 'off –' : `off ${sum(off, (s) => s.staleAccepted)}`
   const onText =
     on.length === 0 ? 'on –' : `on ${sum(on, (s) => s.staleAccepted)} (${sum(on, (s) => s.staleRejected)} rej.)`
-  return `${per1000} · ${offText} · ${onText} · n=${runs.length}`
+  const unwarned = sum(runs, (s) => s.unwarnedOverlaps ?? 0)
+  return `${per1000} (${unwarned} unwarned) · ${offText} · ${onText} · n=${runs.length}`
 }
 
 /** The safety matrix as a Markdown table (scenario x backend), latchkey runs only. */
@@ -99,7 +100,8 @@ export function writeResults(resultsDir: string, path: string, note: string, smo
     note,
     '',
     'Each cell: overlaps per 1,000 critical sections (the referee saw two clients inside at once; lock-level, so',
-    'counted in runs with fencing off and on) · stale writes accepted with fencing off · stale writes accepted with',
+    'counted in runs with fencing off and on; "unwarned": how many of them had a holder inside whose `lease.signal`',
+    'had not aborted yet) · stale writes accepted with fencing off · stale writes accepted with',
     'fencing on (and rejected by the fence) · number of runs. A stale write is a write by a client after another',
     'client entered the critical section. The F outcome is overlaps > 0 and `on 0`.',
     '',

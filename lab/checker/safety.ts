@@ -1,4 +1,5 @@
 import type { HistoryEvent } from '../lib/history.js'
+import { subject } from './load.js'
 
 /** Two clients inside the critical section at once, as the referee saw it. */
 export interface OverlapWitness {
@@ -7,31 +8,44 @@ export interface OverlapWitness {
   inside: string[]
   /** No client involved was paused by the nemesis during its current critical section. */
   clean: boolean
+  /** Every client inside had already been told (its `lease.signal` aborted) that it lost the lock. */
+  warned: boolean
 }
 
 /**
  * Overlap witness from the referee's own log: an `enter` while another client has entered and not yet exited
- * (or died). Returns every witness; the critical-section count is the number of enters. `events` holds the
- * referee's and the nemesis's events (the latter mark which sections a pause touched).
+ * (or was killed). Returns every witness; the critical-section count is the number of enters. `events` holds the
+ * referee's, the nemesis's (which sections a pause touched; a kill ends the victim's section at once, before the
+ * runner hears of the death) and the clients' `lost` events (which holders had been told).
  */
 export function findOverlaps(events: HistoryEvent[]): { sections: number; overlaps: OverlapWitness[] } {
   const inside = new Set<string>()
   const paused = new Set<string>()
+  const warned = new Set<string>()
   const overlaps: OverlapWitness[] = []
   let sections = 0
   for (const event of events) {
-    const who = event.client ?? '?'
+    const who = subject(event)
     if (event.f === 'pause') paused.add(who)
-    else if (event.f === 'enter') {
+    else if (event.f === 'lost') {
+      if (inside.has(who)) warned.add(who)
+    } else if (event.f === 'enter') {
       sections += 1
       if (inside.size > 0 && !inside.has(who)) {
         const clean = ![...inside].some((p) => paused.has(p))
-        overlaps.push({ t: event.t, entering: who, inside: [...inside], clean })
+        overlaps.push({
+          t: event.t,
+          entering: who,
+          inside: [...inside],
+          clean,
+          warned: [...inside].every((p) => warned.has(p)),
+        })
       }
       inside.add(who)
-    } else if (event.f === 'exit' || event.f === 'died') {
+    } else if (event.f === 'exit' || event.f === 'died' || event.f === 'kill') {
       inside.delete(who)
       paused.delete(who)
+      warned.delete(who)
     }
   }
   return { sections, overlaps }

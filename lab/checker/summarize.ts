@@ -22,6 +22,8 @@ export interface RunSummary {
   overlapsPer1000: number
   /** Overlaps in which no client involved had been paused during its section. */
   cleanOverlaps: number
+  /** Overlaps in which a client inside had not been told it lost the lock. */
+  unwarnedOverlaps: number
   staleAccepted: number
   staleRejected: number
   ackedWrites: number
@@ -51,7 +53,9 @@ export function summarize(loaded: LoadedRun): RunSummary {
   const { meta, events } = loaded
   const referee = events.filter((e) => e.proc === 'referee')
   const clients = events.filter((e) => e.proc !== 'referee' && e.proc !== 'nemesis')
-  const { sections, overlaps } = findOverlaps(events.filter((e) => e.proc === 'referee' || e.proc === 'nemesis'))
+  const { sections, overlaps } = findOverlaps(
+    events.filter((e) => e.proc === 'referee' || e.proc === 'nemesis' || e.f === 'lost'),
+  )
   const stale = findStaleWrites(referee)
   const tokens = findTokenRegressions(clients)
   const lags = lossLags(clients)
@@ -77,6 +81,7 @@ export function summarize(loaded: LoadedRun): RunSummary {
     sections,
     overlaps: overlaps.length,
     cleanOverlaps: overlaps.filter((o) => o.clean).length,
+    unwarnedOverlaps: overlaps.filter((o) => !o.warned).length,
     overlapsPer1000: sections === 0 ? 0 : Math.round((overlaps.length / sections) * 10_000) / 10,
     staleAccepted: stale.filter((s) => s.accepted).length,
     staleRejected: stale.filter((s) => !s.accepted).length,
@@ -115,7 +120,7 @@ export function checkRun(dir: string): RunSummary {
 export function formatSummary(s: RunSummary): string {
   const lines = [
     `${s.run}: ${s.strategy} on ${s.backend}, ${s.scenario}, fencing ${s.fencing ? 'on' : 'off'}, ${s.seconds} s, ${s.faults} faults`,
-    `  critical sections ${s.sections}, overlaps ${s.overlaps} (${s.overlapsPer1000}/1000), stale writes accepted ${s.staleAccepted} rejected ${s.staleRejected}`,
+    `  critical sections ${s.sections}, overlaps ${s.overlaps} (${s.overlapsPer1000}/1000, ${s.unwarnedOverlaps} with a holder not yet told), stale writes accepted ${s.staleAccepted} rejected ${s.staleRejected}`,
     `  acked writes ${s.ackedWrites}, final value ${s.finalValue}, lost updates ${s.lostUpdates}; tokens checked ${s.tokensChecked}, regressions ${s.tokenRegressions}`,
     `  losses signalled ${s.losses} (lag after successor p50 ${s.lossLagP50Ms} ms, max ${s.lossLagMaxMs} ms); unavailable p50 ${s.unavailableP50Ms} ms, max ${s.unavailableMaxMs} ms${s.wakesPerRelease === undefined ? '' : `; wake-ups per release ${s.wakesPerRelease}`}`,
   ]
