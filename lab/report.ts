@@ -39,14 +39,20 @@ export function matrix(summaries: RunSummary[]): string {
   const liveness = backends.map((b) => {
     const runs = latchkey.filter((s) => s.backend === b)
     const lags = runs.filter((s) => s.losses > 0)
-    return `| ${b} | ${Math.max(0, ...runs.map((s) => s.unavailableMaxMs))} | ${lags.length === 0 ? '–' : Math.max(...lags.map((s) => s.lossLagMaxMs))} | ${sum(runs, (s) => s.lostUpdates)} | ${sum(runs, (s) => s.tokenRegressions)} |`
+    return `| ${b} | ${Math.max(0, ...runs.map((s) => s.unavailableMaxMs))} | ${lags.length === 0 ? '–' : Math.max(...lags.map((s) => s.lossLagMaxMs))} | ${sum(
+      runs.filter((s) => !s.fencing),
+      (s) => s.lostUpdates,
+    )} / ${sum(
+      runs.filter((s) => s.fencing),
+      (s) => s.lostUpdates,
+    )} | ${sum(runs, (s) => s.tokenRegressions)} |`
   })
   return [
     `| scenario | ${backends.join(' | ')} |`,
     `| --- | ${backends.map(() => '---').join(' | ')} |`,
     ...rows,
     '',
-    '| backend | unavailable max (ms) | loss-signal lag after a successor, max (ms) | lost updates (all runs) | token regressions |',
+    '| backend | unavailable max (ms) | loss-signal lag after a successor, max (ms) | lost updates, fencing off / on | token regressions |',
     '| --- | --- | --- | --- | --- |',
     ...liveness,
   ].join('\n')

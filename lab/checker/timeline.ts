@@ -56,6 +56,7 @@ export function timelineSvg(events: HistoryEvent[], startedAt: number, endedAt: 
   const height = 34 + clients.length * ROW
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" font-family="sans-serif">`,
+    `<title>${title.replace(/[<&]/g, '')}</title>`,
     `<text x="4" y="14" font-size="12">${title.replace(/[<&]/g, '')}: sections (red: overlapped), grey: paused/killed, | write accepted, × rejected</text>`,
     ...shapes,
     ...labels,
