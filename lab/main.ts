@@ -5,7 +5,7 @@
  * (re-check the stored runs and rewrite the report).
  */
 import { randomBytes } from 'node:crypto'
-import { existsSync, readdirSync } from 'node:fs'
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { checkRun, formatSummary, type RunSummary } from './checker/summarize.js'
@@ -133,7 +133,17 @@ try {
 }
 const seconds = Math.round((Date.now() - started) / 1000)
 const args = process.argv.slice(2).join(' ')
-const note = `Last invocation: \`npm run lab${args === '' ? '' : ` -- ${args}`}\`, ${selected.length} runs in ${seconds} s (TTL ${ttlMs} ms, ${durationMs / 1000} s per run, pauses 1.5-3x the TTL, 5 clients); the table covers every run under lab/results.`
+// Each invocation that ran something appends a line to the run log; the report quotes the log, so a
+// --report-only pass keeps the durations of the runs it reports on.
+const log = join(runDir(''), smoke ? 'smoke-invocations.log' : 'invocations.log')
+if (selected.length > 0) {
+  mkdirSync(runDir(''), { recursive: true })
+  appendFileSync(
+    log,
+    `- \`npm run lab${args === '' ? '' : ` -- ${args}`}\`: ${selected.length} runs in ${seconds} s (TTL ${ttlMs} ms, ${durationMs / 1000} s per run)\n`,
+  )
+}
+const note = `Invocations that produced these runs (pauses 1.5-3x the TTL, 5 clients, 1 seed unless said):\n\n${existsSync(log) ? readFileSync(log, 'utf8') : ''}`
 // The smoke's report goes beside its runs: a test run must not rewrite the tracked lab/RESULTS.md.
 const report = smoke ? join(runDir(''), 'SMOKE.md') : join(LAB, 'RESULTS.md')
 console.log(`\n${writeResults(runDir(''), report, note, smoke)}\n\nlab: ${selected.length} runs in ${seconds} s`)
