@@ -89,6 +89,8 @@ function violations(s: RunSummary): string[] {
   if (s.strategy !== 'latchkey') return []
   const found: string[] = []
   if (s.sections === 0) found.push('no critical section completed')
+  // A fault scenario in which no fault struck proves nothing.
+  if (s.scenario !== 'T1' && s.faults === 0) found.push('no fault struck')
   if (s.tokenRegressions > 0) found.push(`${s.tokenRegressions} token regressions`)
   if (s.fencing && s.staleAccepted > 0) found.push(`${s.staleAccepted} stale writes accepted with fencing on`)
   if (s.fencing && s.lostUpdates > 0) found.push(`${s.lostUpdates} lost updates with fencing on`)
