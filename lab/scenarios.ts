@@ -30,6 +30,11 @@ export const SCENARIOS: ScenarioDef[] = [
     title: 'holder killed -9 inside the critical section (replaced by a new client)',
     fault: (ttl) => ({ kind: 'kill', at: 'enter', everyMs: 2 * ttl, durationMs: [0, 0] }),
   },
+  {
+    id: 'S9',
+    title: 'lock server killed -9 as a client enters, restarted 0-0.1 s later (servers the lab owns)',
+    fault: (ttl) => ({ kind: 'server-kill', at: 'enter', everyMs: 2 * ttl, durationMs: [0, 100] }),
+  },
 ]
 
 /** A naive algorithm, the fault its argument names, and how a run confirms the claim. */

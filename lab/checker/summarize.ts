@@ -77,7 +77,8 @@ export function summarize(loaded: LoadedRun): RunSummary {
     fencing: meta.fencing,
     ttlMs: meta.ttlMs,
     seconds: Math.round((meta.endedAt - meta.startedAt) / 100) / 10,
-    faults: events.filter((e) => e.proc === 'nemesis' && (e.f === 'pause' || e.f === 'kill')).length,
+    faults: events.filter((e) => e.proc === 'nemesis' && (e.f === 'pause' || e.f === 'kill' || e.f === 'server-kill'))
+      .length,
     sections,
     overlaps: overlaps.length,
     cleanOverlaps: overlaps.filter((o) => o.clean).length,

@@ -5,12 +5,13 @@ import { seededRng } from '../lib/rng.js'
 
 /**
  * A fault: `pause` (SIGSTOP, then SIGCONT after the drawn duration) or `kill` (SIGKILL, the runner spawns a fresh
- * client). `at` is where it strikes: `enter` (a client that just entered the critical section: a holder paused at
+ * client), or `server-kill` (SIGKILL of the lock server as a client enters, restarted after the drawn duration). `at` is where a
+ * client fault strikes: `enter` (a client that just entered the critical section: a holder paused at
  * an arbitrary point, scenario T2), or a named pause point of the client (`in-cs`: after the validity check,
  * before the write, scenario T3; `after-setnx`; `after-get`).
  */
 export interface FaultSpec {
-  kind: 'none' | 'pause' | 'kill'
+  kind: 'none' | 'pause' | 'kill' | 'server-kill'
   at: string
   /** Mean time between faults. */
   everyMs: number
@@ -33,7 +34,7 @@ export function planFaults(spec: FaultSpec, seed: number, runMs: number): Planne
   for (;;) {
     const afterMs = rng.int(Math.round(spec.everyMs / 2), Math.round((spec.everyMs * 3) / 2))
     const durationMs = rng.int(spec.durationMs[0], spec.durationMs[1])
-    clock += afterMs + (spec.kind === 'pause' ? durationMs : 0)
+    clock += afterMs + (spec.kind === 'kill' ? 0 : durationMs)
     if (clock > runMs - 1_000) return plan
     plan.push({ afterMs, durationMs })
   }
@@ -48,7 +49,7 @@ export class Nemesis {
   constructor(
     private readonly spec: FaultSpec,
     historyPath: string,
-    private readonly onKilled: (proc: string) => void,
+    private readonly restartServer?: (downMs: number) => Promise<void>,
   ) {
     this.log = new HistoryWriter(historyPath, 'nemesis')
   }
@@ -74,6 +75,12 @@ export class Nemesis {
         this.cancel = () => resolve(undefined)
       })
       if (struck === undefined) return
+      if (this.spec.kind === 'server-kill') {
+        // Struck when a client had just entered: its lock dies with the server while it works.
+        if (this.restartServer === undefined) throw new TypeError('lab: server-kill needs a server the lab owns')
+        await this.restartServer(fault.durationMs)
+        this.log.log('info', 'server-up')
+      }
       if (this.spec.kind === 'pause') {
         await sleep(fault.durationMs)
         struck.child.kill('SIGCONT')
@@ -92,13 +99,14 @@ export class Nemesis {
   }
 
   private apply(proc: string, child: ChildProcess, fault: PlannedFault): void {
-    if (this.spec.kind === 'pause') {
+    if (this.spec.kind === 'server-kill') {
+      this.log.log('info', 'server-kill', { client: proc, value: fault.durationMs })
+    } else if (this.spec.kind === 'pause') {
       child.kill('SIGSTOP')
       this.log.log('info', 'pause', { client: proc, value: fault.durationMs })
     } else {
       child.kill('SIGKILL')
       this.log.log('info', 'kill', { client: proc })
-      this.onKilled(proc)
     }
   }
 }

@@ -7,6 +7,8 @@ import { sleep } from '../lib/clock.js'
 export interface PrivateRedis {
   url: string
   port: number
+  /** SIGKILL, then a fresh redis-server on the same port and data dir after `downMs`. */
+  restart(downMs: number): Promise<void>
   stop(): Promise<void>
 }
 
@@ -18,21 +20,33 @@ export async function startPrivateRedis(
 ): Promise<PrivateRedis> {
   mkdirSync(dir, { recursive: true })
   const aof = persistence === 'none' ? ['--appendonly', 'no'] : ['--appendonly', 'yes', '--appendfsync', persistence]
-  const child: ChildProcess = spawn(
-    'redis-server',
-    ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--dir', dir, ...aof],
-    { stdio: 'ignore' },
-  )
-  await waitForPort(port, 10_000)
+  const launch = async (): Promise<ChildProcess> => {
+    const child = spawn(
+      'redis-server',
+      ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--dir', dir, ...aof],
+      {
+        stdio: 'ignore',
+      },
+    )
+    await waitForPort(port, 10_000)
+    return child
+  }
+  const kill = async (child: ChildProcess): Promise<void> => {
+    if (child.exitCode !== null || child.signalCode !== null) return
+    const exited = new Promise((resolve) => child.once('exit', resolve))
+    child.kill('SIGKILL')
+    await exited
+  }
+  let child = await launch()
   return {
     url: `redis://127.0.0.1:${port}`,
     port,
-    stop: async () => {
-      if (child.exitCode !== null) return
-      const exited = new Promise((resolve) => child.once('exit', resolve))
-      child.kill('SIGKILL')
-      await exited
+    restart: async (downMs) => {
+      await kill(child)
+      await sleep(downMs)
+      child = await launch()
     },
+    stop: () => kill(child),
   }
 }
 

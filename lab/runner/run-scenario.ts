@@ -26,6 +26,8 @@ export interface Scenario {
   fault: FaultSpec
   seed: number
   namespace: string
+  /** Kills the lock server and starts it again after `downMs` (server-kill scenarios). */
+  restartServer?: (downMs: number) => Promise<void>
 }
 
 /** Where a run's histories go. */
@@ -46,7 +48,7 @@ export async function runScenario(s: Scenario): Promise<string> {
   const children = new Map<string, ChildProcess>()
   let spawned = 0
   let over = false
-  const nemesis = new Nemesis(s.fault, join(dir, 'nemesis.jsonl'), () => {})
+  const nemesis = new Nemesis(s.fault, join(dir, 'nemesis.jsonl'), s.restartServer)
 
   const spawnClient = (): void => {
     spawned += 1
@@ -103,7 +105,7 @@ export async function runScenario(s: Scenario): Promise<string> {
   await stopAll(children)
   writeFileSync(
     join(dir, 'meta.json'),
-    `${JSON.stringify({ ...s, startedAt: started, endedAt: nowMs(), finalValue: referee.current, spawned }, null, 2)}\n`,
+    `${JSON.stringify({ ...s, restartServer: undefined, startedAt: started, endedAt: nowMs(), finalValue: referee.current, spawned }, null, 2)}\n`,
   )
   return dir
 }

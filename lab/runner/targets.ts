@@ -7,12 +7,16 @@ import { type PrivateRedis, startPrivateRedis } from './redis-server.js'
 export interface Prepared {
   url: string
   cleanup(): Promise<void>
+  /** For a server the lab owns: kill it and start it again (server-kill scenarios). */
+  restartServer?: (downMs: number) => Promise<void>
 }
 
 /** A backend the lab can run against. `shared` ones are the machine's shared servers (only our clients pause). */
 export interface Target {
   name: string
   shared: boolean
+  /** The lab owns the server and can kill and restart it. */
+  restartable: boolean
   prepare(namespace: string, runDataDir: string): Promise<Prepared>
 }
 
@@ -23,19 +27,34 @@ const ETCD = process.env.LAB_ETCD_HOSTS ?? '127.0.0.1:2379'
 /** The private redis-server's port (never the shared 6379). */
 export const LAB_REDIS_PORT = Number(process.env.LAB_REDIS_PORT ?? 26379)
 
-let redis: PrivateRedis | undefined
+const redisServers = new Map<string, PrivateRedis>()
 
-/** The lab's own redis-server, started on first use in lab/.data. */
-async function privateRedis(dataRoot: string): Promise<PrivateRedis> {
-  redis ??= await startPrivateRedis(LAB_REDIS_PORT, join(dataRoot, `redis-${LAB_REDIS_PORT}`))
-  return redis
+/** One of the lab's own redis-servers (by AOF policy), started on first use in lab/.data. */
+async function privateRedis(dataRoot: string, persistence: 'none' | 'always'): Promise<PrivateRedis> {
+  const port = LAB_REDIS_PORT + (persistence === 'none' ? 0 : 1)
+  let server = redisServers.get(persistence)
+  if (server === undefined) {
+    server = await startPrivateRedis(port, join(dataRoot, `redis-${port}`), persistence)
+    redisServers.set(persistence, server)
+  }
+  return server
 }
 
 /** Stops the servers the lab started. */
 export async function stopLabServers(): Promise<void> {
-  await redis?.stop()
-  redis = undefined
+  for (const server of redisServers.values()) await server.stop()
+  redisServers.clear()
 }
+
+const redisTarget = (name: string, persistence: 'none' | 'always'): Target => ({
+  name,
+  shared: false,
+  restartable: true,
+  prepare: async (_namespace, dataRoot) => {
+    const server = await privateRedis(dataRoot, persistence)
+    return { url: server.url, cleanup: async () => {}, restartServer: (downMs) => server.restart(downMs) }
+  },
+})
 
 /** Deletes the rows of one lock key from latchkey's SQL tables (they are shared with other users of the server). */
 async function deleteSqlRows(url: string, key: string, tables: string[]): Promise<void> {
@@ -58,6 +77,7 @@ async function deleteSqlRows(url: string, key: string, tables: string[]): Promis
 const sqlTarget = (name: string, base: string, strategy: string): Target => ({
   name,
   shared: true,
+  restartable: false,
   prepare: async (namespace) => ({
     url: `${base}?strategy=${strategy}`,
     cleanup: () =>
@@ -67,17 +87,12 @@ const sqlTarget = (name: string, base: string, strategy: string): Target => ({
 
 /** Every latchkey backend the lab knows, by name. */
 export const TARGETS: Record<string, Target> = {
-  redis: {
-    name: 'redis',
-    shared: false,
-    prepare: async (_namespace, dataRoot) => {
-      const server = await privateRedis(dataRoot)
-      return { url: server.url, cleanup: async () => {} }
-    },
-  },
+  redis: redisTarget('redis', 'none'),
+  'redis-aof-always': redisTarget('redis-aof-always', 'always'),
   sqlite: {
     name: 'sqlite',
     shared: false,
+    restartable: false,
     prepare: async (namespace, dataRoot) => {
       mkdirSync(dataRoot, { recursive: true })
       const file = join(dataRoot, `${namespace}.db`)
@@ -96,6 +111,7 @@ export const TARGETS: Record<string, Target> = {
   zookeeper: {
     name: 'zookeeper',
     shared: true,
+    restartable: false,
     prepare: async (namespace) => ({
       url: `zookeeper://${ZK}/${namespace}?sessionTimeoutMs=4000`,
       cleanup: () => removeZkTree(`/${namespace}`),
@@ -104,6 +120,7 @@ export const TARGETS: Record<string, Target> = {
   etcd: {
     name: 'etcd',
     shared: true,
+    restartable: false,
     prepare: async (namespace) => {
       const url = `etcd://${ETCD}?prefix=${namespace}`
       return { url, cleanup: () => deleteEtcdPrefix(namespace) }
