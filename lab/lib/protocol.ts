@@ -1,0 +1,34 @@
+/** Messages between the runner and a client process (Node's IPC channel of `fork`). */
+
+/** Client -> runner: an operation on the referee resource, or a pause point the nemesis may strike at. */
+export type ClientRequest =
+  | { id: number; kind: 'read'; token: string }
+  | { id: number; kind: 'write'; token: string; value: number }
+  | { id: number; kind: 'exit' }
+  | { id: number; kind: 'point'; name: string }
+
+/** Runner -> client: the answer to request `id`. */
+export interface RunnerReply {
+  id: number
+  accepted: boolean
+  value?: number
+}
+
+/** Runner -> client: finish the current critical section and exit. */
+export interface StopMessage {
+  kind: 'stop'
+}
+
+/** What a client process is told to do (its argv[2], JSON). */
+export interface ClientConfig {
+  proc: string
+  historyPath: string
+  strategy: string
+  /** A latchkey backend URL, or the server a naive strategy talks to. */
+  url: string
+  lockName: string
+  namespace: string
+  ttlMs: number
+  csMs: [number, number]
+  seed: number
+}

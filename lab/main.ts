@@ -1,0 +1,169 @@
+/**
+ * The safety lab: `npm run lab` runs every scenario against every latchkey backend (fencing off and on) and the
+ * naive algorithms, then writes lab/RESULTS.md. `npm run lab -- --smoke` runs one short scenario per backend.
+ * Options: `--only <text>` (runs whose name contains it), `--seeds <n>` (default 1), `--no-naive`, `--report-only`
+ * (re-check the stored runs and rewrite the report).
+ */
+import { randomBytes } from 'node:crypto'
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
+import { checkRun, formatSummary, type RunSummary } from './checker/summarize.js'
+import { writeResults } from './report.js'
+import type { FaultSpec } from './runner/nemesis.js'
+import { runDir, runScenario } from './runner/run-scenario.js'
+import { type Prepared, probe, removeZkTree, stopLabServers, TARGETS } from './runner/targets.js'
+import { NAIVE, SCENARIOS } from './scenarios.js'
+
+const { values } = parseArgs({
+  options: {
+    smoke: { type: 'boolean', default: false },
+    only: { type: 'string' },
+    seeds: { type: 'string', default: '1' },
+    'no-naive': { type: 'boolean', default: false },
+    'report-only': { type: 'boolean', default: false },
+  },
+})
+const smoke = values.smoke === true
+const ttlMs = smoke ? 1_000 : 2_000
+const durationMs = smoke ? 9_000 : 20_000
+const csMs: [number, number] = smoke ? [20, 200] : [50, 500]
+const seeds = Number(values.seeds)
+const LAB = import.meta.dirname
+const DATA = join(LAB, '.data')
+
+interface Planned {
+  run: string
+  scenario: string
+  backend: string
+  strategy: string
+  fencing: boolean
+  seed: number
+  fault: FaultSpec
+  prepare: (namespace: string) => Promise<Prepared>
+}
+
+const planned: Planned[] = []
+const prefix = smoke ? 'smoke-' : ''
+for (const seed of Array.from({ length: seeds }, (_, i) => i + 1)) {
+  for (const target of Object.values(TARGETS)) {
+    // The smoke runs one scenario per backend; the AOF variant is the same backend.
+    if (smoke && target.name === 'redis-aof-always') continue
+    const scenarios = (smoke ? SCENARIOS.filter((d) => d.id === 'T3') : SCENARIOS).filter(
+      (d) => d.id !== 'S9' || target.restartable,
+    )
+    for (const def of scenarios) {
+      for (const fencing of smoke ? [true] : [false, true]) {
+        planned.push({
+          run: `${prefix}${def.id}-${target.name}-fence-${fencing ? 'on' : 'off'}-s${seed}`,
+          scenario: def.id,
+          backend: target.name,
+          strategy: 'latchkey',
+          fencing,
+          seed,
+          fault: def.fault(ttlMs),
+          prepare: (ns) => target.prepare(ns, DATA),
+        })
+      }
+    }
+  }
+  if (smoke || values['no-naive'] === true) continue
+  for (const naive of NAIVE) {
+    planned.push({
+      run: `${naive.scenario}-${naive.strategy}-s${seed}`,
+      scenario: naive.scenario,
+      backend: naive.server,
+      strategy: naive.strategy,
+      fencing: false,
+      seed,
+      fault: naive.fault(ttlMs),
+      prepare: async (ns) =>
+        naive.server === 'redis'
+          ? TARGETS.redis!.prepare(ns, DATA)
+          : { url: process.env.LAB_ZK_HOSTS ?? '127.0.0.1:2181', cleanup: () => removeZkTree(`/${ns}`) },
+    })
+  }
+}
+
+/**
+ * What makes a latchkey run fail the lab: with fencing on the resource must never take a stale write nor lose
+ * an update, tokens must never go back, and a run must get work done.
+ */
+function violations(s: RunSummary): string[] {
+  if (s.strategy !== 'latchkey') return []
+  const found: string[] = []
+  if (s.sections === 0) found.push('no critical section completed')
+  // A fault scenario in which no fault struck proves nothing.
+  if (s.scenario !== 'T1' && s.faults === 0) found.push('no fault struck')
+  if (s.tokenRegressions > 0) found.push(`${s.tokenRegressions} token regressions`)
+  if (s.fencing && s.staleAccepted > 0) found.push(`${s.staleAccepted} stale writes accepted with fencing on`)
+  if (s.fencing && s.lostUpdates > 0) found.push(`${s.lostUpdates} lost updates with fencing on`)
+  return found.map((f) => `${s.run}: ${f}`)
+}
+
+const problems: string[] = []
+const selected = planned.filter(
+  (p) => values['report-only'] !== true && (values.only === undefined || p.run.includes(values.only)),
+)
+if (values['report-only'] === true) {
+  // Re-checks every stored run with the current checker before the report is written.
+  for (const run of readdirSync(runDir(''))) {
+    if (existsSync(join(runDir(run), 'meta.json'))) checkRun(runDir(run))
+  }
+}
+const started = Date.now()
+console.log(`lab: ${selected.length} runs, ${durationMs / 1000} s each, TTL ${ttlMs} ms`)
+try {
+  for (const p of selected) {
+    const namespace = `lab-${randomBytes(4).toString('hex')}`
+    let prepared: Prepared
+    try {
+      prepared = await p.prepare(namespace)
+      if (p.strategy === 'latchkey') await probe(prepared.url)
+    } catch (error) {
+      console.log(`${p.run}: skipped, backend not reachable (${String(error).split('\n')[0]})`)
+      problems.push(`${p.run}: backend not reachable`)
+      continue
+    }
+    try {
+      const restartServer = prepared.restartServer
+      await runScenario({
+        ...p,
+        url: prepared.url,
+        clients: 5,
+        durationMs,
+        ttlMs,
+        csMs,
+        namespace,
+        ...(restartServer === undefined ? {} : { restartServer }),
+      })
+      const summary = checkRun(runDir(p.run))
+      console.log(formatSummary(summary))
+      problems.push(...violations(summary))
+    } finally {
+      await prepared.cleanup().catch((error) => console.log(`${p.run}: cleanup failed: ${String(error)}`))
+    }
+  }
+} finally {
+  await stopLabServers()
+}
+const seconds = Math.round((Date.now() - started) / 1000)
+const args = process.argv.slice(2).join(' ')
+// Each invocation that ran something appends a line to the run log; the report quotes the log, so a
+// --report-only pass keeps the durations of the runs it reports on.
+const log = join(runDir(''), smoke ? 'smoke-invocations.log' : 'invocations.log')
+if (selected.length > 0) {
+  mkdirSync(runDir(''), { recursive: true })
+  appendFileSync(
+    log,
+    `- \`npm run lab${args === '' ? '' : ` -- ${args}`}\`: ${selected.length} runs in ${seconds} s (TTL ${ttlMs} ms, ${durationMs / 1000} s per run)\n`,
+  )
+}
+const note = `Invocations that produced these runs (pauses 1.5-3x the TTL, 5 clients, 1 seed unless said):\n\n${existsSync(log) ? readFileSync(log, 'utf8') : ''}`
+// The smoke's report goes beside its runs: a test run must not rewrite the tracked lab/RESULTS.md.
+const report = smoke ? join(runDir(''), 'SMOKE.md') : join(LAB, 'RESULTS.md')
+console.log(`\n${writeResults(runDir(''), report, note, smoke)}\n\nlab: ${selected.length} runs in ${seconds} s`)
+if (problems.length > 0) {
+  console.log(`\nlab: ${problems.length} problems:\n${problems.map((p) => `  ${p}`).join('\n')}`)
+  process.exitCode = 1
+}

@@ -1,0 +1,132 @@
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import type { RunSummary } from './checker/summarize.js'
+import { NAIVE, SCENARIOS } from './scenarios.js'
+
+/** Every `summary.json` under `resultsDir`. */
+export function readSummaries(resultsDir: string): RunSummary[] {
+  if (!existsSync(resultsDir)) return []
+  return readdirSync(resultsDir)
+    .map((run) => join(resultsDir, run, 'summary.json'))
+    .filter((file) => existsSync(file))
+    .map((file) => JSON.parse(readFileSync(file, 'utf8')) as RunSummary)
+}
+
+const sum = (runs: RunSummary[], pick: (s: RunSummary) => number): number => runs.reduce((n, s) => n + pick(s), 0)
+
+/** One matrix cell: overlaps per 1,000 sections (all runs), stale writes accepted with fencing off and on. */
+function cell(runs: RunSummary[]): string {
+  if (runs.length === 0) return '–'
+  const sections = sum(runs, (s) => s.sections)
+  const per1000 = sections === 0 ? 0 : Math.round((sum(runs, (s) => s.overlaps) / sections) * 10_000) / 10
+  const off = runs.filter((s) => !s.fencing)
+  const on = runs.filter((s) => s.fencing)
+  const offText = off.length === 0 ? 'off –' : `off ${sum(off, (s) => s.staleAccepted)}`
+  const onText =
+    on.length === 0 ? 'on –' : `on ${sum(on, (s) => s.staleAccepted)} (${sum(on, (s) => s.staleRejected)} rej.)`
+  const unwarned = sum(runs, (s) => s.unwarnedOverlaps ?? 0)
+  return `${per1000} (${unwarned} unwarned) · ${offText} · ${onText} · n=${runs.length}`
+}
+
+/** The safety matrix as a Markdown table (scenario x backend), latchkey runs only. */
+export function matrix(summaries: RunSummary[]): string {
+  const latchkey = summaries.filter((s) => s.strategy === 'latchkey')
+  const backends = [...new Set(latchkey.map((s) => s.backend))].sort()
+  const rows = SCENARIOS.filter((d) => latchkey.some((s) => s.scenario === d.id)).map((d) => {
+    const cells = backends.map((b) => cell(latchkey.filter((s) => s.scenario === d.id && s.backend === b)))
+    return `| ${d.id} ${d.title} | ${cells.join(' | ')} |`
+  })
+  const liveness = backends.map((b) => {
+    const runs = latchkey.filter((s) => s.backend === b)
+    const lags = runs.filter((s) => s.losses > 0)
+    return `| ${b} | ${Math.max(0, ...runs.map((s) => s.unavailableMaxMs))} | ${lags.length === 0 ? '–' : Math.max(...lags.map((s) => s.lossLagMaxMs))} | ${sum(
+      runs.filter((s) => !s.fencing),
+      (s) => s.lostUpdates,
+    )} / ${sum(
+      runs.filter((s) => s.fencing),
+      (s) => s.lostUpdates,
+    )} | ${sum(runs, (s) => s.tokenRegressions)} |`
+  })
+  return [
+    `| scenario | ${backends.join(' | ')} |`,
+    `| --- | ${backends.map(() => '---').join(' | ')} |`,
+    ...rows,
+    '',
+    '| backend | unavailable max (ms) | loss-signal lag after a successor, max (ms) | lost updates, fencing off / on | token regressions |',
+    '| --- | --- | --- | --- | --- |',
+    ...liveness,
+  ].join('\n')
+}
+
+/** Copies a run's timeline into lab/figures (tracked) and returns a Markdown link to it, or '' without one. */
+function figure(resultsDir: string, figuresDir: string | undefined, run: string): string {
+  const svg = join(resultsDir, run, 'timeline.svg')
+  if (figuresDir === undefined || !existsSync(svg)) return ''
+  mkdirSync(figuresDir, { recursive: true })
+  copyFileSync(svg, join(figuresDir, `${run}.svg`))
+  return ` [timeline](figures/${run}.svg)`
+}
+
+/** A verdict paragraph per naive algorithm, with the history excerpt that proves it (and its timeline). */
+export function verdicts(summaries: RunSummary[], resultsDir = '', figuresDir?: string): string {
+  const parts: string[] = []
+  for (const naive of NAIVE) {
+    const run = summaries.find((s) => s.strategy === naive.strategy && s.scenario === naive.scenario)
+    if (run === undefined) {
+      parts.push(`- **${naive.claim}**: not run.`)
+      continue
+    }
+    const verdict = naive.confirmed(run, run.ttlMs) ? 'confirmed' : 'NOT confirmed by this run'
+    const same = summaries.filter((s) => s.strategy === 'latchkey' && s.backend === 'redis' && s.fencing)
+    const twin = same.find((s) => s.scenario === naive.sameFaultAs)
+    const twinText =
+      twin === undefined
+        ? ''
+        : ` latchkey on Redis with fencing under the same fault (${twin.run}): ${twin.overlaps} overlaps, ${twin.staleAccepted} stale writes accepted, ${twin.staleRejected} rejected, ${twin.lostUpdates} lost updates.`
+    const figures = figure(resultsDir, figuresDir, run.run) + (twin ? figure(resultsDir, figuresDir, twin.run) : '')
+    parts.push(`- **${naive.claim}**: ${verdict} (${run.run}: ${naive.evidence(run)}).${twinText}${figures}`)
+    if (run.excerpt.length > 0) {
+      parts.push('', '  ```', ...run.excerpt.map((e) => `  ${JSON.stringify(e)}`), '  ```')
+    }
+  }
+  return parts.join('\n')
+}
+
+/**
+ * Writes the report at `path` from the summaries under `resultsDir` (smoke runs only, or every other run);
+ * returns the matrix text.
+ */
+export function writeResults(resultsDir: string, path: string, note: string, smoke: boolean): string {
+  const summaries = readSummaries(resultsDir).filter((s) => s.run.startsWith('smoke-') === smoke)
+  const table = matrix(summaries)
+  const text = [
+    '# latchkey safety lab: results so far',
+    '',
+    'Generated by `npm run lab` (lab/report.ts) from the run summaries under lab/results; do not edit by hand.',
+    note,
+    '',
+    'Each cell: overlaps per 1,000 critical sections (the referee saw two clients inside at once; lock-level, so',
+    'counted in runs with fencing off and on; "unwarned": how many of them had a holder inside whose `lease.signal`',
+    'had not aborted yet) · stale writes accepted with fencing off · stale writes accepted with',
+    'fencing on (and rejected by the fence) · number of runs. A stale write is a write by a client after another',
+    'client entered the critical section. The F outcome is overlaps > 0 and `on 0`.',
+    '',
+    table,
+    '',
+    '## The naive algorithms',
+    '',
+    verdicts(summaries, resultsDir, smoke ? undefined : join(dirname(path), 'figures')),
+    '',
+    '## Runs',
+    '',
+    '| run | sections | overlaps | stale acc./rej. | lost updates | faults | seconds |',
+    '| --- | --- | --- | --- | --- | --- | --- |',
+    ...summaries.map(
+      (s) =>
+        `| ${s.run} | ${s.sections} | ${s.overlaps} | ${s.staleAccepted}/${s.staleRejected} | ${s.lostUpdates} | ${s.faults} | ${s.seconds} |`,
+    ),
+    '',
+  ].join('\n')
+  writeFileSync(path, text)
+  return table
+}

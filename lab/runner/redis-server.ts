@@ -1,0 +1,68 @@
+import { type ChildProcess, spawn } from 'node:child_process'
+import { mkdirSync } from 'node:fs'
+import { createConnection } from 'node:net'
+import { sleep } from '../lib/clock.js'
+
+/** A private redis-server the lab owns (never the shared one on 6379): its own port and data dir. */
+export interface PrivateRedis {
+  url: string
+  port: number
+  /** SIGKILL, then a fresh redis-server on the same port and data dir after `downMs`. */
+  restart(downMs: number): Promise<void>
+  stop(): Promise<void>
+}
+
+/** Starts redis-server on `port` with `dir` as its data dir; `persistence` picks the AOF policy. */
+export async function startPrivateRedis(
+  port: number,
+  dir: string,
+  persistence: 'none' | 'always' | 'everysec' = 'none',
+): Promise<PrivateRedis> {
+  mkdirSync(dir, { recursive: true })
+  const aof = persistence === 'none' ? ['--appendonly', 'no'] : ['--appendonly', 'yes', '--appendfsync', persistence]
+  const launch = async (): Promise<ChildProcess> => {
+    const child = spawn(
+      'redis-server',
+      ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--dir', dir, ...aof],
+      {
+        stdio: 'ignore',
+      },
+    )
+    await waitForPort(port, 10_000)
+    return child
+  }
+  const kill = async (child: ChildProcess): Promise<void> => {
+    if (child.exitCode !== null || child.signalCode !== null) return
+    const exited = new Promise((resolve) => child.once('exit', resolve))
+    child.kill('SIGKILL')
+    await exited
+  }
+  let child = await launch()
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    port,
+    restart: async (downMs) => {
+      await kill(child)
+      await sleep(downMs)
+      child = await launch()
+    },
+    stop: () => kill(child),
+  }
+}
+
+/** Resolves once something accepts TCP connections on 127.0.0.1:`port`. */
+export async function waitForPort(port: number, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (Date.now() < deadline) {
+    const up = await new Promise<boolean>((resolve) => {
+      const socket = createConnection({ host: '127.0.0.1', port }, () => {
+        socket.destroy()
+        resolve(true)
+      })
+      socket.once('error', () => resolve(false))
+    })
+    if (up) return
+    await sleep(100)
+  }
+  throw new Error(`nothing listens on 127.0.0.1:${port} after ${timeoutMs} ms`)
+}

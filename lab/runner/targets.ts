@@ -1,0 +1,156 @@
+import { mkdirSync, rmSync } from 'node:fs'
+import { join } from 'node:path'
+import { backendFromUrl } from 'latchkey'
+import { type PrivateRedis, startPrivateRedis } from './redis-server.js'
+
+/** Where a lab client's lock lives: a URL its strategy opens, and how to remove what the run left there. */
+export interface Prepared {
+  url: string
+  cleanup(): Promise<void>
+  /** For a server the lab owns: kill it and start it again (server-kill scenarios). */
+  restartServer?: (downMs: number) => Promise<void>
+}
+
+/** A backend the lab can run against. `shared` ones are the machine's shared servers (only our clients pause). */
+export interface Target {
+  name: string
+  shared: boolean
+  /** The lab owns the server and can kill and restart it. */
+  restartable: boolean
+  prepare(namespace: string, runDataDir: string): Promise<Prepared>
+}
+
+const PG = process.env.LAB_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
+const MYSQL = process.env.LAB_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test'
+const ZK = process.env.LAB_ZK_HOSTS ?? '127.0.0.1:2181'
+const ETCD = process.env.LAB_ETCD_HOSTS ?? '127.0.0.1:2379'
+/** The private redis-server's port (never the shared 6379). */
+export const LAB_REDIS_PORT = Number(process.env.LAB_REDIS_PORT ?? 26379)
+
+const redisServers = new Map<string, PrivateRedis>()
+
+/** One of the lab's own redis-servers (by AOF policy), started on first use in lab/.data. */
+async function privateRedis(dataRoot: string, persistence: 'none' | 'always'): Promise<PrivateRedis> {
+  const port = LAB_REDIS_PORT + (persistence === 'none' ? 0 : 1)
+  let server = redisServers.get(persistence)
+  if (server === undefined) {
+    server = await startPrivateRedis(port, join(dataRoot, `redis-${port}`), persistence)
+    redisServers.set(persistence, server)
+  }
+  return server
+}
+
+/** Stops the servers the lab started. */
+export async function stopLabServers(): Promise<void> {
+  for (const server of redisServers.values()) await server.stop()
+  redisServers.clear()
+}
+
+const redisTarget = (name: string, persistence: 'none' | 'always'): Target => ({
+  name,
+  shared: false,
+  restartable: true,
+  prepare: async (_namespace, dataRoot) => {
+    const server = await privateRedis(dataRoot, persistence)
+    return { url: server.url, cleanup: async () => {}, restartServer: (downMs) => server.restart(downMs) }
+  },
+})
+
+/** Deletes the rows of one lock key from latchkey's SQL tables (they are shared with other users of the server). */
+async function deleteSqlRows(url: string, key: string, tables: string[]): Promise<void> {
+  if (url.startsWith('postgres')) {
+    const { default: pg } = await import('pg')
+    const client = new pg.Client({ connectionString: url.split('?')[0] })
+    await client.connect()
+    for (const table of tables) {
+      await client.query(`DELETE FROM ${table} WHERE lock_key = convert_to($1, 'UTF8')`, [key]).catch(() => {})
+    }
+    await client.end()
+  } else {
+    const mysql = await import('mysql2/promise')
+    const connection = await mysql.createConnection(url.split('?')[0]!)
+    for (const table of tables) await connection.query(`DELETE FROM ${table} WHERE lock_key = ?`, [key]).catch(() => {})
+    await connection.end()
+  }
+}
+
+const sqlTarget = (name: string, base: string, strategy: string): Target => ({
+  name,
+  shared: true,
+  restartable: false,
+  prepare: async (namespace) => ({
+    url: `${base}?strategy=${strategy}`,
+    cleanup: () =>
+      deleteSqlRows(base, `${namespace}:resource`, ['latchkey_holders', 'latchkey_waiters', 'latchkey_locks']),
+  }),
+})
+
+/** Every latchkey backend the lab knows, by name. */
+export const TARGETS: Record<string, Target> = {
+  redis: redisTarget('redis', 'none'),
+  'redis-aof-always': redisTarget('redis-aof-always', 'always'),
+  sqlite: {
+    name: 'sqlite',
+    shared: false,
+    restartable: false,
+    prepare: async (namespace, dataRoot) => {
+      mkdirSync(dataRoot, { recursive: true })
+      const file = join(dataRoot, `${namespace}.db`)
+      const cleanup = async (): Promise<void> => {
+        // The database, its WAL files and the directory latchkey watches for releases.
+        for (const suffix of ['', '-wal', '-shm', '-latchkey'])
+          rmSync(`${file}${suffix}`, { recursive: true, force: true })
+      }
+      return { url: `sqlite:${file}`, cleanup }
+    },
+  },
+  'postgres-table': sqlTarget('postgres-table', PG, 'table'),
+  'postgres-advisory': sqlTarget('postgres-advisory', PG, 'advisory'),
+  'mariadb-table': sqlTarget('mariadb-table', MYSQL, 'table'),
+  'mariadb-get_lock': sqlTarget('mariadb-get_lock', MYSQL, 'get_lock'),
+  zookeeper: {
+    name: 'zookeeper',
+    shared: true,
+    restartable: false,
+    prepare: async (namespace) => ({
+      url: `zookeeper://${ZK}/${namespace}?sessionTimeoutMs=4000`,
+      cleanup: () => removeZkTree(`/${namespace}`),
+    }),
+  },
+  etcd: {
+    name: 'etcd',
+    shared: true,
+    restartable: false,
+    prepare: async (namespace) => {
+      const url = `etcd://${ETCD}?prefix=${namespace}`
+      return { url, cleanup: () => deleteEtcdPrefix(namespace) }
+    },
+  },
+}
+
+/** Removes a ZooKeeper subtree the run created (the chroot of its lock). */
+export async function removeZkTree(path: string): Promise<void> {
+  const { default: zookeeper } = await import('node-zookeeper-client')
+  const client = zookeeper.createClient(ZK)
+  await new Promise<void>((resolve) => {
+    client.once('connected', () => resolve())
+    client.connect()
+  })
+  // removeRecursive exists in the client (1.1.3) but not in its type definitions.
+  const tree = client as unknown as { removeRecursive(path: string, version: number, cb: () => void): void }
+  await new Promise<void>((resolve) => tree.removeRecursive(path, -1, () => resolve()))
+  client.close()
+}
+
+async function deleteEtcdPrefix(prefix: string): Promise<void> {
+  const { Etcd3 } = await import('etcd3')
+  const client = new Etcd3({ hosts: `http://${ETCD}` })
+  await client.delete().prefix(prefix)
+  client.close()
+}
+
+/** Checks a target's URL opens (so a missing server is reported before forking five clients at it). */
+export async function probe(url: string): Promise<void> {
+  const backend = await backendFromUrl(url)
+  await backend.close()
+}

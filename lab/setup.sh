@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Installs what the lab needs beyond the test servers: libfaketime (for the clock scenarios, not run yet).
+# redis-server, ZooKeeper and etcd come with scripts/servers/*.sh. Idempotent.
+set -euo pipefail
+if ! command -v faketime >/dev/null; then
+  apt-get -o DPkg::Lock::Timeout=300 update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends faketime >/dev/null
+fi
+faketime --version 2>/dev/null | head -1 || echo "faketime installed"
