@@ -23,7 +23,14 @@ export type BranchHandler<I = unknown, Trx = unknown> = (
  * The handlers of one branch route, by op. An op without a handler is a no-op that still goes through the
  * barrier (a TCC participant with nothing to confirm; a late try after that no-op cancel is still refused).
  */
-export type BranchHandlers<I = unknown, Trx = unknown> = Partial<Record<BranchCall['op'], BranchHandler<I, Trx>>>
+export interface BranchHandlers<I = unknown, Trx = unknown> {
+  // Method signatures (not properties) so that handlers typed for a specific input fit `routes`.
+  action?(trx: Trx, call: BranchCall<I> & { readonly request: FastifyRequest }): unknown
+  compensate?(trx: Trx, call: BranchCall<I> & { readonly request: FastifyRequest }): unknown
+  try?(trx: Trx, call: BranchCall<I> & { readonly request: FastifyRequest }): unknown
+  confirm?(trx: Trx, call: BranchCall<I> & { readonly request: FastifyRequest }): unknown
+  cancel?(trx: Trx, call: BranchCall<I> & { readonly request: FastifyRequest }): unknown
+}
 
 /** Options of {@link txParticipant}. */
 export interface TxParticipantOptions {
@@ -102,7 +109,7 @@ export async function txParticipant(app: FastifyInstance, options: TxParticipant
       if (!(error instanceof BadBranchCall)) throw error
       return reply.code(400).send({ message: error.message })
     }
-    const handler = handlers[call.op]
+    const handler = handlers[call.op]?.bind(handlers)
     const key = { gid: call.gid, branch: call.branch, op: call.op, ...(table === undefined ? {} : { table }) }
     try {
       const outcome = await inTransaction((trx) =>

@@ -21,8 +21,15 @@ export interface LedgerDb {
   readonly query: Query
   /** Creates the three tables (idempotent) and sets the given balances. */
   create(balances: Record<number, number>): Promise<void>
-  /** Inside `trx`: moves `delta` on account `id` and logs the effect; false (nothing done) when it would go negative. */
-  apply(trx: unknown, e: { gid: string; branch: string; op: string; id: number; delta: number }): Promise<boolean>
+  /**
+   * Inside `trx`: moves `delta` on account `id` and logs the effect. When `guarded`, false (nothing done) if the
+   * balance would go negative; a compensation is not guarded (it must succeed; the money comes back later).
+   */
+  apply(
+    trx: unknown,
+    e: { gid: string; branch: string; op: string; id: number; delta: number },
+    guarded?: boolean,
+  ): Promise<boolean>
   /** Sum of all balances. */
   total(): Promise<number>
   balance(id: number): Promise<number>
@@ -101,14 +108,14 @@ export function openLedgerDb(dialect: Dialect, prefix: string, path?: string): L
         await query(db, `INSERT INTO ${tables.acct} (id, bal) VALUES (?, ?)`, [Number(id), bal])
       }
     },
-    async apply(trx, e) {
+    async apply(trx, e, guarded = true) {
       // The row lock taken by this UPDATE serialises concurrent moves on one account; the guard keeps it >= 0.
       const before = await query(
         trx,
         `SELECT bal FROM ${tables.acct} WHERE id = ?${dialect === 'sqlite' ? '' : ' FOR UPDATE'}`,
         [e.id],
       )
-      if (Number(before[0]?.bal) + e.delta < 0) return false
+      if (guarded && Number(before[0]?.bal) + e.delta < 0) return false
       await query(trx, `UPDATE ${tables.acct} SET bal = bal + ? WHERE id = ?`, [e.delta, e.id])
       await query(trx, `INSERT INTO ${tables.effects} (gid, branch, op, acct, delta) VALUES (?, ?, ?, ?, ?)`, [
         e.gid,
