@@ -1,6 +1,7 @@
 /**
  * One seeded run of the bank-transfer chaos test: two banks (PostgreSQL and MariaDB), each behind its own
- * participant process, a coordinator process on a SQLite log, transfers submitted continuously, and a seeded
+ * participant process, a coordinator process on a SQLite log, transfers (sagas and TCCs, both directions)
+ * submitted continuously, and a seeded
  * schedule of SIGKILLs (coordinator restarted on the same log, participants restarted on the same port) on top of
  * the participants' seeded 409/425/5xx/slow answers. Then: let recovery finish, record what was parked, calm
  * the participants, retry the parked, and check the invariants.
@@ -21,12 +22,16 @@ export interface ChaosOptions {
   readonly transfers?: number
   /** Transfers in flight before the next is submitted. Default 6. */
   readonly window?: number
+  /** Half of the transfers as TCC instead of sagas. Default true. */
+  readonly tcc?: boolean
 }
 
 export interface ChaosReport {
   readonly seed: number
   readonly ms: number
   readonly submitted: number
+  /** How many of the submitted were TCC transfers (the rest sagas). */
+  readonly tcc: number
   readonly succeeded: number
   readonly failed: number
   /** Parked (each with its reason) once recovery had settled, before the participants were calmed and retried. */
@@ -60,7 +65,7 @@ function schedule(seed: number, n: number) {
 }
 
 export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
-  const { seed, transfers: n = 30, window = 6 } = options
+  const { seed, transfers: n = 30, window = 6, tcc = true } = options
   const began = Date.now()
   const run = randomBytes(3).toString('hex')
   const tmp = tempDir()
@@ -107,16 +112,17 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       const previous = sent[i - window]
       // Pacing only: keep a bounded number in flight; a stuck transfer (a participant down) does not stop the run.
       if (previous !== undefined) await eventually(() => settled(previous.gid), 3_000).catch(() => undefined)
-      const saga = chance(seed, 'dir', i) < 0.5 ? 'ab' : 'ba'
+      const direction = chance(seed, 'dir', i) < 0.5 ? 'ab' : 'ba'
+      const kind = tcc && chance(seed, 'kind', i) < 0.5 ? (`tcc-${direction}` as const) : direction
       const input = {
         from: pick(seed, 1, 3, 'from', i),
         to: pick(seed, 1, 3, 'to', i),
         amount: pick(seed, 1, 300, 'amount', i),
       }
       const gid = `chaos-${seed}-${i}`
-      sent.push({ gid, saga, amount: input.amount })
+      sent.push({ gid, kind, amount: input.amount })
       const answer = coordinator.waitFor((line) => line.endsWith(` ${gid}`) || line.includes(` ${gid} `), 15_000)
-      coordinator.send(JSON.stringify({ cmd: 'submit', gid, saga, input }))
+      coordinator.send(JSON.stringify({ cmd: 'submit', gid, kind, input }))
       const line = await answer
       if (!line.startsWith('submitted ')) throw new Error(`seed ${seed}: ${line}`)
       if (plan.coordinatorKills.has(i)) {
@@ -163,6 +169,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       seed,
       ms: Date.now() - began,
       submitted: finished.length,
+      tcc: finished.filter((t) => t.kind === 'tcc').length,
       succeeded: count('succeeded'),
       failed: count('failed'),
       parked: parked.length,

@@ -1,8 +1,8 @@
 /**
  * The chaos test's coordinator, run as a child process: `coordinator.ts <storeUrl> <bankAUrl> <bankBUrl>`.
  * It defines the two transfer sagas (A→B and B→A, each `out` on the payer's bank then `in` on the payee's, as
- * http() branches), recovers what a killed predecessor left on the same store, and reads JSON commands on stdin:
- * `{ "cmd": "submit", "gid", "saga": "ab" | "ba", "input" }` → prints `submitted <gid>` once durably submitted;
+ * http() branches) and the two transfer TCCs (participants `out` and `in` on the same banks), recovers what a killed predecessor left on the same store, and reads JSON commands on stdin:
+ * `{ "cmd": "submit", "gid", "kind": "ab" | "ba" | "tcc-ab" | "tcc-ba", "input" }` → prints `submitted <gid>` once durably submitted;
  * `{ "cmd": "retry-parked" }` → `tc.retry` on every parked transaction, prints `retried <n>`. Prints `ready`.
  */
 import { createInterface } from 'node:readline'
@@ -20,6 +20,7 @@ setTimeout(() => process.exit(3), 10 * 60_000).unref()
 const HTTP = { timeoutMs: 400 }
 const tc = createCoordinator({
   store: storeUrl,
+  timeoutMs: 20_000,
   recoverEveryMs: 200,
   leaseTtlMs: 1_000,
   retry: { firstMs: 20, maxMs: 300, attempts: 10 },
@@ -29,14 +30,21 @@ const transfer = (name: string, payer: string, payee: string) =>
     .saga<TransferInput>(name)
     .step('out', { action: http(`${payer}/out`, HTTP), compensate: http(`${payer}/out`, HTTP) })
     .step('in', { action: http(`${payee}/in`, HTTP), compensate: http(`${payee}/in`, HTTP) })
-const sagas = { ab: transfer('transfer-ab', bankA, bankB), ba: transfer('transfer-ba', bankB, bankA) }
+const tcc = (name: string, payer: string, payee: string) =>
+  tc.tcc<TransferInput>(name, { out: http.tcc(`${payer}/tcc-out`, HTTP), in: http.tcc(`${payee}/tcc-in`, HTTP) })
+const kinds = {
+  ab: transfer('transfer-ab', bankA, bankB),
+  ba: transfer('transfer-ba', bankB, bankA),
+  'tcc-ab': tcc('tcc-ab', bankA, bankB),
+  'tcc-ba': tcc('tcc-ba', bankB, bankA),
+}
 
 const say = (line: string) => process.stdout.write(`${line}\n`)
 
 createInterface({ input: process.stdin }).on('line', (line) => {
-  const command = JSON.parse(line) as { cmd: string; gid: string; saga: 'ab' | 'ba'; input: TransferInput }
+  const command = JSON.parse(line) as { cmd: string; gid: string; kind: keyof typeof kinds; input: TransferInput }
   if (command.cmd === 'submit') {
-    sagas[command.saga].run(command.input, { gid: command.gid, wait: false }).then(
+    kinds[command.kind].run(command.input, { gid: command.gid, wait: false }).then(
       () => say(`submitted ${command.gid}`),
       (error: unknown) => say(`submit-failed ${command.gid} ${String(error)}`),
     )

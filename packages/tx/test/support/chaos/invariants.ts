@@ -2,7 +2,8 @@
  * The chaos run's invariants, checked once every transaction is finished: money conserved (in total and per
  * bank, matching the transfers that succeeded), every business effect applied at most once, a succeeded
  * transfer with both legs applied and nothing compensated, a failed one with every applied leg compensated
- * exactly once, and no effect for a transaction the log does not know.
+ * exactly once, a TCC transfer confirmed or cancelled (never both) and nothing left frozen, and no effect for a
+ * transaction the log does not know.
  */
 import type { TxRecord } from '../../../src/index.js'
 import type { LedgerDb } from './ledger-db.js'
@@ -10,7 +11,7 @@ import type { LedgerDb } from './ledger-db.js'
 /** What the test submitted, by gid. */
 export interface Transfer {
   readonly gid: string
-  readonly saga: 'ab' | 'ba'
+  readonly kind: 'ab' | 'ba' | 'tcc-ab' | 'tcc-ba'
   readonly amount: number
 }
 
@@ -51,8 +52,13 @@ export async function checkInvariants(
   for (const t of transfers) {
     const tx = byGid.get(t.gid)
     if (tx === undefined) continue // never durably submitted (the coordinator was killed before it answered)
-    const [payer, payee] = t.saga === 'ab' ? (['a', 'b'] as const) : (['b', 'a'] as const)
+    const [payer, payee] = t.kind.endsWith('ab') ? (['a', 'b'] as const) : (['b', 'a'] as const)
     const n = (side: 'a' | 'b', what: string) => effects[side].get(`${t.gid} ${what}`) ?? 0
+    if (t.kind.startsWith('tcc')) {
+      violations.push(...checkTcc(t.gid, tx, { out: (op) => n(payer, `out:${op}`), in: (op) => n(payee, `in:${op}`) }))
+      if (tx.status === 'succeeded') expectedA += t.kind === 'tcc-ab' ? -t.amount : t.amount
+      continue
+    }
     const legs = { out: n(payer, 'out:action'), in: n(payee, 'in:action') }
     const undone = { out: n(payer, 'out:compensate'), in: n(payee, 'in:compensate') }
     if (tx.status === 'succeeded') {
@@ -61,7 +67,7 @@ export async function checkInvariants(
       }
       const compensated = tx.branches.filter((b) => b.op === 'compensate' && b.status === 'succeeded')
       if (compensated.length > 0) violations.push(`${t.gid} succeeded but the log shows a compensation`)
-      expectedA += t.saga === 'ab' ? -t.amount : t.amount
+      expectedA += t.kind === 'ab' ? -t.amount : t.amount
     } else if (tx.status === 'failed') {
       if (legs.out !== undone.out || legs.in !== undone.in) {
         violations.push(
@@ -74,6 +80,30 @@ export async function checkInvariants(
   }
   if (violations.length === 0 && totalA !== expectedA) {
     violations.push(`bank A holds ${totalA}, the succeeded transfers say ${expectedA}`)
+  }
+  const frozen = (await banks.a.frozen()) + (await banks.b.frozen())
+  if (frozen !== 0) violations.push(`${frozen} still frozen after every TCC transfer finished`)
+  return violations
+}
+
+/**
+ * A TCC transfer: succeeded → both participants tried and confirmed once, never cancelled; failed → never
+ * confirmed, and each participant's cancel applied exactly when its try was (a null cancel applies nothing).
+ */
+function checkTcc(gid: string, tx: TxRecord, count: Record<'out' | 'in', (op: string) => number>): string[] {
+  const violations: string[] = []
+  for (const side of ['out', 'in'] as const) {
+    const [tried, confirmed, cancelled] = ['try', 'confirm', 'cancel'].map(count[side]) as [number, number, number]
+    const seen = JSON.stringify({ tried, confirmed, cancelled })
+    if (confirmed > 0 && cancelled > 0) violations.push(`${gid}/${side} both confirmed and cancelled: ${seen}`)
+    if (tx.status === 'succeeded' && (tried !== 1 || confirmed !== 1)) {
+      violations.push(`${gid} succeeded but ${side} shows ${seen}`)
+    } else if (tx.status === 'failed' && (confirmed !== 0 || cancelled !== tried)) {
+      violations.push(`${gid} failed but ${side} shows ${seen}`)
+    } else if (tx.status !== 'succeeded' && tx.status !== 'failed') {
+      violations.push(`${gid} is ${tx.status}, not terminal`)
+      break
+    }
   }
   return violations
 }

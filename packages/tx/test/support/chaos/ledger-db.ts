@@ -27,11 +27,13 @@ export interface LedgerDb {
    */
   apply(
     trx: unknown,
-    e: { gid: string; branch: string; op: string; id: number; delta: number },
+    e: { gid: string; branch: string; op: string; id: number; delta: number; frozen?: number },
     guarded?: boolean,
   ): Promise<boolean>
-  /** Sum of all balances. */
+  /** Sum of all balances, frozen amounts (TCC holds) included. */
   total(): Promise<number>
+  /** Sum of the frozen amounts (0 once every TCC transfer is confirmed or cancelled). */
+  frozen(): Promise<number>
   balance(id: number): Promise<number>
   /** Effect rows of `gid` (all when omitted) as `branch:op` strings. */
   effects(gid?: string): Promise<string[]>
@@ -97,7 +99,10 @@ export function openLedgerDb(dialect: Dialect, prefix: string, path?: string): L
     tables,
     query,
     async create(balances) {
-      await query(db, `CREATE TABLE IF NOT EXISTS ${tables.acct} (id INTEGER PRIMARY KEY, bal INTEGER NOT NULL)`)
+      await query(
+        db,
+        `CREATE TABLE IF NOT EXISTS ${tables.acct} (id INTEGER PRIMARY KEY, bal INTEGER NOT NULL, frozen INTEGER NOT NULL DEFAULT 0)`,
+      )
       await query(
         db,
         `CREATE TABLE IF NOT EXISTS ${tables.effects} (gid VARCHAR(191) NOT NULL, branch VARCHAR(64) NOT NULL, op VARCHAR(16) NOT NULL, acct INTEGER NOT NULL, delta INTEGER NOT NULL)`,
@@ -109,14 +114,18 @@ export function openLedgerDb(dialect: Dialect, prefix: string, path?: string): L
       }
     },
     async apply(trx, e, guarded = true) {
-      // The row lock taken by this UPDATE serialises concurrent moves on one account; the guard keeps it >= 0.
+      // FOR UPDATE serialises concurrent moves on one account, so the guard (balance stays >= 0) cannot race.
       const before = await query(
         trx,
         `SELECT bal FROM ${tables.acct} WHERE id = ?${dialect === 'sqlite' ? '' : ' FOR UPDATE'}`,
         [e.id],
       )
       if (guarded && Number(before[0]?.bal) + e.delta < 0) return false
-      await query(trx, `UPDATE ${tables.acct} SET bal = bal + ? WHERE id = ?`, [e.delta, e.id])
+      await query(trx, `UPDATE ${tables.acct} SET bal = bal + ?, frozen = frozen + ? WHERE id = ?`, [
+        e.delta,
+        e.frozen ?? 0,
+        e.id,
+      ])
       await query(trx, `INSERT INTO ${tables.effects} (gid, branch, op, acct, delta) VALUES (?, ?, ?, ?, ?)`, [
         e.gid,
         e.branch,
@@ -126,7 +135,8 @@ export function openLedgerDb(dialect: Dialect, prefix: string, path?: string): L
       ])
       return true
     },
-    total: () => num(`SELECT COALESCE(SUM(bal), 0) FROM ${tables.acct}`),
+    total: () => num(`SELECT COALESCE(SUM(bal + frozen), 0) FROM ${tables.acct}`),
+    frozen: () => num(`SELECT COALESCE(SUM(frozen), 0) FROM ${tables.acct}`),
     balance: (id) => num(`SELECT bal FROM ${tables.acct} WHERE id = ?`, [id]),
     async effects(gid) {
       const where = gid === undefined ? '' : ' WHERE gid = ?'

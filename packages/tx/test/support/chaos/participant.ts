@@ -2,7 +2,7 @@
  * A bank's participant service for the chaos test, run as a child process:
  * `participant.ts <dialect> <tablePrefix> <port> <seed> <name>`. fastify + the latchkey-tx participant plugin +
  * the barrier, on the bank's own database (tables created by the test). Routes `/out` (debit the payer; its
- * compensation credits back) and `/in` (credit the payee; its compensation debits). It injects seeded faults
+ * compensation credits back) and `/in` (credit the payee; its compensation debits), and `/tcc-out`, `/tcc-in` for the TCC transfer. It injects seeded faults
  * (409, 425, 5xx, slow answers that outlive the coordinator's timeout, before or after the commit) and prints
  * `fault <kind>` for each, and `listening <port>` once ready. `POST /chaos/calm` stops the faults.
  */
@@ -48,9 +48,13 @@ function draw(gid: string, branch: string, op: string): Fault | undefined {
   return fault
 }
 
-/** A handler moving `sign * amount` on the payer (`/out`) or payee (`/in`); a debit of a forward op is guarded. */
+/**
+ * A handler moving money on the payer (`from`) or payee (`to`) account: `bal` and `frozen` deltas in units of
+ * the amount. A guarded move is refused (409) when the balance would go negative: only forward ops are guarded,
+ * compensations, confirms and cancels must succeed.
+ */
 const move =
-  (account: 'from' | 'to', sign: 1 | -1, guarded: boolean): BranchHandler<TransferInput> =>
+  (account: 'from' | 'to', bal: number, frozen: number, guarded = false): BranchHandler<TransferInput> =>
   async (trx, call) => {
     const fault = draw(call.gid, call.branch, call.op)
     ;(call.request as { fault?: Fault | undefined }).fault = fault
@@ -58,15 +62,16 @@ const move =
     if (fault === 'ongoing') throw new BranchOngoing('still working (chaos)')
     if (fault === 'error') throw new Error('participant error (chaos)')
     if (fault === 'slow') await sleep(SLOW_MS) // inside the local transaction: its locks are held meanwhile
+    const { amount } = call.input
     const e = {
       gid: call.gid,
       branch: call.branch,
       op: call.op,
       id: call.input[account],
-      delta: sign * call.input.amount,
+      delta: bal * amount,
+      frozen: frozen * amount,
     }
-    const applied = await ledger.apply(trx, e, guarded)
-    if (!applied) throw new BranchFailure('insufficient funds')
+    if (!(await ledger.apply(trx, e, guarded))) throw new BranchFailure('insufficient funds')
     return { balanceMoved: e.delta }
   }
 
@@ -88,8 +93,12 @@ await app.register(txParticipant, {
   barrierTable: ledger.tables.barrier,
   createTable: false,
   routes: {
-    '/out': { action: move('from', -1, true), compensate: move('from', 1, false) },
-    '/in': { action: move('to', 1, false), compensate: move('to', -1, false) },
+    // Saga: the payer's debit, undone by a credit; the payee's credit, undone by a debit.
+    '/out': { action: move('from', -1, 0, true), compensate: move('from', 1, 0) },
+    '/in': { action: move('to', 1, 0), compensate: move('to', -1, 0) },
+    // TCC: try freezes the payer's amount, confirm lets it go, cancel unfreezes; the payee gets it on confirm.
+    '/tcc-out': { try: move('from', -1, 1, true), confirm: move('from', 0, -1), cancel: move('from', 1, -1) },
+    '/tcc-in': { try: move('to', 0, 0), confirm: move('to', 1, 0), cancel: move('to', 0, 0) },
   },
 })
 const address = await app.listen({ port: Number(portArg), host: '127.0.0.1' })

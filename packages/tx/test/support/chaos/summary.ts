@@ -16,7 +16,7 @@ export async function runMany(options: SummaryOptions): Promise<{ failedSeeds: n
   const failedSeeds: number[] = []
   const began = Date.now()
   log(
-    `${pad('seed', 6)} ${pad('ms', 7)} ${pad('txs', 4)} ${pad('ok', 4)} ${pad('fail', 4)} ${pad('park', 4)} ${pad('kC', 3)} ${pad('kA', 3)} ${pad('kB', 3)} ${pad('faults', 6)}  violations`,
+    `${pad('seed', 6)} ${pad('ms', 7)} ${pad('txs', 4)} ${pad('tcc', 4)} ${pad('ok', 4)} ${pad('fail', 4)} ${pad('park', 4)} ${pad('kC', 3)} ${pad('kA', 3)} ${pad('kB', 3)} ${pad('faults', 6)}  violations`,
   )
   for (const seed of seeds) {
     let report: ChaosReport
@@ -27,6 +27,7 @@ export async function runMany(options: SummaryOptions): Promise<{ failedSeeds: n
         seed,
         ms: 0,
         submitted: 0,
+        tcc: 0,
         succeeded: 0,
         failed: 0,
         parked: 0,
@@ -40,7 +41,7 @@ export async function runMany(options: SummaryOptions): Promise<{ failedSeeds: n
     const faults = Object.values(report.faults).reduce((a, b) => a + b, 0)
     const k = report.kills
     log(
-      `${pad(seed, 6)} ${pad(report.ms, 7)} ${pad(report.submitted, 4)} ${pad(report.succeeded, 4)} ${pad(report.failed, 4)} ${pad(report.parked, 4)} ${pad(k.coordinator, 3)} ${pad(k.a, 3)} ${pad(k.b, 3)} ${pad(faults, 6)}  ${report.violations.length === 0 ? '-' : report.violations.join('; ')}`,
+      `${pad(seed, 6)} ${pad(report.ms, 7)} ${pad(report.submitted, 4)} ${pad(report.tcc, 4)} ${pad(report.succeeded, 4)} ${pad(report.failed, 4)} ${pad(report.parked, 4)} ${pad(k.coordinator, 3)} ${pad(k.a, 3)} ${pad(k.b, 3)} ${pad(faults, 6)}  ${report.violations.length === 0 ? '-' : report.violations.join('; ')}`,
     )
   }
   const sum = (f: (r: ChaosReport) => number) => reports.reduce((a, r) => a + f(r), 0)
@@ -48,11 +49,11 @@ export async function runMany(options: SummaryOptions): Promise<{ failedSeeds: n
   for (const r of reports) for (const [k, v] of Object.entries(r.faults)) faultKinds[k] = (faultKinds[k] ?? 0) + v
   log('')
   log(
-    '| runs | with violations | transactions | succeeded | failed | parked then retried | coordinator kills | participant kills | injected faults | minutes |',
+    '| runs | with violations | transactions | of which TCC | succeeded | failed | parked then retried | coordinator kills | participant kills | injected faults | minutes |',
   )
-  log('| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
+  log('| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
   log(
-    `| ${reports.length} | ${failedSeeds.length} | ${sum((r) => r.submitted)} | ${sum((r) => r.succeeded)} | ${sum((r) => r.failed)} | ${sum((r) => r.parked)} | ${sum((r) => r.kills.coordinator)} | ${sum((r) => r.kills.a + r.kills.b)} | ${sum((r) => Object.values(r.faults).reduce((a, b) => a + b, 0))} | ${((Date.now() - began) / 60_000).toFixed(1)} |`,
+    `| ${reports.length} | ${failedSeeds.length} | ${sum((r) => r.submitted)} | ${sum((r) => r.tcc)} | ${sum((r) => r.succeeded)} | ${sum((r) => r.failed)} | ${sum((r) => r.parked)} | ${sum((r) => r.kills.coordinator)} | ${sum((r) => r.kills.a + r.kills.b)} | ${sum((r) => Object.values(r.faults).reduce((a, b) => a + b, 0))} | ${((Date.now() - began) / 60_000).toFixed(1)} |`,
   )
   log(`faults by kind: ${JSON.stringify(faultKinds)}`)
   if (failedSeeds.length > 0) {
