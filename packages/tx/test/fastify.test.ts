@@ -13,7 +13,7 @@ import { DIALECTS, tempDir, uniquePrefix } from './support/databases.js'
 
 interface Move {
   amount: number
-  mode?: 'ongoing' | 'crash'
+  mode?: 'ongoing' | 'crash' | 'bigint'
 }
 
 describe.each(DIALECTS)('the fastify participant plugin on %s', (dialect) => {
@@ -30,7 +30,7 @@ describe.each(DIALECTS)('the fastify participant plugin on %s', (dialect) => {
     const move =
       (sign: number) => async (trx: unknown, call: { gid: string; branch: string; op: string; input: unknown }) => {
         const input = call.input as Move
-        if (input.mode !== undefined) {
+        if (input.mode === 'ongoing' || input.mode === 'crash') {
           modeCalls.push(input.mode)
           if (input.mode === 'ongoing') throw new BranchOngoing('not yet')
           throw new Error('disk on fire')
@@ -43,7 +43,7 @@ describe.each(DIALECTS)('the fastify participant plugin on %s', (dialect) => {
           delta: sign * input.amount,
         })
         if (!ok) throw new BranchFailure('insufficient funds')
-        return { moved: sign * input.amount }
+        return input.mode === 'bigint' ? { moved: BigInt(sign * input.amount) } : { moved: sign * input.amount }
       }
     app = Fastify({ logger: false })
     await app.register(txParticipant, {
@@ -141,6 +141,14 @@ describe.each(DIALECTS)('the fastify participant plugin on %s', (dialect) => {
       body: { moved: -1 },
     })
     expect((await post('/out', { gid, op: 'action' })).status).toBe(400)
+  })
+
+  it('a result that is not JSON answers 500 and rolls the effect back', async () => {
+    const gid = `${uniquePrefix('g')}big`
+    const bad = await post('/out', { gid, branch: 'out', op: 'action', input: { amount: 4, mode: 'bigint' } })
+    expect(bad.status).toBe(500)
+    expect(bad.body.message).toMatch(/BigInt/)
+    expect(await ledger.effects(gid)).toEqual([])
   })
 })
 

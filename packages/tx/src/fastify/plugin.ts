@@ -113,11 +113,14 @@ export async function txParticipant(app: FastifyInstance, options: TxParticipant
     const key = { gid: call.gid, branch: call.branch, op: call.op, ...(table === undefined ? {} : { table }) }
     try {
       const outcome = await inTransaction((trx) =>
-        barrier(trx, key, async (t) => (handler === undefined ? undefined : handler(t, { ...call, request }))),
+        barrier(trx, key, async (t) => {
+          const value = handler === undefined ? undefined : await handler(t, { ...call, request })
+          // Serialised before the commit: a result that is not JSON (a cycle, a BigInt) rolls the effect back.
+          return JSON.stringify(value === undefined ? { dtm_result: 'SUCCESS' } : value)
+        }),
       )
       if (outcome.status !== 'applied') return reply.send({ dtm_result: 'SUCCESS', barrier: outcome.status })
-      const result = outcome.result === undefined ? { dtm_result: 'SUCCESS' } : outcome.result
-      return reply.type('application/json').send(JSON.stringify(result))
+      return reply.type('application/json').send(outcome.result)
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error)
       if (isBranchFailure(error)) return reply.code(409).send({ dtm_result: 'FAILURE', message })
