@@ -149,7 +149,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     await eventually(async () => (await r.list({ limit: 10_000 })).every((t) => !UNFINISHED.has(t.status)), 90_000, 100)
     const parked = (await all()).filter((t) => t.status === 'parked')
     const violations = parked.filter((t) => !t.error).map((t) => `${t.gid} parked without a reason`)
-    if (process.env.CHAOS_DEBUG) for (const t of parked) console.log(`parked ${t.gid} (${t.kind} from ${t.parkedFrom}): ${t.error}`)
+    if (process.env.CHAOS_DEBUG)
+      for (const t of parked) console.log(`parked ${t.gid} (${t.kind} from ${t.parkedFrom}): ${t.error}`)
     for (const side of ['a', 'b'] as const) await fetch(`${url(side)}/chaos/calm`, { method: 'POST' })
     if (parked.length > 0) {
       const retried = coordinator.waitFor((line) => line.startsWith('retried '))

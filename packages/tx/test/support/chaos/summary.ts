@@ -10,10 +10,14 @@ export interface SummaryOptions {
 const pad = (v: unknown, n: number) => String(v).padStart(n)
 
 /** Runs every seed (an exception in a run counts as a failed run, with its message) and prints the table. */
-export async function runMany(options: SummaryOptions): Promise<{ failedSeeds: number[]; reports: ChaosReport[] }> {
+export async function runMany(
+  options: SummaryOptions,
+): Promise<{ failedSeeds: number[]; erroredSeeds: number[]; reports: ChaosReport[] }> {
   const { seeds, transfers, log } = options
   const reports: ChaosReport[] = []
   const failedSeeds: number[] = []
+  // A run that could not run (a database refusing connections, a port taken) proves nothing either way.
+  const erroredSeeds: number[] = []
   const began = Date.now()
   log(
     `${pad('seed', 6)} ${pad('ms', 7)} ${pad('txs', 4)} ${pad('tcc', 4)} ${pad('ok', 4)} ${pad('fail', 4)} ${pad('park', 4)} ${pad('kC', 3)} ${pad('kA', 3)} ${pad('kB', 3)} ${pad('faults', 6)}  violations`,
@@ -37,7 +41,8 @@ export async function runMany(options: SummaryOptions): Promise<{ failedSeeds: n
       }
     }
     reports.push(report)
-    if (report.violations.length > 0) failedSeeds.push(seed)
+    if (report.violations[0]?.startsWith('run error: ')) erroredSeeds.push(seed)
+    else if (report.violations.length > 0) failedSeeds.push(seed)
     const faults = Object.values(report.faults).reduce((a, b) => a + b, 0)
     const k = report.kills
     log(
@@ -49,16 +54,17 @@ export async function runMany(options: SummaryOptions): Promise<{ failedSeeds: n
   for (const r of reports) for (const [k, v] of Object.entries(r.faults)) faultKinds[k] = (faultKinds[k] ?? 0) + v
   log('')
   log(
-    '| runs | with violations | transactions | of which TCC | succeeded | failed | parked then retried | coordinator kills | participant kills | injected faults | minutes |',
+    '| runs | could not run | with violations | transactions | of which TCC | succeeded | failed | parked then retried | coordinator kills | participant kills | injected faults | minutes |',
   )
-  log('| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
+  log('| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
   log(
-    `| ${reports.length} | ${failedSeeds.length} | ${sum((r) => r.submitted)} | ${sum((r) => r.tcc)} | ${sum((r) => r.succeeded)} | ${sum((r) => r.failed)} | ${sum((r) => r.parked)} | ${sum((r) => r.kills.coordinator)} | ${sum((r) => r.kills.a + r.kills.b)} | ${sum((r) => Object.values(r.faults).reduce((a, b) => a + b, 0))} | ${((Date.now() - began) / 60_000).toFixed(1)} |`,
+    `| ${reports.length} | ${erroredSeeds.length} | ${failedSeeds.length} | ${sum((r) => r.submitted)} | ${sum((r) => r.tcc)} | ${sum((r) => r.succeeded)} | ${sum((r) => r.failed)} | ${sum((r) => r.parked)} | ${sum((r) => r.kills.coordinator)} | ${sum((r) => r.kills.a + r.kills.b)} | ${sum((r) => Object.values(r.faults).reduce((a, b) => a + b, 0))} | ${((Date.now() - began) / 60_000).toFixed(1)} |`,
   )
   log(`faults by kind: ${JSON.stringify(faultKinds)}`)
   if (failedSeeds.length > 0) {
     log(`failing seeds: ${failedSeeds.join(',')}`)
     log(`replay: SEED=${failedSeeds.join(',')} npx vitest run packages/tx/test/bank-chaos.test.ts`)
   }
-  return { failedSeeds, reports }
+  if (erroredSeeds.length > 0) log(`seeds that could not run: ${erroredSeeds.join(',')}`)
+  return { failedSeeds, erroredSeeds, reports }
 }
