@@ -68,7 +68,10 @@ export class TxParkedError extends TxError {
   constructor(gid: string, branch: string, op: string, attempts: number, cause: unknown) {
     super(
       `Transaction ${gid} parked: ${op} of "${branch}" failed ${attempts} times (${describe(cause)}); ` +
-        'fix the cause, then call tc.retry(gid) (or tc.abort(gid) before compensation started)',
+        // A forward step may still be given up; a compensation, confirm or cancel must eventually succeed.
+        (op === 'action' || op === 'try'
+          ? 'fix the cause, then call tc.retry(gid), or tc.abort(gid) to compensate'
+          : 'fix the cause, then call tc.retry(gid)'),
       { code: 'TX_PARKED', gid, cause },
     )
     this.branch = branch

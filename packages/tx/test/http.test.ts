@@ -130,6 +130,29 @@ describe('http branches', () => {
     expect((await tc.get(r.gid))?.branches[0]?.lastError).toMatch(/ECONNREFUSED/)
   })
 
+  it("a 200 whose body says DTM's FAILURE fails the step; ONGOING is asked again", async () => {
+    const tc = h.coordinator({ retry: { firstMs: 5, maxMs: 10, attempts: 6 } })
+    script.set('/later', [
+      { status: 200, body: { dtm_result: 'ONGOING' } },
+      { status: 200, body: { dtm_result: 'SUCCESS' } },
+    ])
+    script.set('/charge', [{ status: 200, body: { dtm_result: 'FAILURE' } }])
+    const r = await tc
+      .saga('order')
+      .step('later', { action: http(`${base}/later`), compensate: http(`${base}/unlater`) })
+      .step('charge', { action: http(`${base}/charge`), compensate: http(`${base}/refund`) })
+      .run({})
+    expect(r.status).toBe('failed')
+    expect(r.error?.message).toMatch(/FAILURE/)
+    expect(calls()).toEqual([
+      '/later:action',
+      '/later:action',
+      '/charge:action',
+      '/refund:compensate',
+      '/unlater:compensate',
+    ])
+  })
+
   it('http.tcc posts try, confirm and cancel to one URL', async () => {
     const tc = h.coordinator()
     script.set('/b', [{ status: 409 }, { status: 200 }])

@@ -43,7 +43,8 @@ function checkOptions(options: HttpBranchOptions): { timeoutMs: number; headers:
 /**
  * A branch operation over HTTP, with DTM's result protocol: POST `{ gid, branch, op, input }` as JSON;
  * 2xx is success (a JSON body becomes the result), 409 is failure (aborts a forward operation; a compensation,
- * confirm or cancel is retried anyway: those must eventually succeed), 425 means "ongoing, ask again later",
+ * confirm or cancel is retried anyway: those must eventually succeed), 425 means "ongoing, ask again later"
+ * (a body `{ "dtm_result": "FAILURE" }` or `"ONGOING"`, DTM's older way of saying so with a 200, counts the same),
  * anything else (5xx, timeout, refused connection) is retried with the coordinator's backoff.
  *
  * @example
@@ -90,12 +91,21 @@ async function post(
     })
   }
   const text = await response.text().catch(() => '')
-  if (response.ok) return parseBody(text)
+  const body = parseBody(text)
+  // DTM's older protocol answers 200 with the outcome in the body: { "dtm_result": "FAILURE" | "ONGOING" }.
+  const said = dtmResult(body)
+  if (response.ok && said === undefined) return body
   const detail = `${ctx.op} of "${ctx.branch}": POST ${url} answered ${response.status}${text ? ` (${text.slice(0, 200)})` : ''}`
-  if (response.status === 409) throw new TxError(detail, { code: 'BRANCH_FAILED', ...where })
-  if (response.status === 425)
+  if (response.status === 409 || said === 'FAILURE') throw new TxError(detail, { code: 'BRANCH_FAILED', ...where })
+  if (response.status === 425 || said === 'ONGOING')
     throw new TxError(`${detail}; still ongoing`, { code: 'BRANCH_ONGOING', retryable: true, ...where })
   throw new TxError(`${detail}; will retry`, { code: 'BRANCH_UNAVAILABLE', retryable: true, ...where })
+}
+
+function dtmResult(body: unknown): 'FAILURE' | 'ONGOING' | undefined {
+  if (typeof body !== 'object' || body === null) return undefined
+  const result = (body as { dtm_result?: unknown }).dtm_result
+  return result === 'FAILURE' || result === 'ONGOING' ? result : undefined
 }
 
 function parseBody(text: string): unknown {
