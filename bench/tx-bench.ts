@@ -46,7 +46,17 @@ for (const db of dbs) {
   const top = Math.max(...concurrencies)
   const participant = await openParticipant(db, suffix, top + 2)
   const log = await openLog(db, suffix, top + 5)
-  const tc = createCoordinator({ store: log.store })
+  // Anything but the plain path of a succeeding transaction (retries, aborts, recovery) is counted and shown.
+  const unusual = new Map<string, number>()
+  const plain = new Set(['created', 'branch-start', 'branch-succeeded', 'succeeded', 'submitted'])
+  const tc = createCoordinator({
+    store: log.store,
+    ...(log.locks === undefined ? {} : { locks: log.locks }),
+    onEvent: (e) => {
+      if (!plain.has(e.type)) unusual.set(e.type, (unusual.get(e.type) ?? 0) + 1)
+      if (process.env.TX_BENCH_EVENTS) console.error(e.type, e.gid, e.branch ?? '', e.op ?? '', String(e.error ?? ''))
+    },
+  })
   try {
     const ops = VARIANTS.map((v) => ({ v, op: defineOps(tc, participant, v) }))
     const base = baselineOps(participant)
@@ -96,6 +106,9 @@ for (const db of dbs) {
         }
         const last = rows.slice(-cells.length)
         console.error(`${db} c=${c} ${protocol}: ${last.map((r) => `${r.label} ${fmt(r.tps)}/s`).join(', ')}`)
+        if (unusual.size > 0)
+          console.error(`  events off the plain path: ${JSON.stringify(Object.fromEntries(unusual))}`)
+        unusual.clear()
       }
     }
   } finally {

@@ -4,6 +4,8 @@
  */
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { createLocks, type Locks } from 'latchkey'
+import { sqliteBackend } from 'latchkey/sqlite'
 import { mysqlStore, postgresStore, sqliteStore, type TxStore } from 'latchkey-tx'
 import mysql from 'mysql2/promise'
 import pg from 'pg'
@@ -21,6 +23,12 @@ export interface StatementTally {
 export interface BenchLog {
   readonly store: TxStore
   readonly tally: StatementTally
+  /**
+   * Leases for the coordinator when the store's default must not be used: on SQLite the default lock backend
+   * opens a second connection to the log's own file, and with two transactions in flight it blocks the thread
+   * in SQLite's busy wait (5 s) behind the store's connection, whose transaction is open across an await.
+   */
+  readonly locks?: Locks
   /** Drops the log tables (after the coordinators using the store are closed). */
   close(): Promise<void>
 }
@@ -101,13 +109,20 @@ export async function openLog(kind: DbKind, suffix: string, poolSize: number): P
   }
   const path = join(tmpdir(), `bench-tx-log-${suffix}.db`)
   const store = sqliteStore({ path, tablePrefix })
+  const backend = sqliteBackend({ path: `${path}-leases` })
+  const locks = createLocks({ backend, namespace: 'latchkey-tx', requireFencing: true })
   return {
     store,
     tally,
+    locks,
     async close() {
       await store.close()
+      await locks.close()
+      await backend.close()
       const { rm } = await import('node:fs/promises')
-      for (const f of ['', '-wal', '-shm']) await rm(path + f, { force: true })
+      for (const f of ['', '-wal', '-shm', '-latchkey', '-leases', '-leases-wal', '-leases-shm', '-leases-latchkey']) {
+        await rm(path + f, { force: true, recursive: true })
+      }
     },
   }
 }
