@@ -4,7 +4,7 @@
  * concurrency 1 and 20, beside a no-coordinator baseline doing the same participant calls (2 writes each, same
  * SQL, same transactions, same database), interleaved with them in slices so machine noise hits both.
  *
- *   npx tsx bench/tx-bench.ts [--quick] [--db=postgres,mariadb,sqlite] [--c=1,20] [--seconds=3]
+ *   npx tsx bench/tx-bench.ts [--quick] [--http] [--db=postgres,mariadb,sqlite] [--c=1,20] [--seconds=3]
  *
  * Printed, never asserted. The ratio column is TPS / baseline TPS of the same database, concurrency and protocol,
  * the format DTM publishes its figures in.
@@ -13,6 +13,7 @@ import { randomBytes } from 'node:crypto'
 import { cpus, loadavg } from 'node:os'
 import { createCoordinator } from 'latchkey-tx'
 import { fmt } from './lib/stats.js'
+import { startHttpParticipant } from './lib/tx-http.js'
 import { type BenchLog, openLog } from './lib/tx-log.js'
 import { type DbKind, openParticipant } from './lib/tx-participant.js'
 import { printProfile, printTable, type Row } from './lib/tx-report.js'
@@ -25,6 +26,8 @@ const seconds = Number(flag('seconds') ?? (quick ? 1 : 3))
 const dbs = (flag('db') ?? 'sqlite,postgres,mariadb').split(',') as DbKind[]
 const concurrencies = (flag('c') ?? '1,20').split(',').map(Number)
 const protocols: Protocol[] = ['saga', 'tcc']
+/** Adds HTTP-branch cells: the branches are calls to a local participant service (DTM's setting). */
+const withHttp = args.includes('--http')
 /** Each cell's time is cut into this many slices, taken in turn with the other cells of its group. */
 const SLICES = quick ? 2 : 6
 const WARMUP_MS = quick ? 200 : 500
@@ -60,18 +63,21 @@ for (const db of dbs) {
   try {
     const ops = VARIANTS.map((v) => ({ v, op: defineOps(tc, participant, v) }))
     const base = baselineOps(participant)
+    const web = withHttp ? await startHttpParticipant(tc, participant) : undefined
     for (const c of concurrencies) {
       for (const protocol of protocols) {
-        const cells: { label: string; op: Op; tally: Tally; writes: number | undefined; barrier: boolean }[] = [
-          { label: 'no coordinator', op: base[protocol], tally: new Tally(), writes: undefined, barrier: false },
+        const cells: { label: string; op: Op; tally: Tally }[] = [
+          { label: 'no coordinator', op: base[protocol], tally: new Tally() },
           ...ops.map(({ v, op }) => ({
             label: `${v.writes} SQL${v.barrier ? ' + barrier' : ''}`,
             op: op[protocol],
             tally: new Tally(),
-            writes: v.writes,
-            barrier: v.barrier,
           })),
         ]
+        if (web !== undefined) {
+          cells.push({ label: 'HTTP, no coordinator', op: web.baseline[protocol], tally: new Tally() })
+          cells.push({ label: 'HTTP 2 SQL + barrier', op: web.ops[protocol], tally: new Tally() })
+        }
         for (const cell of cells) await drive(cell.op, c, WARMUP_MS, undefined)
         const statements = cells.map(() => ({ count: {} as Record<string, number>, ms: {} as Record<string, number> }))
         for (let s = 0; s < SLICES; s++) {
@@ -100,7 +106,7 @@ for (const db of dbs) {
             errors: cell.tally.errors,
             firstError: cell.tally.firstError,
           })
-          if (i > 0 && db !== 'sqlite') {
+          if (!cell.label.includes('no coordinator') && db !== 'sqlite') {
             profiles.push({ db, c, protocol, label: cell.label, log: statements[i] as never, tx: cell.tally.done })
           }
         }
@@ -111,6 +117,7 @@ for (const db of dbs) {
         unusual.clear()
       }
     }
+    await web?.close()
   } finally {
     await tc.close()
     await log.close()
