@@ -28,10 +28,11 @@ const closers: (() => unknown)[] = []
 let killed: number | undefined
 /**
  * Session timeout and lease: longer than an election plus a reconnect takes on a loaded 2-core machine (seen:
- * over 6 s), so that the test checks failover, not the (correct) loss of a lease whose session went silent too
- * long. The ensemble's tickTime of 1 s allows sessions up to 20 s.
+ * over 6 s, and over 15 s while other test suites and benchmarks ran beside it), so that the test checks failover,
+ * not the (correct) loss of a lease whose session went silent too long. The ensemble's tickTime of 1 s allows
+ * sessions up to 20 s, the most this can be.
  */
-const SESSION_MS = 15_000
+const SESSION_MS = 20_000
 
 /** Sends a four-letter command to a member; '' when it does not answer. */
 function four(port: number, command: string): Promise<string> {
@@ -159,10 +160,10 @@ it('killing the leader, which is also the holder’s member, keeps one holder; w
   const leader = await leaderIndex()
   await holdThroughKill(leader)
   expect(await leaderIndex()).not.toBe(leader)
-}, 90_000)
+}, 110_000)
 
 it('killing a follower the holder is connected to keeps one holder; waiters proceed; tokens increase', async () => {
   await healEnsemble()
   const leader = await leaderIndex()
   await holdThroughKill((leader + 1) % ports.length)
-}, 90_000)
+}, 110_000)
