@@ -60,7 +60,12 @@ export function sqliteStore(options: SqliteStoreOptions): TxStore {
     owned = true
   }
   const path = db.memory ? undefined : db.name
-  const makeBackend = () => (path === undefined ? sqliteBackend({ database: db as never }) : sqliteBackend({ path }))
+  // The leases live in a file of their own beside the log. On the log's own file they would take a second
+  // connection to it in this process, and better-sqlite3 waits for a busy file synchronously: a lease write
+  // while the log's connection holds a transaction open across an await froze the whole process for the 5 s
+  // busy timeout, whenever two transactions ran at once. Every process sharing the log derives the same path.
+  const makeBackend = () =>
+    path === undefined ? sqliteBackend({ database: db as never }) : sqliteBackend({ path: `${path}-leases` })
   return new SqlTxStore(sqliteDriver(db, owned), prefix, makeBackend)
 }
 
