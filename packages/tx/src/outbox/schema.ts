@@ -1,20 +1,12 @@
 /** The outbox's and the inbox's own tables, per dialect. `p` is a checked table prefix. */
+import { columnTypes, type Dialect } from '../store/schema.js'
 
 /** The three SQL dialects the outbox and inbox run on. */
-export type OutboxDialect = 'sqlite' | 'postgres' | 'mysql'
+export type OutboxDialect = Dialect
 
 /** Idempotent CREATE statements of the outbox table (`<p>outbox`). */
 export function outboxSchema(dialect: OutboxDialect, p: string): string[] {
-  const key = dialect === 'sqlite' ? 'TEXT' : 'VARCHAR(191)'
-  const text = dialect === 'mysql' ? 'MEDIUMTEXT' : 'TEXT'
-  const big = dialect === 'sqlite' ? 'INTEGER' : 'BIGINT'
-  const serial =
-    dialect === 'sqlite'
-      ? 'INTEGER PRIMARY KEY AUTOINCREMENT'
-      : dialect === 'postgres'
-        ? 'BIGSERIAL PRIMARY KEY'
-        : 'BIGINT AUTO_INCREMENT PRIMARY KEY'
-  const engine = dialect === 'mysql' ? ' ENGINE=InnoDB DEFAULT CHARSET=utf8mb4' : ''
+  const { key, text, big, serial, engine } = columnTypes(dialect)
   // The relay reads one partition's pending rows in insert order: (part, status, seq) serves that scan.
   // MySQL has no CREATE INDEX IF NOT EXISTS, so its index is declared inside CREATE TABLE.
   const inline = dialect === 'mysql' ? ', INDEX (part, status, seq)' : ''
@@ -30,9 +22,7 @@ export function outboxSchema(dialect: OutboxDialect, p: string): string[] {
 
 /** Idempotent CREATE statement of the inbox table (`<p>inbox`): one row per consumed message id. */
 export function inboxSchema(dialect: OutboxDialect, p: string): string[] {
-  const key = dialect === 'sqlite' ? 'TEXT' : 'VARCHAR(191)'
-  const big = dialect === 'sqlite' ? 'INTEGER' : 'BIGINT'
-  const engine = dialect === 'mysql' ? ' ENGINE=InnoDB DEFAULT CHARSET=utf8mb4' : ''
+  const { key, big, engine } = columnTypes(dialect)
   return [
     `CREATE TABLE IF NOT EXISTS ${p}inbox (message_id ${key} NOT NULL PRIMARY KEY, consumed_at ${big} NOT NULL)${engine}`,
   ]

@@ -1,6 +1,6 @@
 /** The log's tables per dialect. `p` is the table prefix (checked to be a plain identifier). */
 
-type Dialect = 'sqlite' | 'postgres' | 'mysql'
+export type Dialect = 'sqlite' | 'postgres' | 'mysql'
 
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]{0,40}$/
 
@@ -17,18 +17,35 @@ export function checkPrefix(prefix: unknown): string {
 /** Default table prefix: tables `latchkey_tx_global`, `latchkey_tx_branch`, `latchkey_tx_history`. */
 export const DEFAULT_PREFIX = 'latchkey_tx_'
 
+/**
+ * The column types and table suffix the three dialects spell differently, shared by every table of the package:
+ * an indexed string (`key`: 191 characters is what an InnoDB utf8mb4 index takes), free text, a 64-bit integer,
+ * an auto-increment primary key, and MySQL's engine clause.
+ */
+export function columnTypes(dialect: Dialect): {
+  key: string
+  text: string
+  big: string
+  serial: string
+  engine: string
+} {
+  return {
+    key: dialect === 'sqlite' ? 'TEXT' : 'VARCHAR(191)',
+    text: dialect === 'mysql' ? 'MEDIUMTEXT' : 'TEXT',
+    big: dialect === 'sqlite' ? 'INTEGER' : 'BIGINT',
+    serial:
+      dialect === 'sqlite'
+        ? 'INTEGER PRIMARY KEY AUTOINCREMENT'
+        : dialect === 'postgres'
+          ? 'BIGSERIAL PRIMARY KEY'
+          : 'BIGINT AUTO_INCREMENT PRIMARY KEY',
+    engine: dialect === 'mysql' ? ' ENGINE=InnoDB DEFAULT CHARSET=utf8mb4' : '',
+  }
+}
+
 /** CREATE statements, each idempotent. */
 export function schemaStatements(dialect: Dialect, p: string): string[] {
-  const key = dialect === 'sqlite' ? 'TEXT' : 'VARCHAR(191)'
-  const text = dialect === 'mysql' ? 'MEDIUMTEXT' : 'TEXT'
-  const big = dialect === 'sqlite' ? 'INTEGER' : 'BIGINT'
-  const serial =
-    dialect === 'sqlite'
-      ? 'INTEGER PRIMARY KEY AUTOINCREMENT'
-      : dialect === 'postgres'
-        ? 'BIGSERIAL PRIMARY KEY'
-        : 'BIGINT AUTO_INCREMENT PRIMARY KEY'
-  const engine = dialect === 'mysql' ? ' ENGINE=InnoDB DEFAULT CHARSET=utf8mb4' : ''
+  const { key, text, big, serial, engine } = columnTypes(dialect)
   // MySQL has no CREATE INDEX IF NOT EXISTS: its indexes are declared inside CREATE TABLE instead.
   const inline = (cols: string) => (dialect === 'mysql' ? `, INDEX (${cols})` : '')
   const index = (name: string, table: string, cols: string) =>
