@@ -36,12 +36,13 @@ export function backendSilenceError(
   // The last error the backend gave is the cause; with none yet, one describes the unanswered call.
   const cause =
     silence.kind === 'failed' ? silence.error : (silence.earlier ?? unansweredCause(backend, silence.sentMsAgo))
+  // Shown whenever the backend gave an error: always for `failed`, and for `unanswered` after earlier failures.
   const lastError =
-    silence.kind === 'failed' || silence.earlier !== undefined ? `; last error: ${redactText(messageOf(cause))}` : ''
+    silence.kind === 'failed' || silence.earlier !== undefined ? redactText(messageOf(cause)) : undefined
   const what =
     silence.kind === 'failed'
-      ? `was unreachable until ${limit.option} (${limit.ms} ms) ran out (last error: ${redactText(messageOf(cause))})`
-      : `did not answer before ${limit.option} (${limit.ms} ms) ran out (a tryAcquire sent ${Math.round(silence.sentMsAgo)} ms earlier is still unanswered${lastError})`
+      ? `was unreachable until ${limit.option} (${limit.ms} ms) ran out (last error: ${lastError})`
+      : `did not answer before ${limit.option} (${limit.ms} ms) ran out (a tryAcquire sent ${Math.round(silence.sentMsAgo)} ms earlier is still unanswered${lastError === undefined ? '' : `; last error: ${lastError}`})`
   return new BackendUnavailableError(
     `Lock "${target.name}" was not acquired: the ${backend} backend ${what}; nothing is known about a holder. Check the server, or raise ${limit.option}`,
     { lockName: target.name, cause },
