@@ -1,7 +1,7 @@
 import { barrierSql } from '../barrier/barrier-sql.js'
 import { TxError } from '../errors.js'
 import { msgCrashPoint } from './crash-point.js'
-import { beginLocal, ensureTableOnce } from './producer-db.js'
+import { beginLocal, type OpenTransaction, withBarrierTable } from './producer-db.js'
 import { MSG_BARRIER } from './query-prepared.js'
 
 /**
@@ -17,18 +17,9 @@ export async function runLocalTransaction<T>(
   local: (trx: object) => T | Promise<T>,
   onValue: (value: T) => void,
 ): Promise<T> {
-  await ensureTableOnce(db, table)
-  const tx = await beginLocal(db, 'doAndSubmit')
+  const tx = await withBarrierTable(db, table, () => beginWithBarrierRow(db, gid, table))
   let value: T
   try {
-    // The row first: a check-back that came earlier owns the key, and this transaction must not commit.
-    const inserted = await barrierSql(tx.trx, table).insertIgnore({ gid, ...MSG_BARRIER, reason: 'msg' })
-    if (!inserted) {
-      throw new TxError(
-        `Message ${gid}: the coordinator's check-back already settled it as rolled back; the local transaction is refused`,
-        { code: 'MSG_ROLLED_BACK', gid },
-      )
-    }
     value = await local(tx.trx)
     onValue(value)
   } catch (error) {
@@ -39,4 +30,22 @@ export async function runLocalTransaction<T>(
   await tx.commit()
   msgCrashPoint('msg:after-local-commit')
   return value
+}
+
+/** BEGIN, then the barrier row first: a check-back that came earlier owns the key, and then nothing may commit. */
+async function beginWithBarrierRow(db: object, gid: string, table: string): Promise<OpenTransaction> {
+  const tx = await beginLocal(db, 'doAndSubmit')
+  let inserted: boolean
+  try {
+    inserted = await barrierSql(tx.trx, table).insertIgnore({ gid, ...MSG_BARRIER, reason: 'msg' })
+  } catch (error) {
+    await tx.rollback()
+    throw error
+  }
+  if (inserted) return tx
+  await tx.rollback()
+  throw new TxError(
+    `Message ${gid}: the coordinator's check-back already settled it as rolled back; the local transaction is refused`,
+    { code: 'MSG_ROLLED_BACK', gid },
+  )
 }

@@ -133,21 +133,23 @@ export function autocommitHandle(db: object): object {
   return producerKind(db, 'the check-back') === 'mysql' ? mysqlPool(db) : db
 }
 
-const ensured = new WeakMap<object, Map<string, Promise<void>>>()
+/** Whether `error` says the table is missing (PostgreSQL, MariaDB/MySQL, SQLite wordings). */
+export function isMissingTable(error: unknown): boolean {
+  const text = String((error as { message?: unknown })?.message ?? error)
+  return /does not exist|doesn't exist|no such table/i.test(text)
+}
 
-/** Creates the barrier table once per database handle and table (outside any transaction: MySQL DDL commits). */
-export function ensureTableOnce(db: object, table: string): Promise<void> {
-  const byTable = ensured.get(db) ?? new Map<string, Promise<void>>()
-  ensured.set(db, byTable)
-  let done = byTable.get(table)
-  if (done === undefined) {
-    done = barrierSql(autocommitHandle(db), table)
-      .createTable()
-      .catch((error: unknown) => {
-        byTable.delete(table)
-        throw error
-      })
-    byTable.set(table, done)
+/**
+ * Runs `statement`; when the barrier table is missing, creates it (outside any transaction) and runs it again.
+ * Created on demand, never up front: on MariaDB/MySQL a CREATE TABLE IF NOT EXISTS of an existing table waits
+ * for the metadata lock every open transaction on it holds, so an eager one would wait for in-flight messages.
+ */
+export async function withBarrierTable<T>(db: object, table: string, statement: () => Promise<T>): Promise<T> {
+  try {
+    return await statement()
+  } catch (error) {
+    if (!isMissingTable(error)) throw error
+    await barrierSql(autocommitHandle(db), table).createTable()
+    return statement()
   }
-  return done
 }

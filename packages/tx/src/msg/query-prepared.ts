@@ -1,7 +1,7 @@
 import { barrierSql, DEFAULT_BARRIER_TABLE } from '../barrier/barrier-sql.js'
 import { checkId } from '../branch.js'
 import { TxError } from '../errors.js'
-import { autocommitHandle, ensureTableOnce, producerKind } from './producer-db.js'
+import { autocommitHandle, producerKind, withBarrierTable } from './producer-db.js'
 
 /** The outcome of a transactional message's local transaction, as the check-back finds it. */
 export type LocalOutcome = 'committed' | 'rolled-back'
@@ -39,10 +39,9 @@ export async function queryPrepared(db: object, gid: string, options: { table?: 
       gid,
     })
   }
-  await ensureTableOnce(db, table)
   const sql = barrierSql(autocommitHandle(db), table)
   const row = { gid, ...MSG_BARRIER }
-  await sql.insertIgnore({ ...row, reason: 'rollback' })
+  await withBarrierTable(db, table, () => sql.insertIgnore({ ...row, reason: 'rollback' }))
   const reason = await sql.reasonOf(row)
   if (reason === undefined) {
     throw new TxError(`latchkey-tx: queryPrepared found no barrier row for ${gid} after inserting it`, {
