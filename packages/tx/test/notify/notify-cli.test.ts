@@ -30,7 +30,7 @@ describe('latchkey-tx replay', () => {
       expect(JSON.parse(listed.stdout)).toEqual([
         expect.objectContaining({ gid: 'n-cli', kind: 'notify', status: 'succeeded' }),
       ])
-      expect((await runCli(['list', '--kind', 'xa', '--store', h.url])).code).toBe(2)
+      expect((await runCli(['list', '--kind', 'bogus', '--store', h.url])).code).toBe(2)
     } finally {
       await rx.close()
     }
