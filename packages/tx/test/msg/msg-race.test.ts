@@ -5,8 +5,8 @@
  * insert of the rollback row waits on the producer's uncommitted row (seen waiting on a lock in the database).
  * Then the producer resumes (SIGCONT) and commits, or rolls back: the waiting check-back answers accordingly
  * and only once (one check-back attempt, never "unknown, ask again"); the producer's own late submit is fenced.
- * PostgreSQL and MariaDB: a SQLite check-back in the same process would wait synchronously (better-sqlite3's
- * busy wait), so SQLite's overlap is the write lock its BEGIN IMMEDIATE takes, covered by the crash tests.
+ * PostgreSQL and MariaDB here; SQLite in `msg-race-sqlite.test.ts` (its check-back runs in a process of its own:
+ * better-sqlite3 waits for a lock synchronously).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type Coordinator, createCoordinator, queryPrepared } from '../../src/index.js'
