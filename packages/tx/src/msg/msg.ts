@@ -142,6 +142,9 @@ export function createMsg<I>(
       if (typeof local !== 'function') throw new TypeError(`latchkey-tx: msg "${name}" doAndSubmit needs (trx) => …`)
       if (branches.length === 0) throw new TypeError(`latchkey-tx: msg "${name}" has no branches: add() one first`)
       const { gid = randomUUID(), wait = false } = checkRunOptions(submitOptions, submitOptions.input)
+      if (gates.has(gid)) {
+        throw new TxError(`Message ${gid} is being sent by this process already`, { code: 'DUPLICATE_GID', gid })
+      }
       started = true
       lastDb = db
       let onSubmitted!: () => void

@@ -125,5 +125,11 @@ describe.each(DIALECTS)('transactional message (%s producer)', (dialect) => {
     await expect(msg.doAndSubmit(p.db, 'x' as never)).rejects.toThrow(TypeError)
     await expect(tc.msg('empty').doAndSubmit(p.db, () => 1)).rejects.toThrow(/no branches/)
     await expect(msg.doAndSubmit(p.db, () => 1, { gid: 'a b' })).rejects.toThrow(RangeError)
+    // The same gid twice at once: the second is refused before it could take the first one's local transaction.
+    const gid = `${p.prefix}twice`
+    const first = msg.doAndSubmit(p.db, (trx) => p.insertOrder(trx, gid), { gid, input: { orderId: 't' } })
+    await expect(msg.doAndSubmit(p.db, () => 1, { gid })).rejects.toMatchObject({ code: 'DUPLICATE_GID' })
+    expect((await first).status).toBe('submitted')
+    expect(await p.orders(gid)).toBe(1)
   })
 })
