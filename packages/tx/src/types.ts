@@ -1,7 +1,7 @@
 /** Public record types of latchkey-tx: what the store keeps and what `tc.get` / `tc.list` return. */
 
-/** The protocol of a global transaction. */
-export type TxKind = 'saga' | 'tcc'
+/** The protocol of a global transaction (`msg`: transactional message; `notify`: best-effort notification). */
+export type TxKind = 'saga' | 'tcc' | 'msg' | 'notify'
 
 /**
  * A global transaction's status: `prepared` (TCC trying) → `submitted` → `succeeded`, or → `aborting` →
@@ -9,8 +9,12 @@ export type TxKind = 'saga' | 'tcc'
  */
 export type TxStatus = 'prepared' | 'submitted' | 'aborting' | 'succeeded' | 'failed' | 'parked'
 
-/** What one branch operation is: saga `action`/`compensate`, TCC `try`/`confirm`/`cancel`. */
-export type BranchOp = 'action' | 'compensate' | 'try' | 'confirm' | 'cancel'
+/**
+ * What one branch operation is: saga `action`/`compensate`, TCC `try`/`confirm`/`cancel`; a transactional
+ * message's branches are `action`s, and its `check-back` asks the producer's database whether its local
+ * transaction committed.
+ */
+export type BranchOp = 'action' | 'compensate' | 'try' | 'confirm' | 'cancel' | 'check-back'
 
 /** A branch operation's status. */
 export type BranchStatus = 'pending' | 'running' | 'succeeded' | 'failed'

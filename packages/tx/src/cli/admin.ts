@@ -10,7 +10,7 @@ import type { DtmRegistration, DtmTrans } from '../server/dtm-request.js'
 import { DTM_SAGA_PREFIX } from '../server/dtm-saga.js'
 import { DtmService } from '../server/dtm-service.js'
 import { DTM_TCC, HELPER_NAMES } from '../server/dtm-tcc.js'
-import type { TxRecord, TxStatus, TxSummary } from '../types.js'
+import type { TxKind, TxRecord, TxStatus, TxSummary } from '../types.js'
 
 /** What a command prints: `json` for `--json`, `text` otherwise. */
 export interface CommandOutput {
@@ -23,7 +23,7 @@ export interface CommandOutput {
 export interface AdminOptions {
   readonly store: string
   readonly status?: TxStatus | undefined
-  readonly kind?: 'saga' | 'tcc' | undefined
+  readonly kind?: TxKind | undefined
   readonly limit?: number | undefined
   /** `list`: include the TCC service's registration and decision records. */
   readonly all?: boolean | undefined

@@ -1,20 +1,24 @@
 /**
  * The `latchkey-tx` command: `serve` (the DTM-compatible coordinator service) and the admin commands `list`,
- * `show GID`, `retry GID`, `abort GID`, each with `--store URL` (default `sqlite:./latchkey-tx.db`) and `--json`.
+ * `show GID`, `retry GID` (alias `replay GID`, the word operators of notifications look for), `abort GID`, each
+ * with `--store URL` (default `sqlite:./latchkey-tx.db`) and `--json`.
  */
 import { parseArgs } from 'node:util'
 import { describe } from '../errors.js'
 import { serve } from '../server/serve.js'
-import type { TxStatus } from '../types.js'
+import type { TxKind, TxStatus } from '../types.js'
 import { list, manual, show } from './admin.js'
 import { listTable, showText } from './format.js'
+
+const KINDS: readonly TxKind[] = ['saga', 'tcc', 'msg', 'notify']
 
 const USAGE = `usage:
   latchkey-tx serve [--store URL] [--port 36789] [--host 0.0.0.0] [--retry-first-ms N] [--retry-max-ms N]
                     [--retry-attempts N] [--lease-ttl-ms N] [--recover-every-ms N] [--timeout-to-fail-s N]
-  latchkey-tx list  [--store URL] [--status S] [--kind saga|tcc] [--limit N] [--all] [--json]
+  latchkey-tx list  [--store URL] [--status S] [--kind saga|tcc|msg|notify] [--limit N] [--all] [--json]
   latchkey-tx show  GID [--store URL] [--json]
   latchkey-tx retry GID [--store URL] [--json]
+  latchkey-tx replay GID [--store URL] [--json]   (retry: resends a parked notification on a fresh schedule)
   latchkey-tx abort GID [--store URL] [--json]
 store URL: sqlite:./file.db (default sqlite:./latchkey-tx.db), postgres://..., mysql://...`
 
@@ -68,13 +72,13 @@ export async function main(argv: readonly string[], out = process.stdout, err = 
       case 'serve':
         return await runServe(v, out)
       case 'list': {
-        if (v.kind !== undefined && v.kind !== 'saga' && v.kind !== 'tcc') {
-          throw new UsageError(`--kind must be saga or tcc, received ${v.kind}`)
+        if (v.kind !== undefined && !KINDS.includes(v.kind as TxKind)) {
+          throw new UsageError(`--kind must be one of ${KINDS.join(', ')}, received ${v.kind}`)
         }
         const rows = await list({
           store: v.store,
           status: v.status as TxStatus | undefined,
-          kind: v.kind,
+          kind: v.kind as TxKind | undefined,
           limit: int('limit', v.limit),
           all: v.all,
         })
@@ -94,9 +98,10 @@ export async function main(argv: readonly string[], out = process.stdout, err = 
         return 0
       }
       case 'retry':
+      case 'replay':
       case 'abort': {
         if (gid === undefined) throw new UsageError(`${command} needs a GID`)
-        const r = await manual(v.store, gid, command)
+        const r = await manual(v.store, gid, command === 'abort' ? 'abort' : 'retry')
         const result =
           typeof r === 'string'
             ? { gid, requested: command, message: r }

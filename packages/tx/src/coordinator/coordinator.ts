@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto'
 import { type Backend, createLocks, type Lease, type Locks } from 'latchkey'
 import { checkId } from '../branch.js'
 import { TxError } from '../errors.js'
+import { createMsg, type Msg, type MsgOptions } from '../msg/msg.js'
+import { NOTIFY_DEFINITION, type NotifyOptions, startNotify } from '../notify/notify.js'
 import { createSaga, type Saga } from '../saga/saga.js'
 import { storeFromUrl } from '../store/store-url.js'
 import type { ListFilter, TxChange, TxStore } from '../store/types.js'
@@ -22,6 +24,16 @@ export interface Coordinator {
   saga<I = unknown>(name: string): Saga<I>
   /** A TCC transaction over `participants` (registered like a saga). */
   tcc<I = unknown>(name: string, participants: Record<string, TccParticipant<I>>): Tcc<I>
+  /**
+   * A transactional message named `name` (registered like a saga): `.add(branch)` its branches, then
+   * `.doAndSubmit(db, local)` per message. A lost submit is settled by the check-back (see {@link MsgOptions}).
+   */
+  msg<I = unknown>(name: string, options?: MsgOptions): Msg<I>
+  /**
+   * A best-effort notification: POSTs `body` to `url`, then retries on `schedule`, then parks it. Durable
+   * before it resolves; any coordinator on the log resumes it. `tc.retry(gid)` replays a parked one.
+   */
+  notify(options: NotifyOptions): Promise<RunResult>
   /** The transaction with its branches and history, or undefined. */
   get(gid: string): Promise<TxRecord | undefined>
   /** Transactions, newest first (default limit 100). */
@@ -62,6 +74,8 @@ class TxCoordinator implements Coordinator {
       this.ownedBackend = backend
       this.locks = createLocks({ backend, namespace: 'latchkey-tx', requireFencing: true })
     }
+    // Notifications carry everything in their input: every coordinator can resume them.
+    this.registry.add(NOTIFY_DEFINITION)
     if (this.o.recover) {
       this.sweep = new RecoverySweep(
         this.o.recoverEveryMs,
@@ -78,6 +92,14 @@ class TxCoordinator implements Coordinator {
 
   tcc<I = unknown>(name: string, participants: Record<string, TccParticipant<I>>): Tcc<I> {
     return createTcc<I>(name, participants, this.start, (def) => this.registry.add(def))
+  }
+
+  msg<I = unknown>(name: string, options: MsgOptions = {}): Msg<I> {
+    return createMsg<I>(name, options, this.start, (def) => this.registry.add(def))
+  }
+
+  notify(options: NotifyOptions): Promise<RunResult> {
+    return startNotify(options, this.start)
   }
 
   async get(gid: string): Promise<TxRecord | undefined> {
@@ -98,7 +120,7 @@ class TxCoordinator implements Coordinator {
     await this.ready()
     const lease = await this.lease(gid)
     if (lease === undefined) throw new TxError(`Transaction ${gid} is being driven by another coordinator`, busy(gid))
-    const status = def.kind === 'tcc' ? 'prepared' : 'submitted'
+    const status = def.initialStatus ?? (def.kind === 'tcc' ? 'prepared' : 'submitted')
     const deadlineAt = timed ? Date.now() + this.o.timeoutMs : null
     try {
       await this.store.create(
