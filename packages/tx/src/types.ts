@@ -1,16 +1,28 @@
 /** Public record types of latchkey-tx: what the store keeps and what `tc.get` / `tc.list` return. */
 
 /** The protocol of a global transaction. */
-export type TxKind = 'saga' | 'tcc'
+export type TxKind = 'saga' | 'tcc' | '3pc'
 
 /**
- * A global transaction's status: `prepared` (TCC trying) → `submitted` → `succeeded`, or → `aborting` →
+ * A global transaction's status: `prepared` (TCC trying; 3PC voting and pre-committing) → `submitted` → `succeeded`, or → `aborting` →
  * `failed`; `parked` when a branch's retries ran out.
  */
 export type TxStatus = 'prepared' | 'submitted' | 'aborting' | 'succeeded' | 'failed' | 'parked'
 
-/** What one branch operation is: saga `action`/`compensate`, TCC `try`/`confirm`/`cancel`. */
-export type BranchOp = 'action' | 'compensate' | 'try' | 'confirm' | 'cancel'
+/**
+ * What one branch operation is: saga `action`/`compensate`, TCC `try`/`confirm`/`cancel`, three-phase commit
+ * `canCommit`/`preCommit`/`doCommit`/`abort`.
+ */
+export type BranchOp =
+  | 'action'
+  | 'compensate'
+  | 'try'
+  | 'confirm'
+  | 'cancel'
+  | 'canCommit'
+  | 'preCommit'
+  | 'doCommit'
+  | 'abort'
 
 /** A branch operation's status. */
 export type BranchStatus = 'pending' | 'running' | 'succeeded' | 'failed'

@@ -1,12 +1,13 @@
 import { checkId } from '../branch.js'
 import type { ListFilter, TxStore } from '../store/types.js'
-import type { TxStatus } from '../types.js'
+import type { TxKind, TxStatus } from '../types.js'
 import type { RunOptions } from './run-result.js'
 
 /** Statuses the recovery sweep resumes. */
 export const UNFINISHED: readonly TxStatus[] = ['prepared', 'submitted', 'aborting']
 
 const STATUSES: readonly TxStatus[] = ['prepared', 'submitted', 'aborting', 'succeeded', 'failed', 'parked']
+const KINDS: readonly TxKind[] = ['saga', 'tcc', '3pc']
 const STORE_METHODS = ['init', 'create', 'write', 'load', 'list', 'unfinished', 'close'] as const
 
 /** Checks a store handed in as an object. */
@@ -48,8 +49,8 @@ export function checkFilter(filter: ListFilter): void {
   if (filter.status !== undefined && !STATUSES.includes(filter.status)) {
     throw new RangeError(`latchkey-tx: status must be one of ${STATUSES.join(', ')}, received ${String(filter.status)}`)
   }
-  if (filter.kind !== undefined && filter.kind !== 'saga' && filter.kind !== 'tcc') {
-    throw new RangeError(`latchkey-tx: kind must be saga or tcc, received ${String(filter.kind)}`)
+  if (filter.kind !== undefined && !KINDS.includes(filter.kind)) {
+    throw new RangeError(`latchkey-tx: kind must be one of ${KINDS.join(', ')}, received ${String(filter.kind)}`)
   }
   const limit = filter.limit
   if (limit !== undefined && (!Number.isInteger(limit) || limit < 1 || limit > 10_000)) {

@@ -6,6 +6,7 @@ import { createSaga, type Saga } from '../saga/saga.js'
 import { storeFromUrl } from '../store/store-url.js'
 import type { ListFilter, TxChange, TxStore } from '../store/types.js'
 import { createTcc, type Tcc, type TccParticipant } from '../tcc/tcc.js'
+import { createThreePhase, type ThreePhase, type ThreePhaseParticipant } from '../three-phase/three-phase.js'
 import type { TxEvent, TxRecord, TxSummary } from '../types.js'
 import { checkFilter, checkRunOptions, checkStore, UNFINISHED } from './checks.js'
 import { crashPoint } from './crash-point.js'
@@ -22,6 +23,12 @@ export interface Coordinator {
   saga<I = unknown>(name: string): Saga<I>
   /** A TCC transaction over `participants` (registered like a saga). */
   tcc<I = unknown>(name: string, participants: Record<string, TccParticipant<I>>): Tcc<I>
+  /**
+   * A three-phase commit (canCommit / preCommit / doCommit) over `participants` (opt-in; registered like a saga).
+   * Unlike 2PC its participants do not block when the coordinator dies after preCommit: they commit on their own
+   * timeout. A partition that splits them can leave a mixed outcome (`TxHeuristicError`): see the README.
+   */
+  threePhase<I = unknown>(name: string, participants: Record<string, ThreePhaseParticipant<I>>): ThreePhase<I>
   /** The transaction with its branches and history, or undefined. */
   get(gid: string): Promise<TxRecord | undefined>
   /** Transactions, newest first (default limit 100). */
@@ -80,6 +87,10 @@ class TxCoordinator implements Coordinator {
     return createTcc<I>(name, participants, this.start, (def) => this.registry.add(def))
   }
 
+  threePhase<I = unknown>(name: string, participants: Record<string, ThreePhaseParticipant<I>>): ThreePhase<I> {
+    return createThreePhase<I>(name, participants, this.start, (def) => this.registry.add(def))
+  }
+
   async get(gid: string): Promise<TxRecord | undefined> {
     checkId('gid', gid)
     await this.ready()
@@ -98,7 +109,7 @@ class TxCoordinator implements Coordinator {
     await this.ready()
     const lease = await this.lease(gid)
     if (lease === undefined) throw new TxError(`Transaction ${gid} is being driven by another coordinator`, busy(gid))
-    const status = def.kind === 'tcc' ? 'prepared' : 'submitted'
+    const status = def.initialStatus ?? (def.kind === 'tcc' ? 'prepared' : 'submitted')
     const deadlineAt = timed ? Date.now() + this.o.timeoutMs : null
     try {
       await this.store.create(

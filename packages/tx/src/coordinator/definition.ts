@@ -1,4 +1,4 @@
-import type { BranchOp, TxKind } from '../types.js'
+import type { BranchOp, TxKind, TxStatus } from '../types.js'
 import type { TxRun } from './tx-run.js'
 
 /**
@@ -8,6 +8,8 @@ import type { TxRun } from './tx-run.js'
 export interface TxDefinition {
   readonly kind: TxKind
   readonly name: string
+  /** The status a new transaction is written with. Default: `prepared` for TCC, `submitted` otherwise. */
+  readonly initialStatus?: TxStatus
   /** The branch operations written with a new transaction, in order. */
   branches(): readonly { readonly id: string; readonly op: BranchOp; readonly seq: number }[]
   /** Drives the transaction from whatever state `run` holds to a final (or parked) state. */

@@ -26,7 +26,8 @@ export function retryChange(record: TxRecord): TxChange {
  */
 export function abortChange(record: TxRecord): TxChange {
   const phase = record.status === 'parked' ? record.parkedFrom : record.status
-  if (phase !== (record.kind === 'tcc' ? 'prepared' : 'submitted')) {
+  // A TCC or 3PC forward phase is `prepared`; their `submitted` is the commit decision, never aborted.
+  if (phase !== (record.kind === 'saga' ? 'submitted' : 'prepared')) {
     const hint = record.status === 'parked' ? '; its compensation is parked: fix the cause and tc.retry(gid)' : ''
     throw new TxError(`Transaction ${record.gid} is ${record.status}; only a forward phase can be aborted${hint}`, {
       code: 'NOT_ABORTABLE',

@@ -1,0 +1,24 @@
+/** The transfer of the 3PC tests, defined the same way by the coordinator processes and the test process. */
+
+import { http } from '../../src/http/index.js'
+import { type Coordinator, type Tcc, type ThreePhase, threePhaseHttp } from '../../src/index.js'
+
+export type TransferInput = { amounts: Record<string, number>; refuse?: string }
+
+/** Participant base URLs by id (`a`, `b`): `/3pc` and `/tcc` under each. */
+export function defineTransfer(
+  tc: Coordinator,
+  urls: Record<string, string>,
+  httpTimeoutMs = 1_000,
+): { threePhase: ThreePhase<TransferInput>; tcc: Tcc<TransferInput> } {
+  const ids = Object.keys(urls)
+  const threePhase = tc.threePhase<TransferInput>(
+    'transfer-3pc',
+    Object.fromEntries(ids.map((id) => [id, threePhaseHttp(`${urls[id]}/3pc`, { timeoutMs: httpTimeoutMs })])),
+  )
+  const tcc = tc.tcc<TransferInput>(
+    'transfer-tcc',
+    Object.fromEntries(ids.map((id) => [id, http.tcc<TransferInput>(`${urls[id]}/tcc`, { timeoutMs: httpTimeoutMs })])),
+  )
+  return { threePhase, tcc }
+}
