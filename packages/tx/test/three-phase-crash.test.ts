@@ -15,7 +15,7 @@ import { bankOf, crashCoordinator, type ParticipantProcess, startParticipant } f
 import { defineTransfer } from './support/three-phase-transfer.js'
 
 /** The participants' timeout: how long they wait for the coordinator's next message before acting alone. */
-const PARTICIPANT_TIMEOUT_MS = 1_500
+const PARTICIPANT_TIMEOUT_MS = 6_000
 const INPUT = { amounts: { a: -30, b: 30 } }
 
 const tmp = tempDir()
@@ -27,7 +27,7 @@ describe('three-phase commit with real processes', () => {
   let b: ParticipantProcess
   let storeUrl: string
   const opened: Coordinator[] = []
-  const coordinator = (recover: boolean, urls = { a: a.url, b: b.url }, httpTimeoutMs?: number) => {
+  const coordinator = (recover: boolean, urls = { a: a.url, b: b.url }, httpTimeoutMs?: Record<string, number>) => {
     const tc = createCoordinator({
       store: storeUrl,
       recover,
@@ -77,7 +77,7 @@ describe('three-phase commit with real processes', () => {
       () =>
         bankOf(a.dbPath, gid).state === 'committed by timeout' &&
         bankOf(b.dbPath, gid).state === 'committed by timeout',
-      20_000,
+      30_000,
     )
     expect((await viewer.get(gid))?.status).toBe('prepared')
 
@@ -86,7 +86,7 @@ describe('three-phase commit with real processes', () => {
     const done = await eventually(async () => {
       const tx = await tc.get(gid)
       return tx?.status === 'succeeded' && tx
-    }, 20_000)
+    }, 30_000)
     for (const p of [a, b]) {
       expect(bankOf(p.dbPath, gid).effects).toEqual(['preCommit', 'doCommit by timeout'])
       expect(bankOf(p.dbPath, gid).pending).toBe(0)
@@ -99,7 +99,7 @@ describe('three-phase commit with real processes', () => {
       { state: 'committed', decidedBy: 'timeout' },
     ])
     expect(done.history.some((h) => h.type === 'heuristic-mixed')).toBe(false)
-  }, 60_000)
+  }, 90_000)
 
   it('contrast: the same crash in TCC (2PC-like) leaves the participants blocked, in doubt, until a coordinator returns', async () => {
     const tccGid = 'c3-tcc-blocked'
@@ -125,7 +125,7 @@ describe('three-phase commit with real processes', () => {
       () =>
         bankOf(a.dbPath, clockGid).state === 'committed by timeout' &&
         bankOf(b.dbPath, clockGid).state === 'committed by timeout',
-      20_000,
+      30_000,
     )
     // TCC: still blocked. The amounts stay held on both sides, nothing confirmed or cancelled, no decision logged.
     for (const p of [a, b]) {
@@ -137,13 +137,13 @@ describe('three-phase commit with real processes', () => {
     expect(bankOf(b.dbPath, tccGid, true).pending).toBe(30)
     const { tc } = coordinator(true)
     // Only a returning coordinator unblocks them.
-    await eventually(async () => (await tc.get(tccGid))?.status === 'succeeded', 20_000)
+    await eventually(async () => (await tc.get(tccGid))?.status === 'succeeded', 30_000)
     for (const p of [a, b]) {
       expect(bankOf(p.dbPath, tccGid, true).effects).toEqual(['try', 'confirm'])
       expect(bankOf(p.dbPath, tccGid, true).pending).toBe(0)
     }
-    await eventually(async () => (await tc.get(clockGid))?.status === 'succeeded', 20_000)
-  }, 60_000)
+    await eventually(async () => (await tc.get(clockGid))?.status === 'succeeded', 30_000)
+  }, 90_000)
 
   describe('a partition that splits the participants', () => {
     let proxy: PartitionProxy
@@ -155,13 +155,14 @@ describe('three-phase commit with real processes', () => {
       const gid = 'c3-partition'
       // a's link: the first preCommit reaches a, then nothing passes either way (its ack is lost).
       proxy = await partitionProxy(a.port, (chunk) => chunk.includes('"op":"preCommit"'))
-      const { threePhase, tc } = coordinator(false, { a: proxy.url, b: b.url }, 400)
+      // The coordinator gives up on a's ack after 1.5 s; a waits 6 s before acting alone.
+      const { threePhase, tc } = coordinator(false, { a: proxy.url, b: b.url }, { a: 1_500 })
       const running = threePhase.run(INPUT, { gid })
 
       // The coordinator, missing a's ack, decides abort; b (never pre-committed) aborts; a, pre-committed and cut
       // off, hears nothing and commits on its own.
-      await eventually(() => bankOf(b.dbPath, gid).state === 'aborted', 20_000)
-      await eventually(() => bankOf(a.dbPath, gid).state === 'committed by timeout', 20_000)
+      await eventually(() => bankOf(b.dbPath, gid).state === 'aborted', 30_000)
+      await eventually(() => bankOf(a.dbPath, gid).state === 'committed by timeout', 30_000)
       expect(proxy.isCut).toBe(true)
       const during = await tc.get(gid)
       expect(during?.status).toBe('aborting')
@@ -186,7 +187,7 @@ describe('three-phase commit with real processes', () => {
       const after = await tc.get(gid)
       expect(after?.history.map((h) => h.type)).toContain('heuristic-mixed')
       expect(after?.error).toMatch(/mixed \(heuristic\) outcome: a committed while b aborted/)
-    }, 60_000)
+    }, 90_000)
   })
 
   it('aborts on a no vote: nothing is pre-committed, no participant holds anything', async () => {
@@ -215,15 +216,15 @@ describe('three-phase commit with real processes', () => {
     await eventually(
       () =>
         bankOf(a.dbPath, gid).state === 'aborted by timeout' && bankOf(b.dbPath, gid).state === 'aborted by timeout',
-      20_000,
+      30_000,
     )
     const { tc } = coordinator(true)
     const done = await eventually(async () => {
       const tx = await tc.get(gid)
       return tx?.status === 'failed' && tx
-    }, 20_000)
+    }, 30_000)
     // Its preCommit was refused by a, which had given up: abort everywhere, nothing was ever held.
     expect(done.branches.find((br) => br.id === 'a' && br.op === 'preCommit')?.lastError).toMatch(/aborted/)
     for (const p of [a, b]) expect(bankOf(p.dbPath, gid)).toMatchObject({ bal: 100, pending: 0, effects: [] })
-  }, 60_000)
+  }, 90_000)
 })

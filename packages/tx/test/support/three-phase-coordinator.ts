@@ -10,11 +10,11 @@ if (storeUrl === undefined || gid === undefined || urlA === undefined || urlB ==
   throw new Error('usage: three-phase-coordinator.ts <storeUrl> <3pc|tcc> <gid> <urlA> <urlB> [input]')
 }
 setTimeout(() => process.exit(3), 60_000).unref()
-const tc = createCoordinator({ store: storeUrl, recover: false, leaseTtlMs: 600, timeoutMs: 30_000 })
+const tc = createCoordinator({ store: storeUrl, recover: false, leaseTtlMs: 2_000, timeoutMs: 30_000 })
 const transfer = defineTransfer(tc, { a: urlA, b: urlB })
 const result = await (kind === 'tcc' ? transfer.tcc : transfer.threePhase).run(
   input === undefined ? { amounts: { a: -30, b: 30 } } : JSON.parse(input),
   { gid },
 )
-process.stdout.write(`finished ${result.status}\n`)
+process.stdout.write(`finished ${result.status}${result.error === undefined ? '' : ` ${result.error.message}`}\n`)
 await tc.close()

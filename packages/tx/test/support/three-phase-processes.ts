@@ -75,8 +75,8 @@ export interface CoordinatorRun {
   readonly input?: unknown
 }
 
-/** Runs the coordinator process until it kills itself at `crashAt`; rejects if it ends any other way. */
-export async function crashCoordinator(run: CoordinatorRun): Promise<void> {
+/** Runs the coordinator process to its end; `crashAt` is its `LATCHKEY_TX_CRASH_AT` (a key, or `trace`). */
+async function runCoordinator(run: CoordinatorRun): Promise<{ signal: NodeJS.Signals | null; lines: string[] }> {
   const args = [coordinator, run.storeUrl, run.kind, run.gid, run.urls.a, run.urls.b]
   if (run.input !== undefined) args.push(JSON.stringify(run.input))
   const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
@@ -88,7 +88,22 @@ export async function crashCoordinator(run: CoordinatorRun): Promise<void> {
   const timer = setTimeout(() => child.kill('SIGKILL'), 30_000)
   const signal = await new Promise<NodeJS.Signals | null>((resolve) => child.once('exit', (_, sig) => resolve(sig)))
   clearTimeout(timer)
+  return { signal, lines }
+}
+
+/** Runs the coordinator process until it kills itself at `crashAt`; rejects if it ends any other way. */
+export async function crashCoordinator(run: CoordinatorRun): Promise<void> {
+  const { signal, lines } = await runCoordinator(run)
   if (signal !== 'SIGKILL' || !lines.includes(`${CRASH}${run.crashAt}`)) {
     throw new Error(`the coordinator did not stop at "${run.crashAt}" (${signal}): ${lines.join(' | ')}`)
   }
+}
+
+/** Runs the coordinator process uninterrupted; resolves with every crash point it passed and its last line. */
+export async function traceCoordinator(
+  run: Omit<CoordinatorRun, 'crashAt'>,
+): Promise<{ points: string[]; last: string }> {
+  const { lines } = await runCoordinator({ ...run, crashAt: 'trace' })
+  const points = lines.filter((l) => l.startsWith(CRASH)).map((l) => l.slice(CRASH.length))
+  return { points, last: lines.at(-1) ?? '' }
 }

@@ -16,7 +16,7 @@ if (dbPath === undefined || port === undefined || timeoutMs === undefined) {
   throw new Error('usage: three-phase-service.ts <dbPath> <port> <timeoutMs>')
 }
 // Never outlive a test that forgot to kill us.
-setTimeout(() => process.exit(3), 120_000).unref()
+setTimeout(() => process.exit(3), 600_000).unref()
 
 type Input = { amounts: Record<string, number>; refuse?: string }
 

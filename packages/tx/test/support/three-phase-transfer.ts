@@ -9,16 +9,18 @@ export type TransferInput = { amounts: Record<string, number>; refuse?: string }
 export function defineTransfer(
   tc: Coordinator,
   urls: Record<string, string>,
-  httpTimeoutMs = 1_000,
+  /** Each call's HTTP deadline, one for all or per participant id (default 3 000). */
+  httpTimeoutMs: number | Record<string, number> = 3_000,
 ): { threePhase: ThreePhase<TransferInput>; tcc: Tcc<TransferInput> } {
   const ids = Object.keys(urls)
+  const timeout = (id: string) => (typeof httpTimeoutMs === 'number' ? httpTimeoutMs : (httpTimeoutMs[id] ?? 3_000))
   const threePhase = tc.threePhase<TransferInput>(
     'transfer-3pc',
-    Object.fromEntries(ids.map((id) => [id, threePhaseHttp(`${urls[id]}/3pc`, { timeoutMs: httpTimeoutMs })])),
+    Object.fromEntries(ids.map((id) => [id, threePhaseHttp(`${urls[id]}/3pc`, { timeoutMs: timeout(id) })])),
   )
   const tcc = tc.tcc<TransferInput>(
     'transfer-tcc',
-    Object.fromEntries(ids.map((id) => [id, http.tcc<TransferInput>(`${urls[id]}/tcc`, { timeoutMs: httpTimeoutMs })])),
+    Object.fromEntries(ids.map((id) => [id, http.tcc<TransferInput>(`${urls[id]}/tcc`, { timeoutMs: timeout(id) })])),
   )
   return { threePhase, tcc }
 }
