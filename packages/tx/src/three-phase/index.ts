@@ -1,4 +1,6 @@
 export { TxHeuristicError } from './heuristic-error.js'
+export { threePhaseParticipant } from './participant.js'
+export { DEFAULT_3PC_TABLE, type DecidedBy, type ParticipantState, type StateRow } from './participant-sql.js'
 export {
   type ParticipantAnswer,
   type ParticipantEvent,
@@ -7,8 +9,6 @@ export {
   type ThreePhaseParticipantHandle,
   type ThreePhaseParticipantOptions,
   ThreePhaseRefusal,
-  threePhaseParticipant,
-} from './participant.js'
-export { DEFAULT_3PC_TABLE, type DecidedBy, type ParticipantState, type StateRow } from './participant-sql.js'
+} from './participant-types.js'
 export type { ThreePhase, ThreePhaseParticipant } from './three-phase.js'
 export { threePhaseHttp, threePhaseListener } from './three-phase-http.js'

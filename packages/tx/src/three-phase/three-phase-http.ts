@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { isTxError } from '../errors.js'
 import { type HttpBranchOptions, http } from '../http/http-branch.js'
-import type { ThreePhaseParticipantHandle } from './participant.js'
+import type { ThreePhaseParticipantHandle } from './participant-types.js'
 import type { ThreePhaseParticipant } from './three-phase.js'
 
 /**
@@ -27,7 +27,7 @@ const MAX_BODY = 1 << 20
  * @example
  * createServer(threePhaseListener(participant)).listen(8081)
  */
-export function threePhaseListener(participant: ThreePhaseParticipantHandle<unknown>) {
+export function threePhaseListener<I>(participant: ThreePhaseParticipantHandle<I>) {
   return (req: IncomingMessage, res: ServerResponse): void => {
     const chunks: Buffer[] = []
     let size = 0
@@ -41,8 +41,8 @@ export function threePhaseListener(participant: ThreePhaseParticipantHandle<unkn
   }
 }
 
-async function answer(
-  participant: ThreePhaseParticipantHandle<unknown>,
+async function answer<I>(
+  participant: ThreePhaseParticipantHandle<I>,
   body: string | undefined,
   res: ServerResponse,
 ): Promise<void> {

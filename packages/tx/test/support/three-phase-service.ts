@@ -60,7 +60,7 @@ const participant = threePhaseParticipant<Input>({
   },
 })
 await participant.start()
-const on3pc = threePhaseListener(participant as never)
+const on3pc = threePhaseListener(participant)
 
 /** The TCC participant: try holds, confirm applies, cancel releases; the barrier makes each happen once. */
 async function tcc(body: string): Promise<number> {
