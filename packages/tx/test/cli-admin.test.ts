@@ -118,7 +118,7 @@ describe('latchkey-tx list | show | retry | abort', () => {
     expect(missing.stderr).toMatch(/no transaction no-such-gid/)
     const bad = await cli('list', '--kind', 'xa')
     expect(bad.code).toBe(2)
-    expect(bad.stderr).toMatch(/--kind must be saga or tcc, received xa/)
+    expect(bad.stderr).toMatch(/--kind must be saga, tcc or 3pc, received xa/)
     expect(bad.stderr).toMatch(/usage:/)
     const store = await runCli(['serve', '--store', 'redis://user:secret@127.0.0.1:6379', '--port', '0'])
     expect(store.code).toBe(1)
