@@ -242,6 +242,20 @@ describe('tc.threePhase in process', () => {
     expect(await d.account()).toEqual({ bal: 100, pending: 0 })
   })
 
+  it('a doCommit answered "aborted" (a participant that gave up on its own) is logged as a mixed outcome', async () => {
+    const tc = h.coordinator()
+    const calls: string[] = []
+    const p = await participant(calls)
+    const gaveUp = { ...p.branch(), doCommit: () => ({ state: 'aborted', decidedBy: 'timeout' }) }
+    const r = await tc.threePhase<Input>('pay', { x: p.branch(), y: gaveUp }).run({ n: 5 })
+    // The decision was commit and stays so; the log carries the error and the event for a human.
+    expect(r.status).toBe('succeeded')
+    const tx = await tc.get(r.gid)
+    expect(tx?.error).toMatch(/mixed \(heuristic\) outcome: x committed while y aborted/)
+    expect(tx?.history.map((e) => e.type)).toContain('heuristic-mixed')
+    expect(h.events.some((e) => e.type === 'heuristic-mixed' && e.gid === r.gid)).toBe(true)
+  })
+
   it('tc.abort refuses a 3PC past its commit decision (a parked doCommit): it can only be retried', async () => {
     const tc = h.coordinator()
     const calls: string[] = []
