@@ -1,20 +1,33 @@
 /** Public record types of latchkey-tx: what the store keeps and what `tc.get` / `tc.list` return. */
 
-/** The protocol of a global transaction (`msg`: transactional message; `notify`: best-effort notification). */
-export type TxKind = 'saga' | 'tcc' | 'msg' | 'notify'
+/**
+ * The protocol of a global transaction (`msg`: transactional message; `notify`: best-effort notification; `3pc`:
+ * three-phase commit).
+ */
+export type TxKind = 'saga' | 'tcc' | 'msg' | 'notify' | '3pc'
 
 /**
- * A global transaction's status: `prepared` (TCC trying) → `submitted` → `succeeded`, or → `aborting` →
+ * A global transaction's status: `prepared` (TCC trying; 3PC voting and pre-committing) → `submitted` → `succeeded`, or → `aborting` →
  * `failed`; `parked` when a branch's retries ran out.
  */
 export type TxStatus = 'prepared' | 'submitted' | 'aborting' | 'succeeded' | 'failed' | 'parked'
 
 /**
- * What one branch operation is: saga `action`/`compensate`, TCC `try`/`confirm`/`cancel`; a transactional
- * message's branches are `action`s, and its `check-back` asks the producer's database whether its local
- * transaction committed.
+ * What one branch operation is: saga `action`/`compensate`, TCC `try`/`confirm`/`cancel`, three-phase commit
+ * `canCommit`/`preCommit`/`doCommit`/`abort`; a transactional message's branches are `action`s, and its
+ * `check-back` asks the producer's database whether its local transaction committed.
  */
-export type BranchOp = 'action' | 'compensate' | 'try' | 'confirm' | 'cancel' | 'check-back'
+export type BranchOp =
+  | 'action'
+  | 'compensate'
+  | 'try'
+  | 'confirm'
+  | 'cancel'
+  | 'check-back'
+  | 'canCommit'
+  | 'preCommit'
+  | 'doCommit'
+  | 'abort'
 
 /** A branch operation's status. */
 export type BranchStatus = 'pending' | 'running' | 'succeeded' | 'failed'

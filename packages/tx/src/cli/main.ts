@@ -15,7 +15,7 @@ const KINDS: readonly TxKind[] = ['saga', 'tcc', 'msg', 'notify']
 const USAGE = `usage:
   latchkey-tx serve [--store URL] [--port 36789] [--host 0.0.0.0] [--retry-first-ms N] [--retry-max-ms N]
                     [--retry-attempts N] [--lease-ttl-ms N] [--recover-every-ms N] [--timeout-to-fail-s N]
-  latchkey-tx list  [--store URL] [--status S] [--kind saga|tcc|msg|notify] [--limit N] [--all] [--json]
+  latchkey-tx list  [--store URL] [--status S] [--kind saga|tcc|msg|notify|3pc] [--limit N] [--all] [--json]
   latchkey-tx show  GID [--store URL] [--json]
   latchkey-tx retry GID [--store URL] [--json]
   latchkey-tx replay GID [--store URL] [--json]   (retry: resends a parked notification on a fresh schedule)

@@ -7,7 +7,7 @@ import type { RunOptions } from './run-result.js'
 export const UNFINISHED: readonly TxStatus[] = ['prepared', 'submitted', 'aborting']
 
 const STATUSES: readonly TxStatus[] = ['prepared', 'submitted', 'aborting', 'succeeded', 'failed', 'parked']
-const KINDS: readonly TxKind[] = ['saga', 'tcc', 'msg', 'notify']
+const KINDS: readonly TxKind[] = ['saga', 'tcc', 'msg', 'notify', '3pc']
 const STORE_METHODS = ['init', 'create', 'write', 'load', 'list', 'unfinished', 'close'] as const
 
 /** Checks a store handed in as an object. */

@@ -8,6 +8,7 @@ import { createSaga, type Saga } from '../saga/saga.js'
 import { storeFromUrl } from '../store/store-url.js'
 import type { ListFilter, TxChange, TxStore } from '../store/types.js'
 import { createTcc, type Tcc, type TccParticipant } from '../tcc/tcc.js'
+import { createThreePhase, type ThreePhase, type ThreePhaseParticipant } from '../three-phase/three-phase.js'
 import type { TxEvent, TxRecord, TxSummary } from '../types.js'
 import { checkFilter, checkRunOptions, checkStore, UNFINISHED } from './checks.js'
 import { crashPoint } from './crash-point.js'
@@ -34,6 +35,12 @@ export interface Coordinator {
    * before it resolves; any coordinator on the log resumes it. `tc.retry(gid)` replays a parked one.
    */
   notify(options: NotifyOptions): Promise<RunResult>
+  /**
+   * A three-phase commit (canCommit / preCommit / doCommit) over `participants` (opt-in; registered like a saga).
+   * Unlike 2PC its participants do not block when the coordinator dies after preCommit: they commit on their own
+   * timeout. A partition that splits them can leave a mixed outcome (`TxHeuristicError`): see the README.
+   */
+  threePhase<I = unknown>(name: string, participants: Record<string, ThreePhaseParticipant<I>>): ThreePhase<I>
   /** The transaction with its branches and history, or undefined. */
   get(gid: string): Promise<TxRecord | undefined>
   /** Transactions, newest first (default limit 100). */
@@ -100,6 +107,10 @@ class TxCoordinator implements Coordinator {
 
   notify(options: NotifyOptions): Promise<RunResult> {
     return startNotify(options, this.start)
+  }
+
+  threePhase<I = unknown>(name: string, participants: Record<string, ThreePhaseParticipant<I>>): ThreePhase<I> {
+    return createThreePhase<I>(name, participants, this.start, (def) => this.registry.add(def))
   }
 
   async get(gid: string): Promise<TxRecord | undefined> {

@@ -26,7 +26,10 @@ export function retryChange(record: TxRecord): TxChange {
  */
 export function abortChange(record: TxRecord): TxChange {
   const phase = record.status === 'parked' ? record.parkedFrom : record.status
-  if (phase !== (record.kind === 'tcc' ? 'prepared' : 'submitted')) {
+  // A TCC or 3PC forward phase is `prepared`; their `submitted` is the commit decision, never aborted. A saga's,
+  // a message's and a notification's forward phase is `submitted` (aborting those two gives up the delivery).
+  const forward = record.kind === 'tcc' || record.kind === '3pc' ? 'prepared' : 'submitted'
+  if (phase !== forward) {
     const hint = record.status === 'parked' ? '; its compensation is parked: fix the cause and tc.retry(gid)' : ''
     throw new TxError(`Transaction ${record.gid} is ${record.status}; only a forward phase can be aborted${hint}`, {
       code: 'NOT_ABORTABLE',

@@ -6,17 +6,17 @@
 import { checkId } from '../branch.js'
 import type { BranchOp } from '../types.js'
 
-/** The operations a branch route answers (a message's check-back is asked of its producer, not of a branch). */
-export type ParticipantOp = Exclude<BranchOp, 'check-back'>
+/** The operations a branch route answers: those of sagas and TCC, which the barrier guards. */
+export type RouteOp = Extract<BranchOp, 'action' | 'compensate' | 'try' | 'confirm' | 'cancel'>
 
 /** The operations a branch route answers. */
-export const BRANCH_OPS: readonly ParticipantOp[] = ['action', 'compensate', 'try', 'confirm', 'cancel']
+export const BRANCH_OPS: readonly RouteOp[] = ['action', 'compensate', 'try', 'confirm', 'cancel']
 
 /** One call of a branch operation, as the handler receives it. */
 export interface BranchCall<I = unknown> {
   readonly gid: string
   readonly branch: string
-  readonly op: ParticipantOp
+  readonly op: RouteOp
   /** The transaction's input (latchkey-tx) or the request body (DTM). */
   readonly input: I
   /** DTM's `trans_type` (`saga`, `tcc`, ...) when the call came DTM's way. */
@@ -51,7 +51,7 @@ export function readBranchCall(query: unknown, body: unknown): BranchCall {
   } catch (error) {
     throw new BadBranchCall(`${(error as Error).message.replace('latchkey-tx: ', '')} (in the ${where})`)
   }
-  if (!BRANCH_OPS.includes(op as ParticipantOp)) {
+  if (!BRANCH_OPS.includes(op as RouteOp)) {
     throw new BadBranchCall(
       `op must be one of ${BRANCH_OPS.join(', ')} (in the ${where}), received ${JSON.stringify(op)}`,
     )
@@ -60,7 +60,7 @@ export function readBranchCall(query: unknown, body: unknown): BranchCall {
   return {
     gid: gid as string,
     branch: branch as string,
-    op: op as ParticipantOp,
+    op: op as RouteOp,
     input: dtm ? body : b.input,
     ...(typeof transType === 'string' ? { transType } : {}),
   }
