@@ -2,6 +2,7 @@ import { fileURLToPath } from 'node:url'
 import { Etcd3 } from 'etcd3'
 import { afterAll, describe, expect, it } from 'vitest'
 import type { AcquireRequest, LockRef } from '../src/backend/types.js'
+import { GoMutexLayout } from '../src/backends/etcd/go-mutex-layout.js'
 import { etcdBackend } from '../src/backends/etcd/index.js'
 import { KeyLayout } from '../src/backends/etcd/keys.js'
 import { createLocks } from '../src/core/locks.js'
@@ -12,17 +13,28 @@ import { ETCD_URL } from './support/etcd-backend-module.js'
 const admin = new Etcd3({ hosts: ETCD_URL })
 afterAll(() => admin.close())
 
-/** Deletes every key of lock names starting with `namespace`. */
+/** Deletes every key of lock names starting with `namespace`, in both layouts. */
 async function cleanup(namespace: string): Promise<void> {
-  const range = new KeyLayout('latchkey').namesRange(namespace)
-  await admin.kv.deleteRange({ key: range.start, range_end: range.end })
+  for (const layout of [new KeyLayout('latchkey'), new GoMutexLayout(undefined)]) {
+    const range = layout.namesRange(namespace)
+    await admin.kv.deleteRange({ key: range.start, range_end: range.end })
+  }
 }
 
+const module = fileURLToPath(new URL('./support/etcd-backend-module.ts', import.meta.url))
+
 describeBackendConformance('etcd', () => etcdBackend({ hosts: ETCD_URL }), {
-  processBackend: { module: fileURLToPath(new URL('./support/etcd-backend-module.ts', import.meta.url)) },
+  processBackend: { module },
   cleanup,
   // Every etcd write is a raft commit with an fsync (several ms on a busy 2-core VM), so the suite's 10 ms
   // holds and 120 ms leases get twice the room; server-side expiry is whole seconds anyway.
+  timeScale: 2,
+})
+
+// Go's concurrency.Mutex layout (etcdctl lock): every kind, the same contract; interop with Go in etcd-interop.test.ts.
+describeBackendConformance('etcd (etcd layout)', () => etcdBackend({ hosts: ETCD_URL, layout: 'etcd' }), {
+  processBackend: { module, export: 'createEtcdLayoutBackend' },
+  cleanup,
   timeScale: 2,
 })
 

@@ -65,6 +65,11 @@ export function etcdBackend(input: EtcdBackendOptions): EtcdBackend {
     }
     options = { ...options, hosts: checkEtcdHosts(list) }
   }
+  if (options.layout !== undefined && options.layout !== 'latchkey' && options.layout !== 'etcd') {
+    throw new RangeError(
+      `latchkey: etcdBackend layout must be 'latchkey' or 'etcd', received ${JSON.stringify(options.layout)}`,
+    )
+  }
   if (options.prefix !== undefined && (typeof options.prefix !== 'string' || options.prefix.length === 0)) {
     throw new RangeError(`latchkey: prefix must be a non-empty string, received ${JSON.stringify(options.prefix)}`)
   }

@@ -23,7 +23,7 @@ export async function acquireSlot(d: AcquireDeps, req: AcquireRequest, until: nu
   const folder = prefixRange(d.layout.kindPrefix(req.key, 'semaphore'))
   for (let round = 0; round < MAX_ROUNDS; round++) {
     const held = await d.client.kv.range({ key: folder.start, range_end: folder.end, keys_only: true })
-    const slots = held.kvs.map((kv) => d.layout.parse(kv.key))
+    const slots = held.kvs.map((kv) => d.layout.parse(kv.key, req.key))
     const permitsInForce = slots.find((s) => s?.permits !== undefined)?.permits
     if (permitsInForce !== undefined && permitsInForce !== req.permits) return { acquired: false, permitsInForce }
     if (held.kvs.length >= req.permits) return { acquired: false }
@@ -65,7 +65,7 @@ function firstFree(d: AcquireDeps, req: AcquireRequest, slots: readonly number[]
     const key = d.layout.slotKey(req, req.permits, slots[i] as number)
     txn = {
       compare: [{ key: Buffer.from(key), target: 'Version', result: 'Equal', version: '0' }],
-      success: [putOp(key, req.owner, leaseId)],
+      success: [putOp(key, d.layout.ownerValue(req.owner), leaseId)],
       failure: i === slots.length - 1 ? [] : [{ request_txn: txn }],
     }
   }
