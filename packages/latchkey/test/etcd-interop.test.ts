@@ -10,6 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { Etcd3 } from 'etcd3'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { etcdBackend } from '../src/backends/etcd/index.js'
+import type { Lease } from '../src/core/lease.js'
 import { lockKey } from '../src/core/lock-key.js'
 import { createLocks, type Locks } from '../src/core/locks.js'
 import { refusalLog } from '../src/testing/refusal-log.js'
@@ -19,7 +20,7 @@ import { eventually } from './support/eventually.js'
 
 const namespace = `lk-go-${process.pid}`
 /** The Go side's critical section: read the counter, pause (the read-modify-write gap), write it back, log a turn. */
-const GO_INCREMENT = 'n=$(cat "$1"); sleep 0.02; echo $((n + 1)) > "$1"; echo go >> "$2"'
+const GO_INCREMENT = 'n=$(cat "$1"); sleep 0.02; echo $((n + 1)) > "$1"; echo "go $ETCD_LOCK_KEY" >> "$2"'
 const admin = new Etcd3({ hosts: ETCD_URL })
 const backend = etcdBackend({ hosts: ETCD_URL, layout: 'etcd' })
 const log = refusalLog(backend)
@@ -83,11 +84,11 @@ describe('etcd layout: latchkey and `etcdctl lock` (Go concurrency.Mutex) on one
       const [a, b] = [locks(), locks()]
       // Everyone lines up behind a latchkey holder, alternately Go and latchkey (fair: a place in Go's line).
       const gate = await a.mutex('counter').acquire({ ttlMs: 20_000 })
-      const increment = (who: string) => async () => {
+      const increment = (who: string) => async (lease: Lease) => {
         const n = Number(await readFile(counter, 'utf8'))
         await sleep(20) // the read-modify-write gap: an overlapping holder would lose an update
         await writeFile(counter, String(n + 1))
-        await writeFile(order, `${who}\n`, { flag: 'a' })
+        await writeFile(order, `${who} ${lease.token}\n`, { flag: 'a' })
       }
       const go: LockProcess[] = []
       const fair: Promise<void>[] = []
@@ -105,13 +106,23 @@ describe('etcd layout: latchkey and `etcdctl lock` (Go concurrency.Mutex) on one
         l.mutex('counter').withLock(increment('mutex'), { ttlMs: 10_000, waitMs: 60_000 }),
       )
       await eventually('the plain waiters asked', () => log.refusedOwners(name) >= refused + 2)
+      const queued = await line('counter')
       expect(Number(await readFile(counter, 'utf8'))).toBe(0)
       await gate.release()
       await Promise.all([...fair, ...plain])
       expect(await Promise.all(go.map((p) => p.exited))).toEqual(Array(pairs).fill(0))
       expect(Number(await readFile(counter, 'utf8'))).toBe(2 * pairs + 2)
-      const holders = (await readFile(order, 'utf8')).trim().split('\n')
-      expect(holders).toEqual([...Array(pairs).fill(['go', 'latchkey']).flat(), 'mutex', 'mutex'])
+      const turns = (await readFile(order, 'utf8'))
+        .trim()
+        .split('\n')
+        .map((turn) => turn.split(' ') as [string, string])
+      expect(turns.map(([who]) => who)).toEqual([...Array(pairs).fill(['go', 'latchkey']).flat(), 'mutex', 'mutex'])
+      // Fencing: Go's holders in their key's create revision (Go's IsOwner guard), latchkey's in its token, the
+      // holders' revisions rise with every turn: the line is ordered by create revision, and so are the grants.
+      const revisionOf = new Map(queued.map((k) => [k.key, k.createRevision]))
+      const revisions = turns.map(([who, what]) => (who === 'go' ? revisionOf.get(what) : BigInt(what)))
+      expect(revisions.every((r, i) => r !== undefined && (i === 0 || r > (revisions[i - 1] as bigint)))).toBe(true)
+      expect(revisions[0]).toBeGreaterThan(gate.token)
       expect(await line('counter')).toEqual([])
     } finally {
       await rm(dir, { recursive: true, force: true })

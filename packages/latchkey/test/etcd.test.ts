@@ -3,7 +3,7 @@ import { Etcd3 } from 'etcd3'
 import { afterAll, describe, expect, it } from 'vitest'
 import type { AcquireRequest, LockRef } from '../src/backend/types.js'
 import { GoMutexLayout } from '../src/backends/etcd/go-mutex-layout.js'
-import { etcdBackend } from '../src/backends/etcd/index.js'
+import { etcdBackend, parseEtcdUrl } from '../src/backends/etcd/index.js'
 import { KeyLayout } from '../src/backends/etcd/keys.js'
 import { createLocks } from '../src/core/locks.js'
 import { BackendUnavailableError } from '../src/errors.js'
@@ -148,5 +148,48 @@ describe('etcd backend specifics', () => {
       await backend.close()
       await cleanup(namespace)
     }
+  })
+
+  it("etcd layout: Go's key <prefix>/<lock key>/<lease hex> on that lease, empty value; readers and permits beside it", async () => {
+    const namespace = `lk-golayout-${process.pid}`
+    const backend = etcdBackend({ hosts: ETCD_URL, layout: 'etcd', prefix: 'lk-go-prefix' })
+    const locks = createLocks({ backend, namespace })
+    try {
+      const held = async (key: string) => {
+        const res = await admin.getAll().prefix(`lk-go-prefix/${key}/`).exec()
+        return res.kvs.map((kv) => ({ key: kv.key.toString(), lease: BigInt(kv.lease), value: kv.value.toString() }))
+      }
+      const lease = await locks.mutex('a:b').acquire({ ttlMs: 2_000 })
+      const [kv] = await held(`${namespace}:a:b`)
+      expect(kv?.key).toBe(`lk-go-prefix/${namespace}:a:b/${kv?.lease.toString(16)}`)
+      expect(kv?.value).toBe('')
+      const guard = await backend.holderGuard({ key: `${namespace}:a:b`, kind: 'mutex', token: lease.token })
+      expect(guard.key).toBe(kv?.key)
+      await lease.release()
+      const read = await locks.readWrite('r').read.acquire({ ttlMs: 2_000 })
+      const permit = await locks.semaphore('r', { permits: 3 }).acquire({ ttlMs: 2_000 })
+      const keys = (await held(`${namespace}:r`)).map((k) => k.key.slice(`lk-go-prefix/${namespace}:r/`.length))
+      expect(keys.sort()).toEqual([
+        expect.stringMatching(/^read\/[0-9a-f]+$/),
+        expect.stringMatching(/^semaphore\/3\.[0-2]$/),
+      ])
+      // The semaphore lives apart from the mutex of its name (Go's mutex waits for both).
+      expect(await locks.mutex('r').tryAcquire()).toBeUndefined()
+      await read.release()
+      const mutex = await locks.mutex('r').tryAcquire()
+      expect(mutex).toBeDefined()
+      await Promise.all([mutex?.release(), permit.release()])
+    } finally {
+      await locks.close()
+      await backend.close()
+      await admin.delete().prefix('lk-go-prefix/')
+    }
+  })
+
+  it('layout is checked before any I/O, in options and in the URL', () => {
+    expect(parseEtcdUrl('etcd://127.0.0.1:2379?layout=etcd')).toMatchObject({ layout: 'etcd' })
+    expect(() => parseEtcdUrl('etcd://127.0.0.1:2379?layout=go')).toThrow(/layout is latchkey or etcd, received "go"/)
+    // @ts-expect-error: a layout that does not exist
+    expect(() => etcdBackend({ hosts: ETCD_URL, layout: 'curator' })).toThrow(RangeError)
   })
 })
