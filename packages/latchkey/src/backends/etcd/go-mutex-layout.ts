@@ -72,7 +72,10 @@ export class GoMutexLayout extends EtcdKeyLayout {
     return prefixRange(`${this.base}${namePrefix}`)
   }
 
-  /** Every key under `<lockKey>/` is a holder or waiter: a reader, a permit slot, or else exclusive. */
+  /**
+   * Every key under `<lockKey>/` is a holder or waiter: a reader, a permit slot, or else exclusive. Without
+   * `lockKey`, undefined: names nest, so a key alone does not say which lock it belongs to.
+   */
   parse(raw: Buffer | string, lockKey?: string): ParsedKey | undefined {
     if (lockKey === undefined) return undefined
     const text = typeof raw === 'string' ? raw : raw.toString()
@@ -80,9 +83,9 @@ export class GoMutexLayout extends EtcdKeyLayout {
     if (!text.startsWith(prefix)) return undefined
     const rest = text.slice(prefix.length)
     if (rest.startsWith(SEMAPHORE_FOLDER)) {
-      return { kind: 'semaphore', owner: '', ...parseSlot(rest.slice(SEMAPHORE_FOLDER.length)) }
+      return { lockKey, kind: 'semaphore', owner: '', ...parseSlot(rest.slice(SEMAPHORE_FOLDER.length)) }
     }
-    return { kind: rest.startsWith(READ_FOLDER) ? 'read' : 'mutex', owner: '' }
+    return { lockKey, kind: rest.startsWith(READ_FOLDER) ? 'read' : 'mutex', owner: '' }
   }
 
   private folder(key: string, kind: 'read' | 'semaphore'): KeyRange {

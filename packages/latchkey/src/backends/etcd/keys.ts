@@ -37,6 +37,8 @@ export function prefixRange(prefix: string): KeyRange {
 
 /** What a key of a layout says about the lock it belongs to. */
 export interface ParsedKey {
+  /** The lock key (namespaced name) the key belongs to. */
+  readonly lockKey: string
   readonly kind: LockKind
   /** The owner id, where the layout names it in the key ('' otherwise). */
   readonly owner: string
@@ -167,11 +169,12 @@ export class KeyLayout extends EtcdKeyLayout {
     if (!text.startsWith(`${this.prefix}/`)) return undefined
     const parts = text.slice(this.prefix.length + 1).split('/')
     if (parts.length !== 3) return undefined
-    const [, kind, leaf] = parts as [string, string, string]
+    const [encoded, kind, leaf] = parts as [string, string, string]
     if (!isKind(kind)) return undefined
+    const lockKey = decodeURIComponent(encoded)
     const dash = leaf.indexOf('-')
-    if (dash >= 0) return { kind, owner: decodeURIComponent(leaf.slice(dash + 1)) }
-    return { kind, owner: '', ...parseSlot(leaf) }
+    if (dash >= 0) return { lockKey, kind, owner: decodeURIComponent(leaf.slice(dash + 1)) }
+    return { lockKey, kind, owner: '', ...parseSlot(leaf) }
   }
 }
 
