@@ -139,20 +139,27 @@ describe('etcd layout: latchkey and `etcdctl lock` (Go concurrency.Mutex) on one
     }
   }, 90_000)
 
-  it('a latchkey mutex holder blocks `etcdctl lock` until it releases; Go queues behind its key', async () => {
-    const lease = await locks().mutex('held').acquire({ ttlMs: 10_000 })
-    const [mine] = await line('held')
-    expect(mine?.createRevision).toBe(lease.token)
-    expect(mine?.key).toMatch(new RegExp(`^${goName('held')}/[0-9a-f]+$`))
-    expect(mine?.value).toBe('')
-    const go = lockProcess('held', ['sh', '-c', 'echo "acquired $ETCD_LOCK_KEY"'])
-    await eventually('etcdctl put its key behind ours', async () => (await line('held')).length === 2, 10_000)
-    expect(go.hasExited()).toBe(false)
-    expect(go.stdout()).toBe('')
-    await lease.release()
-    expect(await go.exited).toBe(0)
-    expect(go.stdout()).toMatch(new RegExp(`^acquired ${goName('held')}/[0-9a-f]+\\n$`))
-  }, 30_000)
+  it.each(['mutex', 'fair', 'write'] as const)(
+    'a latchkey %s holder blocks `etcdctl lock` until it releases; Go queues behind its key',
+    async (kind) => {
+      const name = `held-${kind}`
+      const l = locks()
+      const lock = kind === 'mutex' ? l.mutex(name) : kind === 'fair' ? l.fairMutex(name) : l.readWrite(name).write
+      const lease = await lock.acquire({ ttlMs: 10_000 })
+      const [mine] = await line(name)
+      expect(mine?.createRevision).toBe(lease.token)
+      expect(mine?.key).toMatch(new RegExp(`^${goName(name)}/[0-9a-f]+$`))
+      expect(mine?.value).toBe('')
+      const go = lockProcess(name, ['sh', '-c', 'echo "acquired $ETCD_LOCK_KEY"'])
+      await eventually('etcdctl put its key behind ours', async () => (await line(name)).length === 2, 10_000)
+      expect(go.hasExited()).toBe(false)
+      expect(go.stdout()).toBe('')
+      await lease.release()
+      expect(await go.exited).toBe(0)
+      expect(go.stdout()).toMatch(new RegExp(`^acquired ${goName(name)}/[0-9a-f]+\\n$`))
+    },
+    30_000,
+  )
 
   it("`etcdctl lock` blocks latchkey mutex, fair, read and write; a fair waiter queues in Go's line", async () => {
     const go = lockProcess('go-held')
