@@ -9,9 +9,10 @@
  * - mutex, fair, write: `<name>/<lease hex>`, empty value, exactly Go's key: latchkey and Go cannot tell each
  *   other's exclusive keys apart, and need not.
  * - read: `<name>/read/<lease hex>`, empty value. Readers skip only each other's folder.
- * - semaphore: slots `<name>/semaphore/<permits>.<n>`, empty value. A Go mutex waits for every permit; a permit
- *   does not wait for Go's holders, whose keys look like latchkey's own mutex of the same name, which a semaphore
- *   never waits for (the semaphore of a name lives apart from its mutex and read-write lock).
+ * - semaphore: slots `<name>/semaphore/<permits>.<n>`, empty value. A Go mutex waits for every permit taken
+ *   before it asked; a permit does not wait for Go's holders or waiters, whose keys look like latchkey's own mutex
+ *   of the same name, which a semaphore never waits for (the semaphore of a name lives apart from its mutex and
+ *   read-write lock).
  *
  * The lock key is used verbatim (no encoding, as `etcdctl lock` takes it), after `<prefix>/` when a prefix is
  * given. So, as in Go, the folder of `a` contains that of `a/b`: lock `a` also waits for the holders of `a/b`.
