@@ -149,7 +149,8 @@ describe('etcd layout: latchkey and `etcdctl lock` (Go concurrency.Mutex) on one
       const [mine] = await line(name)
       expect(mine?.createRevision).toBe(lease.token)
       expect(mine?.key).toMatch(new RegExp(`^${goName(name)}/[0-9a-f]+$`))
-      expect(mine?.value).toBe('')
+      // Go's key shape; the value (Go writes none and reads none) is latchkey's owner id.
+      expect(mine?.value).toMatch(/^[0-9a-f-]{36}$/)
       const go = lockProcess(name, ['sh', '-c', 'echo "acquired $ETCD_LOCK_KEY"'])
       await eventually('etcdctl put its key behind ours', async () => (await line(name)).length === 2, 10_000)
       expect(go.hasExited()).toBe(false)
@@ -212,13 +213,32 @@ describe('etcd layout: latchkey and `etcdctl lock` (Go concurrency.Mutex) on one
     expect(go.stdout()).toBe('acquired\n')
   }, 30_000)
 
-  it('a latchkey semaphore permit blocks `etcdctl lock` of its name until released', async () => {
-    const permit = await locks().semaphore('pool', { permits: 2 }).acquire({ ttlMs: 10_000 })
+  it('semaphore permits block `etcdctl lock` of their name, and a Go holder or waiter keeps new permits out', async () => {
+    const l = locks()
+    const pool = () => l.semaphore('pool', { permits: 3 })
+    const permit = await pool().acquire({ ttlMs: 10_000 })
     const go = lockProcess('pool', ['sh', '-c', 'echo acquired'])
     await eventually('etcdctl waits behind the permit', async () => (await line('pool')).length === 2, 10_000)
+    // A Go waiter in line: a new permit would be younger than its key, and Go would not wait for it.
+    expect(await pool().tryAcquire()).toBeUndefined()
     expect(go.stdout()).toBe('')
     await permit.release()
     expect(await go.exited).toBe(0)
     expect(go.stdout()).toBe('acquired\n')
+    const holder = lockProcess('pool')
+    await eventually('etcdctl holds', () => holder.stdout().startsWith(`${goName('pool')}/`), 10_000)
+    expect(await pool().tryAcquire()).toBeUndefined()
+    const refused = log.refusedOwners(lockKey(namespace, 'pool'))
+    const waiting = handled(pool().acquire({ ttlMs: 10_000, waitMs: 20_000 }))
+    await eventually('the permit waits', () => log.refusedOwners(lockKey(namespace, 'pool')) > refused)
+    holder.stop()
+    const later = await waiting
+    expect(await holder.exited).toBe(0)
+    // Latchkey's own mutex of the name is another lock: a permit is taken beside it.
+    const mutex = await l.mutex('pool').acquire({ ttlMs: 10_000 })
+    const beside = await pool().tryAcquire()
+    expect(beside).toBeDefined()
+    await Promise.all([later.release(), mutex.release(), beside?.release()])
+    expect(await line('pool')).toEqual([])
   }, 30_000)
 })

@@ -150,7 +150,7 @@ describe('etcd backend specifics', () => {
     }
   })
 
-  it("etcd layout: Go's key <prefix>/<lock key>/<lease hex> on that lease, empty value; readers and permits beside it", async () => {
+  it("etcd layout: Go's key <prefix>/<lock key>/<lease hex> on that lease, value = owner; readers and permits beside it", async () => {
     const namespace = `lk-golayout-${process.pid}`
     const backend = etcdBackend({ hosts: ETCD_URL, layout: 'etcd', prefix: 'lk-go-prefix' })
     const locks = createLocks({ backend, namespace })
@@ -162,7 +162,7 @@ describe('etcd backend specifics', () => {
       const lease = await locks.mutex('a:b').acquire({ ttlMs: 2_000 })
       const [kv] = await held(`${namespace}:a:b`)
       expect(kv?.key).toBe(`lk-go-prefix/${namespace}:a:b/${kv?.lease.toString(16)}`)
-      expect(kv?.value).toBe('')
+      expect(kv?.value).toMatch(/^[0-9a-f-]{36}$/)
       const guard = await backend.holderGuard({ key: `${namespace}:a:b`, kind: 'mutex', token: lease.token })
       expect(guard.key).toBe(kv?.key)
       await lease.release()

@@ -6,13 +6,13 @@
  * nothing but create revisions under that prefix, so every latchkey holder and queued waiter of the name lives
  * there too, and Go waits for all of them:
  *
- * - mutex, fair, write: `<name>/<lease hex>`, empty value, exactly Go's key: latchkey and Go cannot tell each
- *   other's exclusive keys apart, and need not.
- * - read: `<name>/read/<lease hex>`, empty value. Readers skip only each other's folder.
- * - semaphore: slots `<name>/semaphore/<permits>.<n>`, empty value. A Go mutex waits for every permit taken
- *   before it asked; a permit does not wait for Go's holders or waiters, whose keys look like latchkey's own mutex
- *   of the same name, which a semaphore never waits for (the semaphore of a name lives apart from its mutex and
- *   read-write lock).
+ * - mutex, fair, write: `<name>/<lease hex>`, exactly Go's key; the value is the latchkey owner id (Go writes an
+ *   empty value and never reads it). Go's keys and these exclude each other alike.
+ * - read: `<name>/read/<lease hex>`, value = owner. Readers skip only each other's folder.
+ * - semaphore: slots `<name>/semaphore/<permits>.<n>`, value = owner. A Go mutex waits for every permit taken
+ *   before it asked, and a permit waits for Go's holders and waiters: the keys with an empty value among the
+ *   exclusive ones. It does not wait for latchkey's mutex of its name (a semaphore lives apart from its mutex and
+ *   read-write lock), whose keys carry an owner id.
  *
  * The lock key is used verbatim (no encoding, as `etcdctl lock` takes it), after `<prefix>/` when a prefix is
  * given. So, as in Go, the folder of `a` contains that of `a/b`: lock `a` also waits for the holders of `a/b`.
@@ -51,9 +51,22 @@ export class GoMutexLayout extends EtcdKeyLayout {
     return `${this.kindPrefix(ref.key, ref.kind)}${BigInt(leaseId).toString(16)}`
   }
 
-  /** Go's mutex writes an empty value; so does latchkey, for every kind. */
-  ownerValue(): string {
-    return ''
+  /**
+   * The owner id. Go's mutex writes an empty value and never reads one, so the value is how latchkey tells Go's
+   * keys from its own: a semaphore waits for Go's holders and waiters, not for latchkey's mutex of its name.
+   */
+  ownerValue(owner: string): string {
+    return owner
+  }
+
+  /** A permit waits for Go's keys, which are among the exclusive keys of the name. */
+  override foreignRanges(ref: LockRef): KeyRange[] {
+    return ref.kind === 'semaphore' ? this.blockingRanges({ key: ref.key, kind: 'read' }) : []
+  }
+
+  /** Go writes an empty value; latchkey writes its owner id. */
+  override isForeign(kv: { readonly value: Buffer }): boolean {
+    return kv.value.length === 0
   }
 
   /** Semaphore: its folder. The rest: every key of the name outside the semaphore folder (Go's keys included). */

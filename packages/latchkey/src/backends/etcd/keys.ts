@@ -77,6 +77,19 @@ export abstract class EtcdKeyLayout {
   abstract parse(raw: Buffer | string, lockKey?: string): ParsedKey | undefined
 
   /**
+   * Ranges where another program's keys keep a `ref` request out although latchkey's own keys there do not (Go's
+   * mutex keys beside latchkey's mutex, for a semaphore). None in the default layout.
+   */
+  foreignRanges(_ref: LockRef): KeyRange[] {
+    return []
+  }
+
+  /** Whether a key of {@link foreignRanges} was written by another program. */
+  isForeign(_kv: { readonly value: Buffer }): boolean {
+    return false
+  }
+
+  /**
    * The key of semaphore permit `slot` (0 .. permits - 1) of a semaphore of `permits`. Permits are slots, not
    * per-owner keys, so that concurrent acquirers of different free permits do not conflict: each txn guards
    * only its own slot (and, see {@link otherCountRanges}, that no other count is in use).

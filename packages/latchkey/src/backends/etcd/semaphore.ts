@@ -22,7 +22,11 @@ const MAX_OFFERED = 8
 export async function acquireSlot(d: AcquireDeps, req: AcquireRequest, until: number): Promise<AcquireResult> {
   const folder = prefixRange(d.layout.kindPrefix(req.key, 'semaphore'))
   for (let round = 0; round < MAX_ROUNDS; round++) {
-    const held = await d.client.kv.range({ key: folder.start, range_end: folder.end, keys_only: true })
+    const [held, foreign] = await Promise.all([
+      d.client.kv.range({ key: folder.start, range_end: folder.end, keys_only: true }),
+      foreignCompares(d, req),
+    ])
+    if (foreign === undefined) return { acquired: false }
     const slots = held.kvs.map((kv) => d.layout.parse(kv.key, req.key))
     const permitsInForce = slots.find((s) => s?.permits !== undefined)?.permits
     if (permitsInForce !== undefined && permitsInForce !== req.permits) return { acquired: false, permitsInForce }
@@ -33,7 +37,7 @@ export async function acquireSlot(d: AcquireDeps, req: AcquireRequest, until: nu
     let res: EtcdTxnResponse
     try {
       res = await d.client.kv.txn({
-        compare: noOtherCount(d, req),
+        compare: [...noOtherCount(d, req), ...foreign],
         success: [{ request_txn: firstFree(d, req, offered, lease.id) }],
       })
     } catch (error) {
@@ -41,7 +45,8 @@ export async function acquireSlot(d: AcquireDeps, req: AcquireRequest, until: nu
       d.owners.delete(req.owner)
       continue
     }
-    // Not succeeded: a holder of another count got in since the range; the next round reports its count.
+    // Not succeeded: a holder of another count got in since the range (the next round reports its count), or a
+    // key appeared in a foreign range (the next round reads it).
     const slot = res.succeeded ? takenSlot(res.responses[0]?.response_txn, offered) : undefined
     if (slot !== undefined) {
       const key = d.layout.slotKey(req, req.permits, slot)
@@ -49,6 +54,25 @@ export async function acquireSlot(d: AcquireDeps, req: AcquireRequest, until: nu
     }
   }
   return { acquired: false, retryAfterMs: 5 }
+}
+
+/**
+ * Another program's keys that keep this permit out (Go's mutex keys, in the etcd layout): undefined when there are
+ * some now, else the compares that no key of those ranges was created or changed since they were read, so that a
+ * Go waiter that puts its key meanwhile (and would then not wait for this permit) makes the txn fail.
+ */
+async function foreignCompares(d: AcquireDeps, req: AcquireRequest): Promise<EtcdCompare[] | undefined> {
+  const ranges = d.layout.foreignRanges(req)
+  if (ranges.length === 0) return []
+  const reads = await Promise.all(ranges.map((r) => d.client.kv.range({ key: r.start, range_end: r.end })))
+  if (reads.some((res) => res.kvs.some((kv) => d.layout.isForeign(kv)))) return undefined
+  return ranges.map((r, i) => ({
+    key: r.start,
+    range_end: r.end,
+    target: 'Mod',
+    result: 'Less',
+    mod_revision: (BigInt(reads[i]?.header.revision ?? '0') + 1n).toString(),
+  }))
 }
 
 /** No slot key of another permit count exists. */

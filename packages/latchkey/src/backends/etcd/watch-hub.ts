@@ -148,6 +148,8 @@ export class WatchHub {
       this.notifier.notify(next)
     }
     if (isExclusiveKind(parsed.kind)) wake('read')
+    // A delete event carries no value: in a layout where permits wait for another program's keys, it may be one.
+    if (this.layout.foreignRanges({ key: watch.lockKey, kind: 'semaphore' }).length > 0) wake('semaphore')
     const key = kv.key.toString()
     // A try in flight may not have recorded its predecessor yet: then every queued waiter checks again.
     const unsure = watch.inFlight > 0
