@@ -26,8 +26,8 @@ export type EtcdBackendOptions = (
 ) & {
   /**
    * Where locks live. `'latchkey'` (default): `<prefix>/<encoded name>/<kind>/<lease hex>-<owner>`. `'etcd'`: the
-   * keys of Go's `concurrency.Mutex` / `etcdctl lock <name>` (`<name>/<lease hex>`, empty value, earliest create
-   * revision holds), so Go programs and latchkey exclude each other; see `go-mutex-layout.ts`.
+   * keys of Go's `concurrency.Mutex` / `etcdctl lock <name>` (`<name>/<lease hex>`, earliest create revision
+   * holds), so Go programs and latchkey exclude each other; see `go-mutex-layout.ts`.
    */
   layout?: 'latchkey' | 'etcd'
   /** Key prefix of every lock. Default `latchkey`; in the `etcd` layout none (the lock key is Go's mutex name). */

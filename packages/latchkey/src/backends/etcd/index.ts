@@ -27,14 +27,14 @@
  * - **Notifications.** One delete-only watch per lock name and process; readers wake on exclusive deletes, queued
  *   waiters on their predecessor's delete. Lock-delay is not implemented (`lockDelay: false`).
  * - **`layout: 'etcd'`: Go's keys.** The same algorithm on the keys of Go's `concurrency.Mutex` (`etcdctl lock
- *   <name>`): `<name>/<lease hex>` with an empty value for mutex, fair and write, `<name>/read/<lease hex>` for
- *   readers, `<name>/semaphore/<permits>.<n>` for permits, the lock key verbatim as Go's name. Go waits for every
- *   key under `<name>/` older than its own, so every latchkey holder blocks it; latchkey takes every key outside
- *   `read/` and `semaphore/` for an exclusive holder or waiter, so Go's holders and waiters block every latchkey
- *   kind but the semaphore (whose permits cannot tell Go's keys from the latchkey mutex of the name, which a
- *   semaphore never waits for). A waiting fair mutex or writer is in Go's line; a waiting plain mutex is not (it
- *   keeps no key, as in the default layout). Details and the per-kind table: `go-mutex-layout.ts`, README
- *   "Where a lock lives".
+ *   <name>`): `<name>/<lease hex>` for mutex, fair and write, `<name>/read/<lease hex>` for readers,
+ *   `<name>/semaphore/<permits>.<n>` for permits, the lock key verbatim as Go's name. Go waits for every key
+ *   under `<name>/` older than its own, so every latchkey holder blocks it; latchkey takes every key outside
+ *   `read/` and `semaphore/` for an exclusive holder or waiter, so Go's holders and waiters block the mutex, fair
+ *   and read-write kinds. Go writes empty values, latchkey its owner id: a permit waits only for the empty ones
+ *   (Go's), since a semaphore lives apart from latchkey's mutex of its name. A waiting fair mutex or writer is in
+ *   Go's line; a waiting plain mutex is not (it keeps no key, as in the default layout). Details and the per-kind
+ *   table: `go-mutex-layout.ts`, README "Where a lock lives".
  */
 import { shownUrl } from '../../backend/url-parts.js'
 import { EtcdBackend, type EtcdBackendOptions, type EtcdHolderGuard } from './etcd-backend.js'
