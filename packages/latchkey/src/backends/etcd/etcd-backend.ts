@@ -209,10 +209,7 @@ export class EtcdBackend extends BackendBase {
     if (this.ownsClient) this.client.close()
   }
 
-  /**
-   * The holder state of `ref.owner`: local, or read back from etcd (a holder of another backend instance; only in
-   * the default layout, whose values name the owner).
-   */
+  /** The holder state of `ref.owner`: local, or read back from etcd (a holder of another backend instance). */
   private async holder(ref: HolderRef): Promise<KeyedOwner | undefined> {
     const local = this.owners.get(ref.owner, ref.key, ref.kind)
     if (local !== undefined) return local.role === 'holder' ? local : undefined

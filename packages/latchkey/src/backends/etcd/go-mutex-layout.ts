@@ -59,9 +59,9 @@ export class GoMutexLayout extends EtcdKeyLayout {
     return owner
   }
 
-  /** A permit waits for Go's keys, which are among the exclusive keys of the name. */
+  /** A permit waits for Go's keys, which are among the mutex / read-write keys of the name. */
   override foreignRanges(ref: LockRef): KeyRange[] {
-    return ref.kind === 'semaphore' ? this.blockingRanges({ key: ref.key, kind: 'read' }) : []
+    return ref.kind === 'semaphore' ? this.stateRanges({ key: ref.key, kind: 'mutex' }) : []
   }
 
   /** Go writes an empty value; latchkey writes its owner id. */
