@@ -2,6 +2,8 @@
 # etcd for latchkey's tests: one member on loopback only.
 #   etcd.sh start     member on 127.0.0.1:${LATCHKEY_ETCD_PORT:-2379} (client) / ${LATCHKEY_ETCD_PEER_PORT:-2380} (peer)
 #   etcd.sh stop | status
+#   etcd.sh install-etcdctl   installs Debian's etcd-client (etcdctl, Go's concurrency.Mutex behind `etcdctl lock`)
+#                             when missing; the etcd-layout interop tests call it, and `start` does too
 # Other ports give another, independent member (the fault tests run one on 23790/23800 that they stop and
 # start themselves). Data and logs live in <repo>/.data/etcd/<client port>. Installs Debian's etcd-server when
 # `etcd` is missing. Idempotent: a member that already answers is left alone.
@@ -26,6 +28,17 @@ install_if_missing() {
   DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends \
     etcd-server >/dev/null || die "apt-get install etcd-server failed"
   command -v etcd >/dev/null || die "etcd-server installed but no etcd binary on PATH"
+}
+
+# The interop tests run `etcdctl lock` (Go's concurrency.Mutex) against latchkey's `layout: 'etcd'`.
+install_etcdctl_if_missing() {
+  command -v etcdctl >/dev/null && return 0
+  command -v apt-get >/dev/null || die "etcdctl is missing and apt-get is not available; install etcdctl 3.4+"
+  echo "etcd.sh: installing the Debian etcd-client package (etcdctl)" >&2
+  apt-get -o DPkg::Lock::Timeout=300 update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends \
+    etcd-client >/dev/null || die "apt-get install etcd-client failed"
+  command -v etcdctl >/dev/null || die "etcd-client installed but no etcdctl binary on PATH"
 }
 
 launch() {
@@ -68,15 +81,17 @@ stop_member() {
 
 case "${1:-}" in
   start)
+    install_etcdctl_if_missing
     if healthy; then echo "etcd already serving on $URL"; exit 0; fi
     install_if_missing
     launch
     wait_healthy
     echo "etcd on $URL (LATCHKEY_ETCD_URL=$URL)"
     ;;
+  install-etcdctl) install_etcdctl_if_missing ;;
   stop) stop_member ;;
   status)
     if healthy; then echo "etcd healthy on $URL"; else echo "etcd not serving on $URL"; exit 1; fi
     ;;
-  *) die "usage: $0 start|stop|status (ports from LATCHKEY_ETCD_PORT / LATCHKEY_ETCD_PEER_PORT)" ;;
+  *) die "usage: $0 start|stop|status|install-etcdctl (ports from LATCHKEY_ETCD_PORT / LATCHKEY_ETCD_PEER_PORT)" ;;
 esac

@@ -2,7 +2,8 @@ import { fileURLToPath } from 'node:url'
 import { Etcd3 } from 'etcd3'
 import { afterAll, describe, expect, it } from 'vitest'
 import type { AcquireRequest, LockRef } from '../src/backend/types.js'
-import { etcdBackend } from '../src/backends/etcd/index.js'
+import { GoMutexLayout } from '../src/backends/etcd/go-mutex-layout.js'
+import { etcdBackend, parseEtcdUrl } from '../src/backends/etcd/index.js'
 import { KeyLayout } from '../src/backends/etcd/keys.js'
 import { createLocks } from '../src/core/locks.js'
 import { BackendUnavailableError } from '../src/errors.js'
@@ -12,17 +13,28 @@ import { ETCD_URL } from './support/etcd-backend-module.js'
 const admin = new Etcd3({ hosts: ETCD_URL })
 afterAll(() => admin.close())
 
-/** Deletes every key of lock names starting with `namespace`. */
+/** Deletes every key of lock names starting with `namespace`, in both layouts. */
 async function cleanup(namespace: string): Promise<void> {
-  const range = new KeyLayout('latchkey').namesRange(namespace)
-  await admin.kv.deleteRange({ key: range.start, range_end: range.end })
+  for (const layout of [new KeyLayout('latchkey'), new GoMutexLayout(undefined)]) {
+    const range = layout.namesRange(namespace)
+    await admin.kv.deleteRange({ key: range.start, range_end: range.end })
+  }
 }
 
+const module = fileURLToPath(new URL('./support/etcd-backend-module.ts', import.meta.url))
+
 describeBackendConformance('etcd', () => etcdBackend({ hosts: ETCD_URL }), {
-  processBackend: { module: fileURLToPath(new URL('./support/etcd-backend-module.ts', import.meta.url)) },
+  processBackend: { module },
   cleanup,
   // Every etcd write is a raft commit with an fsync (several ms on a busy 2-core VM), so the suite's 10 ms
   // holds and 120 ms leases get twice the room; server-side expiry is whole seconds anyway.
+  timeScale: 2,
+})
+
+// Go's concurrency.Mutex layout (etcdctl lock): every kind, the same contract; interop with Go in etcd-interop.test.ts.
+describeBackendConformance('etcd (etcd layout)', () => etcdBackend({ hosts: ETCD_URL, layout: 'etcd' }), {
+  processBackend: { module, export: 'createEtcdLayoutBackend' },
+  cleanup,
   timeScale: 2,
 })
 
@@ -136,5 +148,48 @@ describe('etcd backend specifics', () => {
       await backend.close()
       await cleanup(namespace)
     }
+  })
+
+  it("etcd layout: Go's key <prefix>/<lock key>/<lease hex> on that lease, value = owner; readers and permits beside it", async () => {
+    const namespace = `lk-golayout-${process.pid}`
+    const backend = etcdBackend({ hosts: ETCD_URL, layout: 'etcd', prefix: 'lk-go-prefix' })
+    const locks = createLocks({ backend, namespace })
+    try {
+      const held = async (key: string) => {
+        const res = await admin.getAll().prefix(`lk-go-prefix/${key}/`).exec()
+        return res.kvs.map((kv) => ({ key: kv.key.toString(), lease: BigInt(kv.lease), value: kv.value.toString() }))
+      }
+      const lease = await locks.mutex('a:b').acquire({ ttlMs: 2_000 })
+      const [kv] = await held(`${namespace}:a:b`)
+      expect(kv?.key).toBe(`lk-go-prefix/${namespace}:a:b/${kv?.lease.toString(16)}`)
+      expect(kv?.value).toMatch(/^[0-9a-f-]{36}$/)
+      const guard = await backend.holderGuard({ key: `${namespace}:a:b`, kind: 'mutex', token: lease.token })
+      expect(guard.key).toBe(kv?.key)
+      await lease.release()
+      const read = await locks.readWrite('r').read.acquire({ ttlMs: 2_000 })
+      const permit = await locks.semaphore('r', { permits: 3 }).acquire({ ttlMs: 2_000 })
+      const keys = (await held(`${namespace}:r`)).map((k) => k.key.slice(`lk-go-prefix/${namespace}:r/`.length))
+      expect(keys.sort()).toEqual([
+        expect.stringMatching(/^read\/[0-9a-f]+$/),
+        expect.stringMatching(/^semaphore\/3\.[0-2]$/),
+      ])
+      // The semaphore lives apart from the mutex of its name (Go's mutex waits for both).
+      expect(await locks.mutex('r').tryAcquire()).toBeUndefined()
+      await read.release()
+      const mutex = await locks.mutex('r').tryAcquire()
+      expect(mutex).toBeDefined()
+      await Promise.all([mutex?.release(), permit.release()])
+    } finally {
+      await locks.close()
+      await backend.close()
+      await admin.delete().prefix('lk-go-prefix/')
+    }
+  })
+
+  it('layout is checked before any I/O, in options and in the URL', () => {
+    expect(parseEtcdUrl('etcd://127.0.0.1:2379?layout=etcd')).toMatchObject({ layout: 'etcd' })
+    expect(() => parseEtcdUrl('etcd://127.0.0.1:2379?layout=go')).toThrow(/layout is latchkey or etcd, received "go"/)
+    // @ts-expect-error: a layout that does not exist
+    expect(() => etcdBackend({ hosts: ETCD_URL, layout: 'curator' })).toThrow(RangeError)
   })
 })

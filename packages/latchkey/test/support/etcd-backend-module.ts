@@ -7,3 +7,8 @@ export const ETCD_URL = process.env.LATCHKEY_ETCD_URL ?? 'http://127.0.0.1:2379'
 export function createBackend() {
   return etcdBackend({ hosts: ETCD_URL })
 }
+
+/** The same in Go's `concurrency.Mutex` layout (`etcdctl lock`), for the etcd-layout conformance run's children. */
+export function createEtcdLayoutBackend() {
+  return etcdBackend({ hosts: ETCD_URL, layout: 'etcd' })
+}

@@ -14,7 +14,7 @@
 import type { AcquireRequest, AcquireResult } from '../../backend/types.js'
 import { monotonicNow } from '../../core/clock.js'
 import { type EtcdClient, type EtcdCompare, type EtcdKeyValue, type EtcdRequestOp, isLeaseGone } from './etcd-client.js'
-import { type KeyLayout, prefixRange } from './keys.js'
+import { type EtcdKeyLayout, prefixRange } from './keys.js'
 import { type Leases, type OwnerLease, ttlSeconds } from './leases.js'
 import { createdAt, type KeyedOwner, type Owners } from './owners.js'
 import type { WatchHub } from './watch-hub.js'
@@ -24,7 +24,7 @@ const MISS: AcquireResult = { acquired: false }
 /** Everything the acquire paths share with the backend. */
 export interface AcquireDeps {
   readonly client: EtcdClient
-  readonly layout: KeyLayout
+  readonly layout: EtcdKeyLayout
   readonly leases: Leases
   readonly owners: Owners
   readonly hub: WatchHub
@@ -46,7 +46,7 @@ export async function acquireNow(d: AcquireDeps, req: AcquireRequest, until: num
     const key = d.layout.ownerKey(req, lease.id, req.owner)
     let res: { succeeded: boolean; header: { revision: string } }
     try {
-      res = await d.client.kv.txn({ compare, success: [putOp(key, req.owner, lease.id)] })
+      res = await d.client.kv.txn({ compare, success: [putOp(key, d.layout.ownerValue(req.owner), lease.id)] })
     } catch (error) {
       if (!isLeaseGone(error)) throw error
       d.owners.delete(req.owner) // the lease expired under us: a new one next round
@@ -112,9 +112,9 @@ function deleteOp(key: string): EtcdRequestOp {
   return { request_delete_range: { key: Buffer.from(key) } }
 }
 
-/** Puts `key` (value: the owner id) on `leaseId`. */
-export function putOp(key: string, owner: string, leaseId: string): EtcdRequestOp {
-  return { request_put: { key: Buffer.from(key), value: Buffer.from(owner), lease: leaseId } }
+/** Puts `key` with `value` (the layout's value for the owner) on `leaseId`. */
+export function putOp(key: string, value: string, leaseId: string): EtcdRequestOp {
+  return { request_put: { key: Buffer.from(key), value: Buffer.from(value), lease: leaseId } }
 }
 
 /** The lease of an owner's earlier try when its TTL fits (it may need a refresh), else a spare or new one. */
@@ -140,9 +140,15 @@ async function joinLine(d: AcquireDeps, req: AcquireRequest): Promise<{ state: K
   if (previous?.role === 'probe') d.leases.putBack(previous.lease) // it carries no key
   const lease = await d.leases.take(ttlSeconds(req.queueTtlMs), monotonicNow() + req.queueTtlMs)
   const key = d.layout.ownerKey(req, lease.id, req.owner)
+  // Never over another's key: in Go's layout a key names a lease, and a put would take over a key of the same name.
   const res = await d.client.kv.txn({
-    success: [putOp(key, req.owner, lease.id), { request_range: lineRange(d, req) }],
+    compare: [createdAt(key, 0n)],
+    success: [putOp(key, d.layout.ownerValue(req.owner), lease.id), { request_range: lineRange(d, req) }],
   })
+  if (!res.succeeded) {
+    d.leases.revokeLater(lease)
+    throw new Error(`etcd key ${key} already exists: its lease was reused while the key lived`)
+  }
   const state: KeyedOwner = {
     role: 'waiter',
     lockKey: req.key,
@@ -169,7 +175,7 @@ async function decide(
   let mine = false
   let before: EtcdKeyValue | undefined
   for (const kv of line) {
-    const parsed = d.layout.parse(kv.key)
+    const parsed = d.layout.parse(kv.key, req.key)
     if (parsed === undefined || parsed.kind === 'semaphore') continue
     const revision = BigInt(kv.create_revision)
     if (revision === state.revision) mine = kv.key.toString() === state.key
@@ -191,14 +197,16 @@ async function decide(
 /** First in line: move the key onto a lease of the holder's TTL. The create revision (token) stays. */
 async function promote(d: AcquireDeps, req: AcquireRequest, state: KeyedOwner, until: number): Promise<AcquireResult> {
   const lease = await d.leases.take(ttlSeconds(req.ttlMs), until)
-  const put = putOp(state.key, req.owner, lease.id)
+  const put = putOp(state.key, d.layout.ownerValue(req.owner), lease.id)
   const res = await d.client.kv.txn({ compare: [createdAt(state.key, state.revision)], success: [put] })
   if (!res.succeeded) {
     d.leases.putBack(lease)
     d.owners.delete(req.owner)
     return MISS
   }
-  d.leases.putBack(state.lease) // the key moved off it
+  // The key moved off the queue lease. In Go's layout the key still names that lease, so it is never reused.
+  if (d.layout.keyNamesLease) d.leases.revokeLater(state.lease)
+  else d.leases.putBack(state.lease)
   d.owners.set(req.owner, { ...state, role: 'holder', lease })
   return { acquired: true, token: state.revision }
 }

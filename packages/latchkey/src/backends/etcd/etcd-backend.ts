@@ -12,7 +12,8 @@ import { monotonicNow } from '../../core/clock.js'
 import { NotLockHolderError } from '../../errors.js'
 import { type AcquireDeps, acquireNow, acquireQueued } from './acquire.js'
 import { type EtcdClient, type EtcdCompare, etcdServers, openEtcdClient, unavailable } from './etcd-client.js'
-import { KeyLayout, prefixRange } from './keys.js'
+import { GoMutexLayout } from './go-mutex-layout.js'
+import { type EtcdKeyLayout, KeyLayout, prefixRange } from './keys.js'
 import { Leases, ttlSeconds } from './leases.js'
 import { createdAt, type KeyedOwner, Owners } from './owners.js'
 import { acquireSlot } from './semaphore.js'
@@ -23,7 +24,13 @@ export type EtcdBackendOptions = (
   | { client: EtcdClient; hosts?: undefined }
   | { hosts: string | readonly string[]; client?: undefined }
 ) & {
-  /** Key prefix of every lock. Default `latchkey`. */
+  /**
+   * Where locks live. `'latchkey'` (default): `<prefix>/<encoded name>/<kind>/<lease hex>-<owner>`. `'etcd'`: the
+   * keys of Go's `concurrency.Mutex` / `etcdctl lock <name>` (`<name>/<lease hex>`, earliest create revision
+   * holds), so Go programs and latchkey exclude each other; see `go-mutex-layout.ts`.
+   */
+  layout?: 'latchkey' | 'etcd'
+  /** Key prefix of every lock. Default `latchkey`; in the `etcd` layout none (the lock key is Go's mutex name). */
   prefix?: string
   /** Deadline of each etcd call when the backend opens the client. Default 2 000. */
   callTimeoutMs?: number
@@ -49,7 +56,7 @@ const CAPABILITIES = defineCapabilities({ fencing: 'native', notifications: 'glo
 export class EtcdBackend extends BackendBase {
   readonly name = 'etcd'
   override readonly capabilities = CAPABILITIES
-  readonly layout: KeyLayout
+  readonly layout: EtcdKeyLayout
   private readonly client: EtcdClient
   private readonly ownsClient: boolean
   private readonly deps: AcquireDeps
@@ -66,7 +73,8 @@ export class EtcdBackend extends BackendBase {
     const hosts = typeof options.hosts === 'string' ? [options.hosts] : options.hosts && [...options.hosts]
     this.client = options.client ?? openEtcdClient({ hosts: hosts ?? [], callTimeoutMs })
     this.server = etcdServers(hosts, options.client)
-    this.layout = new KeyLayout(options.prefix ?? 'latchkey')
+    this.layout =
+      options.layout === 'etcd' ? new GoMutexLayout(options.prefix) : new KeyLayout(options.prefix ?? 'latchkey')
     this.leases = new Leases(this.client, callTimeoutMs)
     this.hub = new WatchHub(this.client, this.layout)
     this.deps = { client: this.client, layout: this.layout, leases: this.leases, owners: this.owners, hub: this.hub }
@@ -216,7 +224,8 @@ export class EtcdBackend extends BackendBase {
   /** A renew asking for more seconds than the lease has: move the key to a new, longer lease. */
   private async moveToLongerLease(holder: KeyedOwner, owner: string, ttlMs: number, until: number): Promise<boolean> {
     const lease = await this.leases.take(ttlSeconds(ttlMs), until)
-    const put = { request_put: { key: Buffer.from(holder.key), value: Buffer.from(owner), lease: lease.id } }
+    const value = Buffer.from(this.layout.ownerValue(owner))
+    const put = { request_put: { key: Buffer.from(holder.key), value, lease: lease.id } }
     const res = await this.client.kv.txn({
       compare: [createdAt(holder.key, holder.revision), leaseIs(holder.key, holder.lease.id)],
       success: [put],

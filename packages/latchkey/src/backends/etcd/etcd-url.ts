@@ -1,5 +1,5 @@
 /**
- * `etcd://h1:2379,h2:2379[?prefix=&callTimeoutMs=]` and the `http(s)://host:port` endpoints of `hosts`, checked
+ * `etcd://h1:2379,h2:2379[?prefix=&callTimeoutMs=&layout=etcd]` and the `http(s)://host:port` endpoints of `hosts`, checked
  * before etcd3 sees them: grpc-js takes a bad port or a `user:password@` endpoint as a target that never
  * connects, and echoes the whole endpoint (password included) in its errors.
  */
@@ -16,7 +16,7 @@ import {
 } from '../../backend/url-parts.js'
 import type { EtcdBackendOptions } from './etcd-backend.js'
 
-const KNOWN = ['prefix', 'callTimeoutMs'] as const
+const KNOWN = ['prefix', 'callTimeoutMs', 'layout'] as const
 
 /** Parses and checks an `etcd://` URL into {@link EtcdBackendOptions} (one `http://` endpoint per host). */
 export function parseEtcdUrl(url: string): EtcdBackendOptions & { hosts: string[] } {
@@ -37,10 +37,17 @@ export function parseEtcdUrl(url: string): EtcdBackendOptions & { hosts: string[
   }
   const hosts = parseHostList(parts.hosts, 2379, url).map((server) => `http://${formatServer(server)}`)
   const prefix = parts.query.get('prefix')
+  const layout = parts.query.get('layout')
+  if (layout !== null && layout !== 'latchkey' && layout !== 'etcd') {
+    throw new RangeError(
+      `latchkey: an etcd URL's layout is latchkey or etcd, received ${JSON.stringify(layout)} in ${shownUrl(url)}`,
+    )
+  }
   const callTimeoutMs = numberOption(parts.query, 'callTimeoutMs', 1, url)
   return {
     hosts,
     ...(prefix === null ? {} : { prefix }),
+    ...(layout === null ? {} : { layout }),
     ...(callTimeoutMs === undefined ? {} : { callTimeoutMs }),
   }
 }

@@ -26,6 +26,15 @@
  *   also blocks plain mutex/read tries (it is the next holder, Go-style), which only makes them stricter.
  * - **Notifications.** One delete-only watch per lock name and process; readers wake on exclusive deletes, queued
  *   waiters on their predecessor's delete. Lock-delay is not implemented (`lockDelay: false`).
+ * - **`layout: 'etcd'`: Go's keys.** The same algorithm on the keys of Go's `concurrency.Mutex` (`etcdctl lock
+ *   <name>`): `<name>/<lease hex>` for mutex, fair and write, `<name>/read/<lease hex>` for readers,
+ *   `<name>/semaphore/<permits>.<n>` for permits, the lock key verbatim as Go's name. Go waits for every key
+ *   under `<name>/` older than its own, so every latchkey holder blocks it; latchkey takes every key outside
+ *   `read/` and `semaphore/` for an exclusive holder or waiter, so Go's holders and waiters block the mutex, fair
+ *   and read-write kinds. Go writes empty values, latchkey its owner id: a permit waits only for the empty ones
+ *   (Go's), since a semaphore lives apart from latchkey's mutex of its name. A waiting fair mutex or writer is in
+ *   Go's line; a waiting plain mutex is not (it keeps no key, as in the default layout). Details and the per-kind
+ *   table: `go-mutex-layout.ts`, README "Where a lock lives".
  */
 import { shownUrl } from '../../backend/url-parts.js'
 import { EtcdBackend, type EtcdBackendOptions, type EtcdHolderGuard } from './etcd-backend.js'
@@ -42,13 +51,20 @@ export { EtcdBackend, type EtcdBackendOptions, type EtcdClient, type EtcdCompare
  * deadline `callTimeoutMs` = 2 000); a client opened from `hosts` fails fast (no client-side retries or circuit
  * breaker: the core retries) and is closed by `backend.close()`. An unreachable etcd rejects with
  * `BackendUnavailableError`. Fencing tokens are the holder key's create revision; `backend.holderGuard()` gives
- * a txn compare for writes to etcd itself.
+ * a txn compare for writes to etcd itself. `layout` (default `'latchkey'`): `'etcd'` keeps locks in the keys of
+ * Go's `concurrency.Mutex`, so `etcdctl lock <name>` and Go services exclude latchkey holders of the lock key
+ * `<name>` (no prefix unless `prefix` is given).
  *
  * @example
  * const backend = etcdBackend({ hosts: 'http://127.0.0.1:2379' })
  * const locks = createLocks({ backend })
  * await locks.mutex('order:42').withLock(async (lease) => ship(order, { fence: lease.token }))
  * await locks.close(); await backend.close()
+ *
+ * @example
+ * // Shared with `etcdctl lock jobs/nightly` and Go's concurrency.NewMutex(session, "jobs/nightly")
+ * const shared = createLocks({ backend: etcdBackend({ hosts: 'http://127.0.0.1:2379', layout: 'etcd' }) })
+ * await shared.fairMutex('jobs/nightly').withLock(runNightly)
  */
 export function etcdBackend(input: EtcdBackendOptions): EtcdBackend {
   let options = input
@@ -64,6 +80,11 @@ export function etcdBackend(input: EtcdBackendOptions): EtcdBackend {
       )
     }
     options = { ...options, hosts: checkEtcdHosts(list) }
+  }
+  if (options.layout !== undefined && options.layout !== 'latchkey' && options.layout !== 'etcd') {
+    throw new RangeError(
+      `latchkey: etcdBackend layout must be 'latchkey' or 'etcd', received ${JSON.stringify(options.layout)}`,
+    )
   }
   if (options.prefix !== undefined && (typeof options.prefix !== 'string' || options.prefix.length === 0)) {
     throw new RangeError(`latchkey: prefix must be a non-empty string, received ${JSON.stringify(options.prefix)}`)

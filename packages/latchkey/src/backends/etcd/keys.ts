@@ -1,9 +1,9 @@
 /**
- * The etcd key layout: `<prefix>/<encoded lock key>/<kind>/<lease id hex>-<encoded owner>`, one key per holder
- * and per queued waiter; semaphore permits are slots `<prefix>/<encoded lock key>/semaphore/<permits>.<n>`, so
- * the holders' keys tell the permit count in force. Every value is the owner id. Semaphores live under their own
- * kind folder, so they never meet the mutex / read-write family of the same name (as `stateKey` keeps them apart
- * in the embedded backends).
+ * The etcd key layouts. Default: `<prefix>/<encoded lock key>/<kind>/<lease id hex>-<encoded owner>`, one key per
+ * holder and per queued waiter; semaphore permits are slots `<prefix>/<encoded lock key>/semaphore/<permits>.<n>`,
+ * so the holders' keys tell the permit count in force. Every value is the owner id. Semaphores live under their
+ * own kind folder, so they never meet the mutex / read-write family of the same name (as `stateKey` keeps them
+ * apart in the embedded backends). Go's layout (`layout: 'etcd'`) is in `go-mutex-layout.ts`.
  */
 import type { LockKind, LockRef } from '../../backend/types.js'
 
@@ -35,24 +35,58 @@ export function prefixRange(prefix: string): KeyRange {
   return { start, end: prefixEnd(start) }
 }
 
-/** Builds and parses the keys of one backend (one `prefix`). */
-export class KeyLayout {
-  constructor(readonly prefix: string) {}
+/** What a key of a layout says about the lock it belongs to. */
+export interface ParsedKey {
+  /** The lock key (namespaced name) the key belongs to. */
+  readonly lockKey: string
+  readonly kind: LockKind
+  /** The owner id, where the layout names it in the key ('' otherwise). */
+  readonly owner: string
+  /** A semaphore permit slot and the permit count its key names. */
+  readonly slot?: number | undefined
+  readonly permits?: number | undefined
+}
 
-  /** `<prefix>/<encoded key>/`: every kind of one lock name (watched as one). */
-  lockPrefix(key: string): string {
-    // encodeURIComponent escapes "/", so one name's folder never contains another's.
-    return `${this.prefix}/${encodeURIComponent(key)}/`
-  }
-
-  /** The folder of one kind of one lock name. */
-  kindPrefix(key: string, kind: LockKind): string {
-    return `${this.lockPrefix(key)}${kind}/`
-  }
-
+/**
+ * Where one backend's locks live in etcd (`layout` option): the default {@link KeyLayout} or Go's
+ * `concurrency.Mutex` layout (`go-mutex-layout.ts`). Every path of the backend builds keys and ranges only here.
+ */
+export abstract class EtcdKeyLayout {
+  /** The `layout` option value. */
+  abstract readonly name: 'latchkey' | 'etcd'
+  /**
+   * True when key names carry the id of the lease they were created on (Go's `<name>/<lease hex>`): a lease whose
+   * key moved to another lease must then never be reused, or its next key would be the same live key.
+   */
+  abstract readonly keyNamesLease: boolean
+  /** Every key of one lock name (watched as one, read as the line). */
+  abstract lockPrefix(key: string): string
+  /** The folder where holders of one kind of one lock name are. */
+  abstract kindPrefix(key: string, kind: LockKind): string
   /** The key of one owner's place (held or queued). */
-  ownerKey(ref: LockRef, leaseId: string, owner: string): string {
-    return `${this.kindPrefix(ref.key, ref.kind)}${BigInt(leaseId).toString(16)}-${encodeURIComponent(owner)}`
+  abstract ownerKey(ref: LockRef, leaseId: string, owner: string): string
+  /** The value written under an owner's key or slot. */
+  abstract ownerValue(owner: string): string
+  /** The ranges whose keys compete with `ref`: its family's, or the semaphore's. */
+  abstract stateRanges(ref: LockRef): KeyRange[]
+  /** The ranges of the keys that block a *new* `kind` request (readers do not block readers). */
+  abstract blockingRanges(ref: LockRef): KeyRange[]
+  /** Every key of lock names starting with `namePrefix` (for cleanup of a test namespace). */
+  abstract namesRange(namePrefix: string): KeyRange
+  /** Parses a key of lock `lockKey` in this layout; undefined for a key this layout does not know. */
+  abstract parse(raw: Buffer | string, lockKey?: string): ParsedKey | undefined
+
+  /**
+   * Ranges where another program's keys keep a `ref` request out although latchkey's own keys there do not (Go's
+   * mutex keys beside latchkey's mutex, for a semaphore). None in the default layout.
+   */
+  foreignRanges(_ref: LockRef): KeyRange[] {
+    return []
+  }
+
+  /** Whether a key of {@link foreignRanges} was written by another program. */
+  isForeign(_kv: { readonly value: Buffer }): boolean {
+    return false
   }
 
   /**
@@ -64,60 +98,96 @@ export class KeyLayout {
     return `${this.slotPrefix(ref, permits)}${slot}`
   }
 
-  /** The slots of a semaphore of `permits`: `<semaphore folder><permits>.` */
-  private slotPrefix(ref: LockRef, permits: number): string {
-    return `${this.kindPrefix(ref.key, 'semaphore')}${permits}.`
-  }
-
   /**
    * The semaphore folder minus the slots of `permits`: empty exactly when no holder uses another count. `.` ends
    * the count, so the slots of 1 (`1.`) and of 10 (`10.`) never share a prefix.
    */
   otherCountRanges(ref: LockRef, permits: number): KeyRange[] {
     const folder = prefixRange(this.kindPrefix(ref.key, 'semaphore'))
-    const mine = prefixRange(this.slotPrefix(ref, permits))
-    return [
-      { start: folder.start, end: mine.start },
-      { start: mine.end, end: folder.end },
-    ]
+    return rangesOutside(folder, [prefixRange(this.slotPrefix(ref, permits))])
   }
 
-  /** The ranges whose keys compete with `ref`: the four family kinds, or the semaphore folder. */
+  /** The slots of a semaphore of `permits`: `<semaphore folder><permits>.` */
+  private slotPrefix(ref: LockRef, permits: number): string {
+    return `${this.kindPrefix(ref.key, 'semaphore')}${permits}.`
+  }
+}
+
+/** Parses a slot leaf `<permits>.<n>` (or `<n>`, written by versions that did not record the count). */
+export function parseSlot(leaf: string): { slot: number; permits: number | undefined } {
+  const dot = leaf.indexOf('.')
+  return { slot: Number(leaf.slice(dot + 1)), permits: dot < 0 ? undefined : Number(leaf.slice(0, dot)) }
+}
+
+/** `folder` minus the `holes` inside it, as ranges in key order (empty ranges dropped). */
+export function rangesOutside(folder: KeyRange, holes: readonly KeyRange[]): KeyRange[] {
+  const sorted = [...holes].sort((a, b) => Buffer.compare(a.start, b.start))
+  const out: KeyRange[] = []
+  let from = folder.start
+  for (const hole of sorted) {
+    if (Buffer.compare(from, hole.start) < 0) out.push({ start: from, end: hole.start })
+    if (Buffer.compare(from, hole.end) < 0) from = hole.end
+  }
+  if (Buffer.compare(from, folder.end) < 0) out.push({ start: from, end: folder.end })
+  return out
+}
+
+/**
+ * The default layout: `<prefix>/<encoded lock key>/<kind>/<lease id hex>-<encoded owner>`, value = the owner;
+ * semaphore slots `<prefix>/<encoded lock key>/semaphore/<permits>.<n>`.
+ */
+export class KeyLayout extends EtcdKeyLayout {
+  readonly name = 'latchkey'
+  readonly keyNamesLease = false
+
+  constructor(readonly prefix: string) {
+    super()
+  }
+
+  /** `<prefix>/<encoded key>/`: every kind of one lock name (watched as one). */
+  lockPrefix(key: string): string {
+    // encodeURIComponent escapes "/", so one name's folder never contains another's.
+    return `${this.prefix}/${encodeURIComponent(key)}/`
+  }
+
+  kindPrefix(key: string, kind: LockKind): string {
+    return `${this.lockPrefix(key)}${kind}/`
+  }
+
+  ownerKey(ref: LockRef, leaseId: string, owner: string): string {
+    return `${this.kindPrefix(ref.key, ref.kind)}${BigInt(leaseId).toString(16)}-${encodeURIComponent(owner)}`
+  }
+
+  ownerValue(owner: string): string {
+    return owner
+  }
+
+  /** The four family kinds, or the semaphore folder. */
   stateRanges(ref: LockRef): KeyRange[] {
     const kinds = ref.kind === 'semaphore' ? ['semaphore' as const] : FAMILY
     return kinds.map((kind) => prefixRange(this.kindPrefix(ref.key, kind)))
   }
 
-  /** The ranges of the keys that block a *new* `kind` request: readers only mind exclusive kinds. */
   blockingRanges(ref: LockRef): KeyRange[] {
     if (ref.kind !== 'read') return this.stateRanges(ref)
     return EXCLUSIVE_KINDS.map((kind) => prefixRange(this.kindPrefix(ref.key, kind)))
   }
 
-  /** Every key of lock names starting with `namePrefix` (for cleanup of a test namespace). */
   namesRange(namePrefix: string): KeyRange {
     return prefixRange(`${this.prefix}/${encodeURIComponent(namePrefix)}`)
   }
 
-  /** Parses a key of this layout; undefined for anything else. */
-  parse(
-    raw: Buffer | string,
-  ):
-    | { lockKey: string; kind: LockKind; owner: string; slot?: number | undefined; permits?: number | undefined }
-    | undefined {
+  parse(raw: Buffer | string): ParsedKey | undefined {
     const text = typeof raw === 'string' ? raw : raw.toString()
     if (!text.startsWith(`${this.prefix}/`)) return undefined
     const parts = text.slice(this.prefix.length + 1).split('/')
     if (parts.length !== 3) return undefined
-    const [lockKey, kind, leaf] = parts as [string, string, string]
+    const [encoded, kind, leaf] = parts as [string, string, string]
     if (!isKind(kind)) return undefined
+    const lockKey = decodeURIComponent(encoded)
     const dash = leaf.indexOf('-')
-    const owner = dash < 0 ? '' : decodeURIComponent(leaf.slice(dash + 1))
-    if (dash >= 0) return { lockKey: decodeURIComponent(lockKey), kind, owner }
-    // A slot `<permits>.<n>` (or `<n>`, written by versions that did not record the count).
-    const dot = leaf.indexOf('.')
-    const permits = dot < 0 ? undefined : Number(leaf.slice(0, dot))
-    return { lockKey: decodeURIComponent(lockKey), kind, owner, slot: Number(leaf.slice(dot + 1)), permits }
+    if (dash >= 0) return { lockKey, kind, owner: decodeURIComponent(leaf.slice(dash + 1)) }
+    return { lockKey, kind, owner: '', ...parseSlot(leaf) }
   }
 }
 

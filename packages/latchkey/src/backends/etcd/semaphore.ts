@@ -10,8 +10,14 @@
  */
 import type { AcquireRequest, AcquireResult } from '../../backend/types.js'
 import { type AcquireDeps, leaseFor, putOp, won } from './acquire.js'
-import { type EtcdCompare, type EtcdTxnRequest, type EtcdTxnResponse, isLeaseGone } from './etcd-client.js'
-import { prefixRange } from './keys.js'
+import {
+  type EtcdCompare,
+  type EtcdKeyValue,
+  type EtcdTxnRequest,
+  type EtcdTxnResponse,
+  isLeaseGone,
+} from './etcd-client.js'
+import { type KeyRange, prefixRange } from './keys.js'
 
 /** Rounds of "read the free slots, take one" before a contended try reports a miss. */
 const MAX_ROUNDS = 4
@@ -22,18 +28,19 @@ const MAX_OFFERED = 8
 export async function acquireSlot(d: AcquireDeps, req: AcquireRequest, until: number): Promise<AcquireResult> {
   const folder = prefixRange(d.layout.kindPrefix(req.key, 'semaphore'))
   for (let round = 0; round < MAX_ROUNDS; round++) {
-    const held = await d.client.kv.range({ key: folder.start, range_end: folder.end, keys_only: true })
-    const slots = held.kvs.map((kv) => d.layout.parse(kv.key))
+    const { held, foreign } = await look(d, req, folder)
+    if (foreign === undefined) return { acquired: false }
+    const slots = held.map((kv) => d.layout.parse(kv.key, req.key))
     const permitsInForce = slots.find((s) => s?.permits !== undefined)?.permits
     if (permitsInForce !== undefined && permitsInForce !== req.permits) return { acquired: false, permitsInForce }
-    if (held.kvs.length >= req.permits) return { acquired: false }
+    if (held.length >= req.permits) return { acquired: false }
     const taken = new Set(slots.map((s) => s?.slot))
     const offered = freeSlots(req.permits, taken, MAX_OFFERED)
     const lease = await leaseFor(d, req, until)
     let res: EtcdTxnResponse
     try {
       res = await d.client.kv.txn({
-        compare: noOtherCount(d, req),
+        compare: [...noOtherCount(d, req), ...foreign],
         success: [{ request_txn: firstFree(d, req, offered, lease.id) }],
       })
     } catch (error) {
@@ -41,7 +48,8 @@ export async function acquireSlot(d: AcquireDeps, req: AcquireRequest, until: nu
       d.owners.delete(req.owner)
       continue
     }
-    // Not succeeded: a holder of another count got in since the range; the next round reports its count.
+    // Not succeeded: a holder of another count got in since the range (the next round reports its count), or a
+    // key appeared in a foreign range (the next round reads it).
     const slot = res.succeeded ? takenSlot(res.responses[0]?.response_txn, offered) : undefined
     if (slot !== undefined) {
       const key = d.layout.slotKey(req, req.permits, slot)
@@ -49,6 +57,39 @@ export async function acquireSlot(d: AcquireDeps, req: AcquireRequest, until: nu
     }
   }
   return { acquired: false, retryAfterMs: 5 }
+}
+
+/**
+ * The taken slots, and the compares keeping out another program's keys (Go's mutex keys, in the etcd layout):
+ * `foreign` is undefined when such a key blocks the permit now, else compares that no key of those ranges was
+ * created or changed since this read, so that a Go waiter queuing meanwhile (which would then not wait for this
+ * permit) fails the txn. Where there are such ranges, one read of the whole name serves both.
+ */
+async function look(
+  d: AcquireDeps,
+  req: AcquireRequest,
+  folder: KeyRange,
+): Promise<{ held: EtcdKeyValue[]; foreign: EtcdCompare[] | undefined }> {
+  const ranges = d.layout.foreignRanges(req)
+  if (ranges.length === 0) {
+    const res = await d.client.kv.range({ key: folder.start, range_end: folder.end, keys_only: true })
+    return { held: res.kvs, foreign: [] }
+  }
+  const name = prefixRange(d.layout.lockPrefix(req.key))
+  const res = await d.client.kv.range({ key: name.start, range_end: name.end })
+  const held = res.kvs.filter((kv) => inside(kv.key, folder))
+  if (res.kvs.some((kv) => d.layout.isForeign(kv) && ranges.some((r) => inside(kv.key, r)))) {
+    return { held, foreign: undefined }
+  }
+  const below = (BigInt(res.header.revision) + 1n).toString()
+  const foreign = ranges.map(
+    (r): EtcdCompare => ({ key: r.start, range_end: r.end, target: 'Mod', result: 'Less', mod_revision: below }),
+  )
+  return { held, foreign }
+}
+
+function inside(key: Buffer, range: KeyRange): boolean {
+  return Buffer.compare(key, range.start) >= 0 && Buffer.compare(key, range.end) < 0
 }
 
 /** No slot key of another permit count exists. */
@@ -65,7 +106,7 @@ function firstFree(d: AcquireDeps, req: AcquireRequest, slots: readonly number[]
     const key = d.layout.slotKey(req, req.permits, slots[i] as number)
     txn = {
       compare: [{ key: Buffer.from(key), target: 'Version', result: 'Equal', version: '0' }],
-      success: [putOp(key, req.owner, leaseId)],
+      success: [putOp(key, d.layout.ownerValue(req.owner), leaseId)],
       failure: i === slots.length - 1 ? [] : [{ request_txn: txn }],
     }
   }

@@ -8,7 +8,7 @@
 import { LocalNotifier } from '../../backend/local-notifier.js'
 import type { LockKind, LockRef, ReleaseSubscription } from '../../backend/types.js'
 import type { EtcdClient, EtcdKeyValue, EtcdWatcher } from './etcd-client.js'
-import { isExclusiveKind, type KeyLayout, prefixRange } from './keys.js'
+import { type EtcdKeyLayout, isExclusiveKind, prefixRange } from './keys.js'
 
 const KINDS: readonly LockKind[] = ['mutex', 'fair', 'read', 'write', 'semaphore']
 /** How long `close()` waits for etcd to confirm a watch cancellation (a dead server never does). */
@@ -20,6 +20,8 @@ const CANCEL_WAIT_MS = 1_000
 const LINGER_MS = 5_000
 
 interface SharedWatch {
+  /** The lock key (namespaced name) watched. */
+  readonly lockKey: string
   readonly watcher: EtcdWatcher
   subscriptions: number
   linger: NodeJS.Timeout | undefined
@@ -42,7 +44,7 @@ export class WatchHub {
 
   constructor(
     private readonly client: EtcdClient,
-    private readonly layout: KeyLayout,
+    private readonly layout: EtcdKeyLayout,
   ) {}
 
   /**
@@ -52,7 +54,7 @@ export class WatchHub {
    */
   subscribe(ref: LockRef & { readonly owner?: string }): ReleaseSubscription {
     const prefix = this.layout.lockPrefix(ref.key)
-    const watch = this.watchOf(prefix)
+    const watch = this.watchOf(prefix, ref.key)
     watch.subscriptions++
     clearTimeout(watch.linger)
     watch.linger = undefined
@@ -104,11 +106,12 @@ export class WatchHub {
     await Promise.all(this.cancelling)
   }
 
-  private watchOf(prefix: string): SharedWatch {
+  private watchOf(prefix: string, lockKey: string): SharedWatch {
     const existing = this.watches.get(prefix)
     if (existing !== undefined) return existing
     const watcher = this.client.watch().inRange(prefixRange(prefix)).only('delete').watcher()
     const watch: SharedWatch = {
+      lockKey,
       watcher,
       subscriptions: 0,
       linger: undefined,
@@ -130,7 +133,7 @@ export class WatchHub {
   }
 
   private onDelete(prefix: string, watch: SharedWatch, kv: EtcdKeyValue): void {
-    const parsed = this.layout.parse(kv.key)
+    const parsed = this.layout.parse(kv.key, watch.lockKey)
     if (parsed === undefined) return
     const wake = (kind: LockKind): void => this.notifier.notify(`${prefix}\u0000${kind}`)
     if (parsed.kind === 'semaphore') {
@@ -145,6 +148,8 @@ export class WatchHub {
       this.notifier.notify(next)
     }
     if (isExclusiveKind(parsed.kind)) wake('read')
+    // A delete event carries no value: in a layout where permits wait for another program's keys, it may be one.
+    if (this.layout.foreignRanges({ key: watch.lockKey, kind: 'semaphore' }).length > 0) wake('semaphore')
     const key = kv.key.toString()
     // A try in flight may not have recorded its predecessor yet: then every queued waiter checks again.
     const unsure = watch.inFlight > 0
