@@ -1,10 +1,10 @@
 /** Public record types of latchkey-tx: what the store keeps and what `tc.get` / `tc.list` return. */
 
 /** The protocol of a global transaction. */
-export type TxKind = 'saga' | 'tcc'
+export type TxKind = 'saga' | 'tcc' | 'xa'
 
 /**
- * A global transaction's status: `prepared` (TCC trying) → `submitted` → `succeeded`, or → `aborting` →
+ * A global transaction's status: `prepared` (TCC trying, XA phase 1) → `submitted` (the commit decision) → `succeeded`, or → `aborting` →
  * `failed`; `parked` when a branch's retries ran out.
  */
 export type TxStatus = 'prepared' | 'submitted' | 'aborting' | 'succeeded' | 'failed' | 'parked'

@@ -48,8 +48,8 @@ export function checkFilter(filter: ListFilter): void {
   if (filter.status !== undefined && !STATUSES.includes(filter.status)) {
     throw new RangeError(`latchkey-tx: status must be one of ${STATUSES.join(', ')}, received ${String(filter.status)}`)
   }
-  if (filter.kind !== undefined && filter.kind !== 'saga' && filter.kind !== 'tcc') {
-    throw new RangeError(`latchkey-tx: kind must be saga or tcc, received ${String(filter.kind)}`)
+  if (filter.kind !== undefined && filter.kind !== 'saga' && filter.kind !== 'tcc' && filter.kind !== 'xa') {
+    throw new RangeError(`latchkey-tx: kind must be saga, tcc or xa, received ${String(filter.kind)}`)
   }
   const limit = filter.limit
   if (limit !== undefined && (!Number.isInteger(limit) || limit < 1 || limit > 10_000)) {

@@ -26,7 +26,7 @@ export function retryChange(record: TxRecord): TxChange {
  */
 export function abortChange(record: TxRecord): TxChange {
   const phase = record.status === 'parked' ? record.parkedFrom : record.status
-  if (phase !== (record.kind === 'tcc' ? 'prepared' : 'submitted')) {
+  if (phase !== (record.kind === 'tcc' || record.kind === 'xa' ? 'prepared' : 'submitted')) {
     const hint = record.status === 'parked' ? '; its compensation is parked: fix the cause and tc.retry(gid)' : ''
     throw new TxError(`Transaction ${record.gid} is ${record.status}; only a forward phase can be aborted${hint}`, {
       code: 'NOT_ABORTABLE',

@@ -1,0 +1,106 @@
+/**
+ * XA two-phase commit across MariaDB and PostgreSQL, with the coordinator a child process that SIGKILLs itself
+ * (`LATCHKEY_TX_CRASH_AT`) at each instant of the protocol: after the PREPARE of one branch, of both, after the
+ * commit decision is logged, and between the two COMMITs. A fresh coordinator in this process (same log, same
+ * resources) recovers: before the decision every branch is rolled back, after it every branch committed.
+ * Checked each time: money conserved between the two databases, the outcome the log decided, and no prepared
+ * transaction of ours left on either server (`XA RECOVER`, `pg_prepared_xacts`).
+ */
+import { spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { type Coordinator, createCoordinator } from '../src/index.js'
+import { tempDir } from './support/databases.js'
+import { eventually } from './support/eventually.js'
+import { openXaBank, type XaBank } from './support/xa-bank.js'
+
+const script = fileURLToPath(new URL('./support/xa-coordinator.ts', import.meta.url))
+
+/** Runs the transfer in a coordinator process that kills itself at `crashAt`; resolves with what it printed. */
+function runUntilKilled(storeUrl: string, table: string, gid: string, crashAt: string): Promise<string> {
+  const child = spawn(process.execPath, ['--import', 'tsx', script, storeUrl, table, gid, '10'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, LATCHKEY_TX_CRASH_AT: crashAt },
+  })
+  let out = ''
+  child.stdout.on('data', (chunk: Buffer) => {
+    out += chunk.toString()
+  })
+  return new Promise((resolve, reject) => {
+    child.on('error', reject)
+    child.on('exit', (code, signal) => {
+      if (signal === 'SIGKILL') resolve(out)
+      else
+        reject(
+          new Error(`the coordinator process exited with ${code ?? signal} instead of dying at ${crashAt}: ${out}`),
+        )
+    })
+  })
+}
+
+describe('XA across MariaDB and PostgreSQL: the coordinator SIGKILLed at each step, then recovered', () => {
+  const run = `xa${randomBytes(3).toString('hex')}`
+  const tmp = tempDir()
+  const storeUrl = `sqlite:${join(tmp.dir, 'tx.db')}`
+  let bank: XaBank
+  let tc: Coordinator
+  let expected = { maria: 100, pg: 100 }
+
+  beforeAll(async () => {
+    bank = await openXaBank(100)
+    tc = createCoordinator({
+      store: storeUrl,
+      recoverEveryMs: 100,
+      retry: { firstMs: 5, maxMs: 20 },
+      resources: { maria: bank.maria, pg: bank.pg },
+    })
+  })
+  afterAll(async () => {
+    await tc?.close()
+    await bank?.drop()
+    tmp.remove()
+  })
+
+  it.each([
+    ['after the PREPARE of one branch', 'xa:after-prepare b1', 'failed'],
+    ['after the PREPARE of both branches', 'xa:after-prepare b2', 'failed'],
+    ['after the commit decision is logged', 'after-log:status submitted', 'succeeded'],
+    ['during COMMIT (the first branch committed, the second still prepared)', 'xa:after-commit b1', 'succeeded'],
+    ['inside the first branch, before its PREPARE', 'xa:after-start b1', 'failed'],
+  ])('killed %s: recovery finishes it as the log says', async (_, crashAt, status) => {
+    const gid = `${run}-${crashAt.replace(/[^a-z0-9]+/gi, '-')}`
+    const out = await runUntilKilled(storeUrl, bank.table, gid, crashAt)
+    expect(out).toContain(`latchkey-tx crash-point ${crashAt}`)
+    const done = await eventually(async () => {
+      const tx = await tc.get(gid)
+      return tx?.status === status && tx
+    }, 20_000)
+    expect(done.kind).toBe('xa')
+    expect(done.history.some((h) => h.type === 'recovered')).toBe(true)
+    if (status === 'succeeded') expected = { maria: expected.maria - 10, pg: expected.pg + 10 }
+    const balances = await bank.balances()
+    expect(balances).toEqual(expected)
+    expect(balances.maria + balances.pg).toBe(200)
+    expect(await bank.prepared(run)).toEqual([])
+  })
+
+  it('a transfer after the crashes runs through (no lock left behind by a prepared branch)', async () => {
+    const r = await tc.xa(
+      'transfer',
+      async (x) => {
+        await x.branch('maria', (c: import('mysql2/promise').PoolConnection) =>
+          c.query(`UPDATE ${bank.table} SET bal = bal - 1 WHERE id = 1`),
+        )
+        await x.branch('pg', (c: import('pg').PoolClient) =>
+          c.query(`UPDATE ${bank.table} SET bal = bal + 1 WHERE id = 2`),
+        )
+      },
+      { gid: `${run}-after` },
+    )
+    expect(r.status).toBe('succeeded')
+    expect(await bank.balances()).toEqual({ maria: expected.maria - 1, pg: expected.pg + 1 })
+    expect(await bank.prepared(run)).toEqual([])
+  })
+})
