@@ -7,18 +7,32 @@ import { xaCrashPoint } from './xa-crash-point.js'
 import { type LoggedBranch, recoverXa, settleBranches, XA_BRANCH_EVENT, type XaDeps } from './xa-settle.js'
 import { MYSQL_XID_PART_MAX, type Xid } from './xid.js'
 
+/**
+ * The connection type a pool hands out: mysql2's `PoolConnection`, pg's `PoolClient`. (pg's `connect` is
+ * overloaded with a callback form last, which a plain `infer` would read.)
+ */
+export type XaConnectionOf<P> = P extends { getConnection(): Promise<infer C> }
+  ? C
+  : P extends { connect(): Promise<infer C>; connect(callback: never): void }
+    ? C
+    : P extends { connect(): Promise<infer C> }
+      ? C
+      : never
+
 /** What the body of `tc.xa` receives. */
 export interface XaTx {
   /** The global transaction id (in every branch's XID). */
   readonly gid: string
   /**
-   * Runs `fn` as one XA branch on a dedicated connection of `resource` (a name registered in
-   * `createCoordinator({ resources })`, or a mysql2/promise pool or pg Pool): `XA START` (PostgreSQL: `BEGIN`),
-   * `fn(connection)`, then `XA END` + `XA PREPARE` (`PREPARE TRANSACTION`). Resolves to what `fn` returned once
-   * the branch is prepared; the commit comes after the body. Rejects when `fn` throws (the branch is rolled back
-   * and the whole transaction aborts), or with `XaUnsupportedError` when the database cannot do XA.
+   * Runs `fn` as one XA branch on a dedicated connection of `pool` (a mysql2/promise pool or a pg Pool):
+   * `XA START` (PostgreSQL: `BEGIN`), `fn(connection)`, then `XA END` + `XA PREPARE` (`PREPARE TRANSACTION`).
+   * Resolves to what `fn` returned once the branch is prepared; the commit comes after the body. Rejects when
+   * `fn` throws (the branch is rolled back and the whole transaction aborts), or with `XaUnsupportedError`
+   * when the database cannot do XA.
    */
-  branch<T, C = never>(resource: string | XaPool, fn: (connection: C) => T | Promise<T>): Promise<Awaited<T>>
+  branch<P extends XaPool, T>(pool: P, fn: (connection: XaConnectionOf<P>) => T | Promise<T>): Promise<Awaited<T>>
+  /** The same on a resource registered by name in `createCoordinator({ resources })`; type the connection. */
+  branch<C, T>(resource: string, fn: (connection: C) => T | Promise<T>): Promise<Awaited<T>>
 }
 
 /** The body of an XA transaction: opens its branches, may return a value. */
@@ -74,7 +88,7 @@ async function driveXa<R>(run: TxRun, body: XaBody<R>, deps: XaDeps, out: { valu
   let n = 0
   const x: XaTx = {
     gid: run.gid,
-    branch: (resource, fn) => {
+    branch: (resource: string | XaPool, fn: unknown) => {
       if (!open) return Promise.reject(new TypeError(`latchkey-tx: xa ${run.gid}: branch() after the body ended`))
       if (typeof fn !== 'function')
         return Promise.reject(new TypeError('latchkey-tx: x.branch needs a function (conn) => …'))
