@@ -12,7 +12,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type Coordinator, createCoordinator } from '../src/index.js'
-import { tempDir } from './support/databases.js'
+import { openTestDatabase, POSTGRES_URL, type TestDatabase, tempDir } from './support/databases.js'
 import { eventually } from './support/eventually.js'
 import { openXaBank, type XaBank } from './support/xa-bank.js'
 
@@ -40,67 +40,83 @@ function runUntilKilled(storeUrl: string, table: string, gid: string, crashAt: s
   })
 }
 
-describe('XA across MariaDB and PostgreSQL: the coordinator SIGKILLed at each step, then recovered', () => {
-  const run = `xa${randomBytes(3).toString('hex')}`
-  const tmp = tempDir()
-  const storeUrl = `sqlite:${join(tmp.dir, 'tx.db')}`
-  let bank: XaBank
-  let tc: Coordinator
-  let expected = { maria: 100, pg: 100 }
+const CASES = [
+  ['after the PREPARE of one branch', 'xa:after-prepare b1', 'failed'],
+  ['after the PREPARE of both branches', 'xa:after-prepare b2', 'failed'],
+  ['after the commit decision is logged', 'after-log:status submitted', 'succeeded'],
+  ['during COMMIT (the first branch committed, the second still prepared)', 'xa:after-commit b1', 'succeeded'],
+  ['inside the first branch, before its PREPARE', 'xa:after-start b1', 'failed'],
+] as const
 
-  beforeAll(async () => {
-    bank = await openXaBank(100)
-    tc = createCoordinator({
-      store: storeUrl,
-      recoverEveryMs: 100,
-      retry: { firstMs: 5, maxMs: 20 },
-      resources: { maria: bank.maria, pg: bank.pg },
+// Every case on the SQLite log; the decisive two (both prepared, no decision / the decision logged) on PostgreSQL's.
+describe.each([
+  ['SQLite', CASES],
+  ['PostgreSQL', CASES.filter((c) => c[1] === 'xa:after-prepare b2' || c[1] === 'after-log:status submitted')],
+] as const)(
+  'XA across MariaDB and PostgreSQL, %s log: the coordinator SIGKILLed at each step, then recovered',
+  (log, cases) => {
+    const run = `xa${randomBytes(3).toString('hex')}`
+    const tmp = tempDir()
+    let logDb: TestDatabase | undefined
+    let storeUrl = `sqlite:${join(tmp.dir, 'tx.db')}`
+    let bank: XaBank
+    let tc: Coordinator
+    let expected = { maria: 100, pg: 100 }
+
+    beforeAll(async () => {
+      if (log === 'PostgreSQL') {
+        logDb = openTestDatabase('postgres')
+        storeUrl = `${POSTGRES_URL}?tablePrefix=${logDb.prefix}`
+      }
+      bank = await openXaBank(100)
+      tc = createCoordinator({
+        store: storeUrl,
+        recoverEveryMs: 100,
+        retry: { firstMs: 5, maxMs: 20 },
+        resources: { maria: bank.maria, pg: bank.pg },
+      })
     })
-  })
-  afterAll(async () => {
-    await tc?.close()
-    await bank?.drop()
-    tmp.remove()
-  })
+    afterAll(async () => {
+      await tc?.close()
+      await bank?.drop()
+      await logDb?.dropLocks(`latchkey-tx:tx:${run}`)
+      await logDb?.drop()
+      tmp.remove()
+    })
 
-  it.each([
-    ['after the PREPARE of one branch', 'xa:after-prepare b1', 'failed'],
-    ['after the PREPARE of both branches', 'xa:after-prepare b2', 'failed'],
-    ['after the commit decision is logged', 'after-log:status submitted', 'succeeded'],
-    ['during COMMIT (the first branch committed, the second still prepared)', 'xa:after-commit b1', 'succeeded'],
-    ['inside the first branch, before its PREPARE', 'xa:after-start b1', 'failed'],
-  ])('killed %s: recovery finishes it as the log says', async (_, crashAt, status) => {
-    const gid = `${run}-${crashAt.replace(/[^a-z0-9]+/gi, '-')}`
-    const out = await runUntilKilled(storeUrl, bank.table, gid, crashAt)
-    expect(out).toContain(`latchkey-tx crash-point ${crashAt}`)
-    const done = await eventually(async () => {
-      const tx = await tc.get(gid)
-      return tx?.status === status && tx
-    }, 20_000)
-    expect(done.kind).toBe('xa')
-    expect(done.history.some((h) => h.type === 'recovered')).toBe(true)
-    if (status === 'succeeded') expected = { maria: expected.maria - 10, pg: expected.pg + 10 }
-    const balances = await bank.balances()
-    expect(balances).toEqual(expected)
-    expect(balances.maria + balances.pg).toBe(200)
-    expect(await bank.prepared(run)).toEqual([])
-  })
+    it.each(cases)('killed %s: recovery finishes it as the log says', async (_, crashAt, status) => {
+      const gid = `${run}-${crashAt.replace(/[^a-z0-9]+/gi, '-')}`
+      const out = await runUntilKilled(storeUrl, bank.table, gid, crashAt)
+      expect(out).toContain(`latchkey-tx crash-point ${crashAt}`)
+      const done = await eventually(async () => {
+        const tx = await tc.get(gid)
+        return tx?.status === status && tx
+      }, 20_000)
+      expect(done.kind).toBe('xa')
+      expect(done.history.some((h) => h.type === 'recovered')).toBe(true)
+      if (status === 'succeeded') expected = { maria: expected.maria - 10, pg: expected.pg + 10 }
+      const balances = await bank.balances()
+      expect(balances).toEqual(expected)
+      expect(balances.maria + balances.pg).toBe(200)
+      expect(await bank.prepared(run)).toEqual([])
+    })
 
-  it('a transfer after the crashes runs through (no lock left behind by a prepared branch)', async () => {
-    const r = await tc.xa(
-      'transfer',
-      async (x) => {
-        await x.branch('maria', (c: import('mysql2/promise').PoolConnection) =>
-          c.query(`UPDATE ${bank.table} SET bal = bal - 1 WHERE id = 1`),
-        )
-        await x.branch('pg', (c: import('pg').PoolClient) =>
-          c.query(`UPDATE ${bank.table} SET bal = bal + 1 WHERE id = 2`),
-        )
-      },
-      { gid: `${run}-after` },
-    )
-    expect(r.status).toBe('succeeded')
-    expect(await bank.balances()).toEqual({ maria: expected.maria - 1, pg: expected.pg + 1 })
-    expect(await bank.prepared(run)).toEqual([])
-  })
-})
+    it('a transfer after the crashes runs through (no lock left behind by a prepared branch)', async () => {
+      const r = await tc.xa(
+        'transfer',
+        async (x) => {
+          await x.branch('maria', (c: import('mysql2/promise').PoolConnection) =>
+            c.query(`UPDATE ${bank.table} SET bal = bal - 1 WHERE id = 1`),
+          )
+          await x.branch('pg', (c: import('pg').PoolClient) =>
+            c.query(`UPDATE ${bank.table} SET bal = bal + 1 WHERE id = 2`),
+          )
+        },
+        { gid: `${run}-after` },
+      )
+      expect(r.status).toBe('succeeded')
+      expect(await bank.balances()).toEqual({ maria: expected.maria - 1, pg: expected.pg + 1 })
+      expect(await bank.prepared(run)).toEqual([])
+    })
+  },
+)

@@ -66,6 +66,30 @@ describe('tc.xa on MariaDB + PostgreSQL', () => {
     expect(await bank.prepared(run)).toEqual([])
   })
 
+  it('branches started together (Promise.all) each get their own connection and commit together', async () => {
+    const before = await bank.balances()
+    const r = await tc.xa(
+      'transfer',
+      async (x) => {
+        const [a, b] = await Promise.all([
+          x.branch(bank.maria, async (c) => {
+            await c.query(`UPDATE ${bank.table} SET bal = bal - 2 WHERE id = 1`)
+            return 'a'
+          }),
+          x.branch(bank.pg, async (c) => {
+            await c.query(`UPDATE ${bank.table} SET bal = bal + 2 WHERE id = 2`)
+            return 'b'
+          }),
+        ])
+        return a + b
+      },
+      { gid: gid() },
+    )
+    expect(r).toMatchObject({ status: 'succeeded', value: 'ab' })
+    expect(await bank.balances()).toEqual({ maria: before.maria - 2, pg: before.pg + 2 })
+    expect(await bank.prepared(run)).toEqual([])
+  })
+
   it('the body throws after both branches are prepared: both are rolled back', async () => {
     const before = await bank.balances()
     const r = await tc.xa(
