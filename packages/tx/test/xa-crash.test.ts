@@ -120,3 +120,63 @@ describe.each([
     })
   },
 )
+
+describe('XA fencing: a coordinator paused after both PREPAREs (SIGSTOP) is overtaken', () => {
+  const run = `xf${randomBytes(3).toString('hex')}`
+  const tmp = tempDir()
+  const storeUrl = `sqlite:${join(tmp.dir, 'tx.db')}`
+  let bank: XaBank
+  let tc: Coordinator
+
+  beforeAll(async () => {
+    bank = await openXaBank(100)
+    // Retries outlast the pause: the paused process's MariaDB session still holds its prepared branch.
+    tc = createCoordinator({
+      store: storeUrl,
+      recoverEveryMs: 100,
+      retry: { firstMs: 20, maxMs: 100, attempts: 1_000 },
+      resources: { maria: bank.maria, pg: bank.pg },
+    })
+  })
+  afterAll(async () => {
+    await tc?.close()
+    await bank?.drop()
+    tmp.remove()
+  })
+
+  it('recovery rolls back what it can reach; once resumed, the stale coordinator cannot log a decision, and its session lets go of its branch', async () => {
+    const gid = `${run}-paused`
+    const child = spawn(process.execPath, ['--import', 'tsx', script, storeUrl, bank.table, gid, '10'], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: { ...process.env, LATCHKEY_TX_CRASH_AT: 'xa:after-prepare b2', LATCHKEY_TX_CRASH_SIGNAL: 'SIGSTOP' },
+    })
+    let out = ''
+    child.stdout.on('data', (chunk: Buffer) => {
+      out += chunk.toString()
+    })
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve))
+    try {
+      await eventually(() => out.includes('crash-point xa:after-prepare b2'))
+      // The recovering coordinator took the lease and decided to abort; PostgreSQL's branch (detached from its
+      // session at PREPARE) is rolled back, MariaDB's stays attached to the paused session and is retried.
+      await eventually(async () => {
+        const tx = await tc.get(gid)
+        return tx?.history.some((h) => h.type === 'xa-retry') && (await bank.prepared(gid)).join() === `maria:${gid}b1`
+      }, 20_000)
+      expect((await tc.get(gid))?.status).toBe('aborting')
+      child.kill('SIGCONT')
+      expect(await exited).toBe(0)
+      // Its decision write was refused (StaleCoordinatorError): it reports the log's status, the recoverer's abort.
+      expect(out).toMatch(/finished (aborting|failed)/)
+      const done = await eventually(async () => {
+        const tx = await tc.get(gid)
+        return tx?.status === 'failed' && tx
+      }, 20_000)
+      expect(done.history.some((h) => h.type === 'submitted')).toBe(false)
+      expect(await bank.balances()).toEqual({ maria: 100, pg: 100 })
+      expect(await bank.prepared(gid)).toEqual([])
+    } finally {
+      child.kill('SIGKILL')
+    }
+  })
+})

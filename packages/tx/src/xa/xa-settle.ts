@@ -34,9 +34,9 @@ export function loggedBranches(record: TxRecord): LoggedBranch[] {
 /**
  * Commits (or rolls back) each branch from a fresh connection to its resource, whatever state it is in: a
  * branch that is no longer prepared was finished before, which counts as done (the log's decision is the only
- * one ever applied, so "finished" means "finished this way"). A branch still held by another session, or a
- * resource that fails or that this coordinator does not know, is retried with the coordinator's backoff, then
- * the transaction is parked.
+ * one ever applied, so "finished" means "finished this way"). Every branch is tried in each round, so one that
+ * cannot be finished yet (held by another session, its database down or unknown here) does not keep the others'
+ * locks; the rest are retried with the coordinator's backoff, then the transaction is parked.
  */
 export async function settleBranches(
   run: TxRun,
@@ -45,30 +45,38 @@ export async function settleBranches(
   deps: XaDeps,
 ): Promise<void> {
   const op = commit ? 'commit' : 'rollback'
-  for (const b of branches) {
-    for (let attempt = 1; ; attempt++) {
-      if (run.signal.aborted) throw new StopDriving('lease lost or coordinator closing')
-      let failure: unknown
-      try {
-        const resource = await deps.resources.byIdentity(b.resource)
-        if (resource === undefined) {
-          failure = new TxError(
-            `XA resource ${b.resource} of branch ${b.xid.branch} is not known to this coordinator: pass its pool in createCoordinator({ resources })`,
-            { code: 'XA_UNKNOWN_RESOURCE', gid: run.gid, retryable: true },
-          )
-        } else if (!(await resource.settle(b.xid, commit))) {
-          failure = new TxError(`branch ${b.xid.branch} is still prepared and held by another session`, {
-            code: 'XA_BRANCH_BUSY',
-            gid: run.gid,
-            retryable: true,
-          })
-        }
-      } catch (error) {
-        failure = error
-      }
-      if (failure === undefined) break
-      await retryOrPark(run, b, op, attempt, failure, deps.retry)
+  let left = [...branches]
+  for (let attempt = 1; left.length > 0; attempt++) {
+    if (run.signal.aborted) throw new StopDriving('lease lost or coordinator closing')
+    const failures: { b: LoggedBranch; error: unknown }[] = []
+    for (const b of left) {
+      const error = await settleOne(run, b, commit, deps)
+      if (error !== undefined) failures.push({ b, error })
     }
+    left = failures.map((f) => f.b)
+    const first = failures[0]
+    if (first !== undefined) await retryOrPark(run, first.b, op, attempt, first.error, deps.retry)
+  }
+}
+
+/** Finishes one branch; returns why it could not (undefined when it is finished). */
+async function settleOne(run: TxRun, b: LoggedBranch, commit: boolean, deps: XaDeps): Promise<unknown> {
+  try {
+    const resource = await deps.resources.byIdentity(b.resource)
+    if (resource === undefined) {
+      return new TxError(
+        `XA resource ${b.resource} of branch ${b.xid.branch} is not known to this coordinator: pass its pool in createCoordinator({ resources })`,
+        { code: 'XA_UNKNOWN_RESOURCE', gid: run.gid, retryable: true },
+      )
+    }
+    if (await resource.settle(b.xid, commit)) return undefined
+    return new TxError(`branch ${b.xid.branch} is still prepared and held by another session`, {
+      code: 'XA_BRANCH_BUSY',
+      gid: run.gid,
+      retryable: true,
+    })
+  } catch (error) {
+    return error
   }
 }
 
