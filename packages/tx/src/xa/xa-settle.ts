@@ -65,7 +65,7 @@ async function settleOne(run: TxRun, b: LoggedBranch, commit: boolean, deps: XaD
     const resource = await deps.resources.byIdentity(b.resource)
     if (resource === undefined) {
       return new TxError(
-        `XA resource ${b.resource} of branch ${b.xid.branch} is not known to this coordinator: pass its pool in createCoordinator({ resources })`,
+        `XA resource ${b.resource} of branch ${b.xid.branch} is not known to this coordinator, or none of its resources could be reached to learn it: pass its pool in createCoordinator({ resources })`,
         { code: 'XA_UNKNOWN_RESOURCE', gid: run.gid, retryable: true },
       )
     }

@@ -182,8 +182,14 @@ async function commitAll(run: TxRun, live: LiveBranch[], deps: XaDeps): Promise<
       .catch(() => undefined)
     if (b.state === 'done') xaCrashPoint('xa:after-commit', b.xid.branch)
   }
-  // A commit that failed on its connection is retried from fresh connections; finished ones count as done.
-  await settleBranches(run, logged(live.filter((b) => b.state !== 'done')), true, deps)
+  // A commit that failed on its connection is retried from fresh connections (closing this one first: MariaDB
+  // keeps a prepared branch attached to its session); finished ones count as done.
+  const unfinished = live.filter((b) => b.state !== 'done')
+  for (const b of unfinished) {
+    b.conn?.release(true)
+    b.conn = undefined
+  }
+  await settleBranches(run, logged(unfinished), true, deps)
   await run.transition('succeeded')
 }
 
