@@ -23,7 +23,7 @@ export interface CommandOutput {
 export interface AdminOptions {
   readonly store: string
   readonly status?: TxStatus | undefined
-  readonly kind?: 'saga' | 'tcc' | undefined
+  readonly kind?: 'saga' | 'tcc' | 'xa' | undefined
   readonly limit?: number | undefined
   /** `list`: include the TCC service's registration and decision records. */
   readonly all?: boolean | undefined

@@ -12,7 +12,7 @@ import { listTable, showText } from './format.js'
 const USAGE = `usage:
   latchkey-tx serve [--store URL] [--port 36789] [--host 0.0.0.0] [--retry-first-ms N] [--retry-max-ms N]
                     [--retry-attempts N] [--lease-ttl-ms N] [--recover-every-ms N] [--timeout-to-fail-s N]
-  latchkey-tx list  [--store URL] [--status S] [--kind saga|tcc] [--limit N] [--all] [--json]
+  latchkey-tx list  [--store URL] [--status S] [--kind saga|tcc|xa] [--limit N] [--all] [--json]
   latchkey-tx show  GID [--store URL] [--json]
   latchkey-tx retry GID [--store URL] [--json]
   latchkey-tx abort GID [--store URL] [--json]
@@ -68,8 +68,8 @@ export async function main(argv: readonly string[], out = process.stdout, err = 
       case 'serve':
         return await runServe(v, out)
       case 'list': {
-        if (v.kind !== undefined && v.kind !== 'saga' && v.kind !== 'tcc') {
-          throw new UsageError(`--kind must be saga or tcc, received ${v.kind}`)
+        if (v.kind !== undefined && v.kind !== 'saga' && v.kind !== 'tcc' && v.kind !== 'xa') {
+          throw new UsageError(`--kind must be saga, tcc or xa, received ${v.kind}`)
         }
         const rows = await list({
           store: v.store,
