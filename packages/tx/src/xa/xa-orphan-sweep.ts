@@ -5,9 +5,9 @@ import type { XaResources } from './xa-resources.js'
 /** What the orphan sweep decides for one in-doubt branch, from its transaction's log entry. */
 export function orphanDecision(record: TxRecord | undefined): 'commit' | 'rollback' | 'leave' {
   if (record === undefined || record.kind !== 'xa') return 'leave' // not this log's: another log's coordinator decides
-  const phase = record.status === 'parked' ? record.parkedFrom : record.status
-  if (phase === 'succeeded' || phase === 'submitted') return record.status === 'submitted' ? 'leave' : 'commit'
-  if (phase === 'failed' || phase === 'aborting') return record.status === 'aborting' ? 'leave' : 'rollback'
+  const parked = record.status === 'parked'
+  if (record.status === 'succeeded' || (parked && record.parkedFrom === 'submitted')) return 'commit'
+  if (record.status === 'failed' || (parked && record.parkedFrom === 'aborting')) return 'rollback'
   return 'leave'
 }
 
