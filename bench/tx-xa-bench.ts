@@ -2,8 +2,9 @@
  * latchkey-tx XA throughput: transfers/s and p50/p99 latency of `tc.xa` moving money from a MariaDB account to a
  * PostgreSQL account (two branches: XA START … XA PREPARE on MariaDB, BEGIN … PREPARE TRANSACTION on PostgreSQL,
  * the decision in the log, then XA COMMIT and COMMIT PREPARED), beside the same two UPDATEs with no XA (each
- * autocommitted: no atomicity across the two databases), in the same run, interleaved in slices so machine noise
- * hits both. The log is SQLite (the embedded default) or PostgreSQL.
+ * autocommitted: no atomicity across the two databases) and the same XA statements sent bare (no log, no lease, no
+ * recovery: what the databases cost, so the rest is the coordinator's), in the same run, interleaved in slices so
+ * machine noise hits every cell. The log is SQLite (the embedded default) or PostgreSQL.
  *
  *   npm run build && npx tsx bench/tx-xa-bench.ts [--seconds=3] [--c=1,8] [--log=sqlite,postgres]
  *
@@ -57,6 +58,27 @@ const plain: Op = async () => {
   await maria.query(debit, [account()])
   await pgPool.query(credit, [account()])
 }
+let bareN = 0
+/** The statements of one XA transfer, sent by hand: the databases' share of the cost. */
+const bareXa: Op = async () => {
+  const g = `bench-${suffix}-${++bareN}`
+  const m = await maria.getConnection()
+  const p = await pgPool.connect()
+  try {
+    await m.query(`XA START '${g}', 'b1'`)
+    await m.query(debit, [account()])
+    await m.query(`XA END '${g}', 'b1'`)
+    await m.query(`XA PREPARE '${g}', 'b1'`)
+    await p.query('BEGIN')
+    await p.query(credit, [account()])
+    await p.query(`PREPARE TRANSACTION '${g}'`)
+    await m.query(`XA COMMIT '${g}', 'b1'`)
+    await p.query(`COMMIT PREPARED '${g}'`)
+  } finally {
+    m.release()
+    p.release()
+  }
+}
 const xaOp =
   (tc: Coordinator): Op =>
   async () => {
@@ -84,6 +106,7 @@ try {
   for (const c of concurrencies) {
     const cells = [
       { label: 'two UPDATEs, no XA (autocommit each)', op: plain, tally: new Tally() },
+      { label: 'the XA statements bare (no coordinator)', op: bareXa, tally: new Tally() },
       ...coordinators.map(({ log, tc }) => ({ label: `tc.xa, ${log} log`, op: xaOp(tc), tally: new Tally() })),
     ]
     for (const cell of cells) await drive(cell.op, c, 300, undefined)
