@@ -2,12 +2,16 @@
 
 /**
  * The protocol of a global transaction (`msg`: transactional message; `notify`: best-effort notification; `3pc`:
- * three-phase commit).
+ * three-phase commit; `xa`: XA two-phase commit).
  */
-export type TxKind = 'saga' | 'tcc' | 'msg' | 'notify' | '3pc'
+export type TxKind = 'saga' | 'tcc' | 'msg' | 'notify' | '3pc' | 'xa'
+
+/** Every {@link TxKind}, for checking a kind given as text. */
+export const TX_KINDS: readonly TxKind[] = ['saga', 'tcc', 'msg', 'notify', '3pc', 'xa']
 
 /**
- * A global transaction's status: `prepared` (TCC trying; 3PC voting and pre-committing) → `submitted` → `succeeded`, or → `aborting` →
+ * A global transaction's status: `prepared` (TCC trying; 3PC voting and pre-committing; XA phase 1) → `submitted`
+ * (the commit decision) → `succeeded`, or → `aborting` →
  * `failed`; `parked` when a branch's retries ran out.
  */
 export type TxStatus = 'prepared' | 'submitted' | 'aborting' | 'succeeded' | 'failed' | 'parked'

@@ -6,16 +6,16 @@
 import { parseArgs } from 'node:util'
 import { describe } from '../errors.js'
 import { serve } from '../server/serve.js'
-import type { TxKind, TxStatus } from '../types.js'
+import { TX_KINDS, type TxKind, type TxStatus } from '../types.js'
 import { list, manual, show } from './admin.js'
 import { listTable, showText } from './format.js'
 
-const KINDS: readonly TxKind[] = ['saga', 'tcc', 'msg', 'notify']
+const KINDS = TX_KINDS
 
 const USAGE = `usage:
   latchkey-tx serve [--store URL] [--port 36789] [--host 0.0.0.0] [--retry-first-ms N] [--retry-max-ms N]
                     [--retry-attempts N] [--lease-ttl-ms N] [--recover-every-ms N] [--timeout-to-fail-s N]
-  latchkey-tx list  [--store URL] [--status S] [--kind saga|tcc|msg|notify|3pc] [--limit N] [--all] [--json]
+  latchkey-tx list  [--store URL] [--status S] [--kind saga|tcc|msg|notify|3pc|xa] [--limit N] [--all] [--json]
   latchkey-tx show  GID [--store URL] [--json]
   latchkey-tx retry GID [--store URL] [--json]
   latchkey-tx replay GID [--store URL] [--json]   (retry: resends a parked notification on a fresh schedule)

@@ -1,13 +1,13 @@
 import { checkId } from '../branch.js'
 import type { ListFilter, TxStore } from '../store/types.js'
-import type { TxKind, TxStatus } from '../types.js'
+import { TX_KINDS, type TxStatus } from '../types.js'
 import type { RunOptions } from './run-result.js'
 
 /** Statuses the recovery sweep resumes. */
 export const UNFINISHED: readonly TxStatus[] = ['prepared', 'submitted', 'aborting']
 
 const STATUSES: readonly TxStatus[] = ['prepared', 'submitted', 'aborting', 'succeeded', 'failed', 'parked']
-const KINDS: readonly TxKind[] = ['saga', 'tcc', 'msg', 'notify', '3pc']
+const KINDS = TX_KINDS
 const STORE_METHODS = ['init', 'create', 'write', 'load', 'list', 'unfinished', 'close'] as const
 
 /** Checks a store handed in as an object. */

@@ -9,7 +9,13 @@ import { storeFromUrl } from '../store/store-url.js'
 import type { ListFilter, TxChange, TxStore } from '../store/types.js'
 import { createTcc, type Tcc, type TccParticipant } from '../tcc/tcc.js'
 import { createThreePhase, type ThreePhase, type ThreePhaseParticipant } from '../three-phase/three-phase.js'
-import type { TxEvent, TxRecord, TxSummary } from '../types.js'
+import type { TxEvent, TxKind, TxRecord, TxSummary } from '../types.js'
+import type { XaPool } from '../xa/resource.js'
+import { checkXaArgs, type XaBody, xaRecoveryDefinition, xaRunDefinition } from '../xa/xa.js'
+import { sweepOrphans } from '../xa/xa-orphan-sweep.js'
+import { XaResources } from '../xa/xa-resources.js'
+import type { XaDeps } from '../xa/xa-settle.js'
+import { XaUnsupportedError } from '../xa/xa-unsupported-error.js'
 import { checkFilter, checkRunOptions, checkStore, UNFINISHED } from './checks.js'
 import { crashPoint } from './crash-point.js'
 import { Registry, type TxDefinition } from './definition.js'
@@ -17,7 +23,10 @@ import { driveTransaction } from './drive.js'
 import { abortChange, retryChange } from './manual.js'
 import { type CoordinatorOptions, type ResolvedOptions, resolveOptions } from './options.js'
 import { RecoverySweep } from './recovery.js'
-import type { RunResult, Starter } from './run-result.js'
+import type { RunOptions, RunResult, Starter } from './run-result.js'
+
+/** What `tc.xa` resolves to: the run's result and what the body returned. */
+export type XaResult<R> = RunResult & { readonly value?: R | undefined }
 
 /** The transaction coordinator (TC) returned by {@link createCoordinator}. */
 export interface Coordinator {
@@ -41,6 +50,14 @@ export interface Coordinator {
    * timeout. A partition that splits them can leave a mixed outcome (`TxHeuristicError`): see the README.
    */
   threePhase<I = unknown>(name: string, participants: Record<string, ThreePhaseParticipant<I>>): ThreePhase<I>
+  /**
+   * Runs an XA two-phase commit: `body` opens branches with `x.branch(resource, fn)` (each prepared on its own
+   * connection), then the commit decision is logged and every branch committed; if the body or a branch throws,
+   * every branch is rolled back (status `failed`, `error` a `TxAbortedError`). Rejects with
+   * `XaUnsupportedError` when a database cannot do XA. In-doubt branches of a crashed coordinator are finished
+   * by recovery as the log says (register the databases in `resources`).
+   */
+  xa<R>(name: string, body: XaBody<R>, options?: RunOptions): Promise<XaResult<R>>
   /** The transaction with its branches and history, or undefined. */
   get(gid: string): Promise<TxRecord | undefined>
   /** Transactions, newest first (default limit 100). */
@@ -67,6 +84,7 @@ class TxCoordinator implements Coordinator {
   private readonly driving = new Map<string, Promise<RunResult>>()
   private readonly closing = new AbortController()
   private readonly sweep: RecoverySweep | undefined
+  private readonly xaDeps: XaDeps
   private initialized: Promise<void> | undefined
   private closed: Promise<void> | undefined
 
@@ -83,6 +101,7 @@ class TxCoordinator implements Coordinator {
     }
     // Notifications carry everything in their input: every coordinator can resume them.
     this.registry.add(NOTIFY_DEFINITION)
+    this.xaDeps = { resources: new XaResources(checkXaResources(options.resources)), retry: this.o.retry }
     if (this.o.recover) {
       this.sweep = new RecoverySweep(
         this.o.recoverEveryMs,
@@ -113,6 +132,21 @@ class TxCoordinator implements Coordinator {
     return createThreePhase<I>(name, participants, this.start, (def) => this.registry.add(def))
   }
 
+  async xa<R>(name: string, body: XaBody<R>, options?: RunOptions): Promise<XaResult<R>> {
+    checkXaArgs(name, body, options?.gid)
+    const out: { value?: R } = {}
+    const result = await this.start(xaRunDefinition(name, body, this.xaDeps, out), null, options, true)
+    // A database that cannot do XA is a configuration error, not a business failure: thrown as itself.
+    const cause = (result.error as { cause?: unknown } | undefined)?.cause
+    if (cause instanceof XaUnsupportedError) throw cause
+    return { ...result, value: out.value }
+  }
+
+  /** The definition that drives a stored transaction: registered by name, or any XA transaction. */
+  private definition(kind: TxKind, name: string): TxDefinition | undefined {
+    return kind === 'xa' ? xaRecoveryDefinition(name, this.xaDeps) : this.registry.get(kind, name)
+  }
+
   async get(gid: string): Promise<TxRecord | undefined> {
     checkId('gid', gid)
     await this.ready()
@@ -131,7 +165,7 @@ class TxCoordinator implements Coordinator {
     await this.ready()
     const lease = await this.lease(gid)
     if (lease === undefined) throw new TxError(`Transaction ${gid} is being driven by another coordinator`, busy(gid))
-    const status = def.initialStatus ?? (def.kind === 'tcc' ? 'prepared' : 'submitted')
+    const status = def.initialStatus ?? (def.kind === 'tcc' || def.kind === 'xa' ? 'prepared' : 'submitted')
     const deadlineAt = timed ? Date.now() + this.o.timeoutMs : null
     try {
       await this.store.create(
@@ -180,7 +214,7 @@ class TxCoordinator implements Coordinator {
     await this.ready()
     const seen = await this.store.load(gid)
     if (seen === undefined) throw new TxError(`Transaction ${gid} does not exist`, { code: 'NOT_FOUND', gid })
-    const def = this.registry.get(seen.kind, seen.name)
+    const def = this.definition(seen.kind, seen.name)
     if (def === undefined || !def.knows(seen.branches.map((b) => b.id))) {
       throw new TxError(
         `Cannot ${what} ${gid}: this coordinator has no ${seen.kind} "${seen.name}" with its branches`,
@@ -203,7 +237,7 @@ class TxCoordinator implements Coordinator {
       if (this.closing.signal.aborted) return
       if (this.driving.has(gid)) continue
       const seen = await this.store.load(gid)
-      const def = seen && this.registry.get(seen.kind, seen.name)
+      const def = seen && this.definition(seen.kind, seen.name)
       if (seen === undefined || def === undefined || !def.knows(seen.branches.map((b) => b.id))) continue
       const lease = await this.lease(gid)
       if (lease === undefined) continue
@@ -223,6 +257,9 @@ class TxCoordinator implements Coordinator {
       this.emit({ type: 'recovered', gid, kind: record.kind, name: record.name, status: record.status })
       void this.drive(def, record, lease)
     }
+    await sweepOrphans(this.xaDeps.resources, this.store, (error) =>
+      this.emit({ type: 'recovery-error', gid: '', kind: 'xa', name: '', error }),
+    )
   }
 
   private drive(def: TxDefinition, record: TxRecord, lease: Lease): Promise<RunResult> {
@@ -277,6 +314,26 @@ class TxCoordinator implements Coordinator {
     })()
     return this.closed
   }
+}
+
+/** Checks `resources` before any I/O: a name → mysql2/promise pool or pg Pool map. */
+function checkXaResources(resources: unknown): Record<string, XaPool> {
+  if (resources === undefined) return {}
+  if (typeof resources !== 'object' || resources === null) {
+    throw new TypeError(`latchkey-tx: resources must be an object { name: pool }, received ${String(resources)}`)
+  }
+  for (const [name, pool] of Object.entries(resources)) {
+    checkId('resource name', name)
+    const p = pool as Record<string, unknown> | null
+    if (
+      typeof p !== 'object' ||
+      p === null ||
+      (typeof p.getConnection !== 'function' && typeof p.connect !== 'function')
+    ) {
+      throw new TypeError(`latchkey-tx: resources.${name} must be a mysql2/promise pool or a pg Pool`)
+    }
+  }
+  return resources as Record<string, XaPool>
 }
 
 const busy = (gid: string) => ({ code: 'TX_BUSY', gid, retryable: true })

@@ -26,9 +26,9 @@ export function retryChange(record: TxRecord): TxChange {
  */
 export function abortChange(record: TxRecord): TxChange {
   const phase = record.status === 'parked' ? record.parkedFrom : record.status
-  // A TCC or 3PC forward phase is `prepared`; their `submitted` is the commit decision, never aborted. A saga's,
-  // a message's and a notification's forward phase is `submitted` (aborting those two gives up the delivery).
-  const forward = record.kind === 'tcc' || record.kind === '3pc' ? 'prepared' : 'submitted'
+  // A TCC, 3PC or XA forward phase is `prepared`; their `submitted` is the commit decision, never aborted. A
+  // saga's, a message's and a notification's forward phase is `submitted` (aborting those two gives up delivery).
+  const forward = record.kind === 'tcc' || record.kind === '3pc' || record.kind === 'xa' ? 'prepared' : 'submitted'
   if (phase !== forward) {
     const hint = record.status === 'parked' ? '; its compensation is parked: fix the cause and tc.retry(gid)' : ''
     throw new TxError(`Transaction ${record.gid} is ${record.status}; only a forward phase can be aborted${hint}`, {

@@ -1,6 +1,7 @@
 import type { Locks } from 'latchkey'
 import type { TxStore } from '../store/types.js'
 import type { TxEvent } from '../types.js'
+import type { XaPool } from '../xa/resource.js'
 
 /** Retries of a failing branch: capped exponential backoff with jitter, then the transaction is `parked`. */
 export interface RetryPolicy {
@@ -31,6 +32,12 @@ export interface CoordinatorOptions {
   recoverEveryMs?: number
   /** Length of the lease a coordinator holds on each transaction it drives (renewed while held). Default 10 000. */
   leaseTtlMs?: number
+  /**
+   * XA resources by name (mysql2/promise pools, pg Pools): `x.branch('name', fn)` uses them, and recovery
+   * finishes in-doubt branches on them (at start and every `recoverEveryMs`). A coordinator recovering XA
+   * transactions must know every database their branches ran on. Default none.
+   */
+  resources?: Readonly<Record<string, XaPool>>
   /** Every state change, after it was written to the store. Errors thrown here are ignored. */
   onEvent?: (event: TxEvent) => void
 }
