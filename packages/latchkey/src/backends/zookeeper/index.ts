@@ -1,10 +1,12 @@
 import { checkOptions } from '../../core/validate.js'
 import { type ZkClient, zkServers } from './zk-client.js'
+import { type ZkLayoutName, zkLayoutNamed } from './zk-layout.js'
 import { ZookeeperBackend } from './zookeeper-backend.js'
 import { parseConnectString } from './zookeeper-url.js'
 
 export type { ZkClient, ZkErrorLike, ZkEvent, ZkStat } from './zk-client.js'
 export type { ConnectionState } from './zk-connection.js'
+export { curatorPath, type ZkLayoutName } from './zk-layout.js'
 export { parseConnectString, parseZookeeperUrl, type ZkConnectString } from './zookeeper-url.js'
 export { ZookeeperBackend }
 
@@ -27,8 +29,18 @@ export interface ZookeeperBackendOptions {
    * and cannot be replaced after its session expires: make a new client and backend then.
    */
   client?: ZkClient
-  /** Znode under which lock nodes live. Default `/latchkey`. */
+  /** Znode under which lock nodes live (`/` for the top level). Default `/latchkey`. */
   root?: string
+  /**
+   * `latchkey` (default) or `curator`: the znode names, sort order and paths of Apache Curator's recipes, so Java
+   * services using Curator and latchkey exclude each other on the same paths. The lock `namespace:name` is then
+   * the path under `root`, `/` separating znodes: `locks.mutex('orders/42')` with `root: '/locks'` is Curator's
+   * `new InterProcessMutex(client, "/locks/orders/42")`. mutex and fair: `InterProcessMutex`
+   * (`_c_<uuid>-lock-<seq>`); `readWrite`: `InterProcessReadWriteLock` (`__READ__` / `__WRIT__`); semaphore:
+   * `InterProcessSemaphoreV2` (`<path>/locks`, `<path>/leases/_c_<uuid>-lease-<seq>`), with the same permits on
+   * every client. Fencing tokens stay the czxid of the holder's node (of the lease node for a semaphore).
+   */
+  layout?: ZkLayoutName
   /** How long an emptied lock node is kept (for reuse) before this process deletes it. Default 2 000. */
   lockNodeIdleMs?: number
 }
@@ -72,8 +84,12 @@ export function zookeeperBackend(options: ZookeeperBackendOptions): ZookeeperBac
     throw new RangeError(`latchkey: connectTimeoutMs must be a positive number, received ${String(connectTimeoutMs)}`)
   }
   const root = o.root ?? '/latchkey'
-  if (typeof root !== 'string' || !/^(\/[^/]+)+$/.test(root)) {
+  if (typeof root !== 'string' || !/^((\/[^/]+)+|\/)$/.test(root)) {
     throw new RangeError(`latchkey: root must be an absolute znode path like "/latchkey", received ${String(root)}`)
+  }
+  const layout = o.layout ?? 'latchkey'
+  if (layout !== 'latchkey' && layout !== 'curator') {
+    throw new RangeError(`latchkey: layout must be "latchkey" or "curator", received ${String(layout)}`)
   }
   // A chroot becomes part of the root, as Curator's namespace: the backend then creates it when missing
   // (a client chrooted to a missing node fails every call with NO_NODE and cannot create its own root).
@@ -88,7 +104,8 @@ export function zookeeperBackend(options: ZookeeperBackendOptions): ZookeeperBac
     sessionTimeoutMs,
     connectTimeoutMs,
     server: cs?.hosts ?? zkServers(o.client as ZkClient),
-    root: `${cs?.chroot ?? ''}${root}`,
+    root: `${cs?.chroot ?? ''}${root === '/' ? '' : root}`,
     lockNodeIdleMs,
+    layout: zkLayoutNamed(layout),
   })
 }

@@ -29,6 +29,7 @@ export interface ZkClient {
   remove(path: string, version: number, callback: (error: Error | ZkErrorLike | null) => void): void
   exists(path: string, callback: StatCallback): void
   getChildren(path: string, callback: Callback<string[]>): void
+  getChildren(path: string, watcher: (event: ZkEvent) => void, callback: Callback<string[]>): void
   getData(path: string, callback: (error: Error | ZkErrorLike | null, data: Buffer, stat: ZkStat) => void): void
   getData(
     path: string,
