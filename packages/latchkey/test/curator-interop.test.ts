@@ -60,6 +60,14 @@ describe("layout: 'curator' against Apache Curator's recipes in a JVM", () => {
     await rm(dir, { recursive: true, force: true })
   })
 
+  it('a name that is no znode path under the root is a RangeError before any I/O', async () => {
+    const backend = zookeeperBackend({ connectString: '127.0.0.1:1', layout: 'curator', connectTimeoutMs: 100 })
+    const locks = createLocks({ backend })
+    await expect(locks.mutex('orders//42').tryAcquire()).rejects.toThrow(/segments between "\/" cannot be empty/)
+    await locks.close()
+    await backend.close()
+  })
+
   it('mutex: InterProcessMutex and latchkey holders increment one counter and it ends exact', async () => {
     const n = 15
     const file = join(dir, 'mutex')

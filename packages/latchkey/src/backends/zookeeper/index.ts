@@ -38,7 +38,9 @@ export interface ZookeeperBackendOptions {
    * `new InterProcessMutex(client, "/locks/orders/42")`. mutex and fair: `InterProcessMutex`
    * (`_c_<uuid>-lock-<seq>`); `readWrite`: `InterProcessReadWriteLock` (`__READ__` / `__WRIT__`); semaphore:
    * `InterProcessSemaphoreV2` (`<path>/locks`, `<path>/leases/_c_<uuid>-lease-<seq>`), with the same permits on
-   * every client. Fencing tokens stay the czxid of the holder's node (of the lease node for a semaphore).
+   * every client. Fencing tokens stay the czxid of the holder's node (of the lease node for a semaphore): a line is
+   * granted in creation order, and lease nodes are created one at a time under the semaphore's internal mutex.
+   * Curator's nodes hold no latchkey lease (their data is the creator's address): they hold until their session ends.
    */
   layout?: ZkLayoutName
   /** How long an emptied lock node is kept (for reuse) before this process deletes it. Default 2 000. */
@@ -62,11 +64,21 @@ export interface ZookeeperBackendOptions {
  * Lock-delay is not supported: a crashed holder's session expiry deletes its node at once. Needs
  * `node-zookeeper-client` (1.x). Emptied lock nodes are deleted after `lockNodeIdleMs`.
  *
+ * A child of a lock node that latchkey cannot parse (another client's) is an exclusive holder at its place in line,
+ * never ignored. With `layout: 'curator'` the nodes are Apache Curator's (`InterProcessMutex`,
+ * `InterProcessReadWriteLock`, `InterProcessSemaphoreV2`: names, sort order, the semaphore's `leases` and `locks`),
+ * on the path `<root>/<namespace:name>`, so Curator's Java clients and latchkey exclude each other; see the option.
+ *
  * @example
  * const backend = zookeeperBackend({ connectString: '127.0.0.1:2181', sessionTimeoutMs: 10_000 })
  * const locks = createLocks({ backend, ttlMs: 10_000 })
  * await locks.mutex('order:42').withLock(async (lease) => pay(order, { fence: lease.token }))
  * await locks.close(); await backend.close()
+ *
+ * @example
+ * // The lock a Java service takes with new InterProcessMutex(curator, "/locks/orders/42"):
+ * const shared = createLocks({ backend: zookeeperBackend({ connectString, layout: 'curator', root: '/locks' }) })
+ * await shared.mutex('orders/42').withLock(ship)
  */
 export function zookeeperBackend(options: ZookeeperBackendOptions): ZookeeperBackend {
   const o = checkOptions('options', options) as ZookeeperBackendOptions
