@@ -82,11 +82,19 @@ describe("layout: 'curator' against Apache Curator's recipes in a JVM", () => {
     raw.close()
     const holder = await java(['mutex', path, n, file])
     holder.go()
+    // Tokens (the holder node's czxid) in the order the leases were held: they only grow, Curator holders between.
+    const tokens: bigint[] = []
     const loop = async (locks: Locks) => {
-      for (let i = 0; i < n; i++) await locks.mutex('orders/42').withLock(() => increment(file))
+      for (let i = 0; i < n; i++) {
+        await locks.mutex('orders/42').withLock(async (lease) => {
+          tokens.push(lease.token)
+          await increment(file)
+        })
+      }
     }
     await Promise.all([loop(a), loop(b), holder.done])
     expect(Number(readFileSync(file, 'utf8'))).toBe(3 * n)
+    expect(tokens.every((t, i) => i === 0 || t > (tokens[i - 1] as bigint))).toBe(true)
   }, 60_000)
 
   it('read-write: InterProcessReadWriteLock writers and latchkey writers keep the counter exact; no reader of either sees it change', async () => {
