@@ -33,25 +33,10 @@ export async function attemptCuratorSemaphore(
   for (let round = 0; round < 8; round++) {
     let children: string[]
     if (entry.node.is === 'none' || entry.node.is === 'unsure') {
-      const taken = await takeGate(entry, deps)
-      if (taken.gate === 'changed') continue
-      if (taken.gate === 'waiting') {
-        // Queued behind another acquirer: the count in force is the first lease's, else the first queued one's.
-        const inForce = await countInForce(entry, [taken.leases, taken.ahead])
-        if (inForce !== undefined && inForce !== request.permits) return withdraw(entry, deps, inForce)
-        if (!keeps(entry, request)) await deps.drop(entry)
-        return { acquired: false }
-      }
-      // Holding the internal mutex, the leases listed are all there are: nobody else creates one until we let go.
-      // Created with the count only (its lease is written at the grant), in the same round trip as the check.
-      const created = createNode(entry, undefined, (p) => deps.ensureParent(entry.conn, p))
-      created.catch(() => undefined)
-      const inForce = await countInForce(entry, [taken.leases])
-      if (inForce !== undefined && inForce !== request.permits) {
-        await created.catch(() => undefined) // so that its node, named by now, is deleted with the gate's
-        return withdraw(entry, deps, inForce)
-      }
-      ;({ children } = await created)
+      const created = await createLeaseNode(entry, request, deps)
+      if (created === 'again') continue
+      if (!Array.isArray(created)) return created
+      children = created
     } else children = await listChildren(entry.conn, entry.parent)
     const ours = entry.node
     if (ours.is !== 'waiting') continue
@@ -80,6 +65,36 @@ export async function attemptCuratorSemaphore(
     return { acquired: false, retryAfterMs }
   }
   return { acquired: false, retryAfterMs: retryAfterMs ?? 1 }
+}
+
+/**
+ * Takes the internal mutex and creates our lease node under it: resolves the leases' children then (ours among
+ * them), `again` to look once more, or the answer of a try that ends here (queued, or another count in force).
+ */
+async function createLeaseNode(
+  entry: OwnerEntry,
+  request: AcquireRequest,
+  deps: AttemptDeps,
+): Promise<string[] | 'again' | AcquireResult> {
+  const taken = await takeGate(entry, deps)
+  if (taken.gate === 'changed') return 'again'
+  if (taken.gate === 'waiting') {
+    // Queued behind another acquirer: the count in force is the first lease's, else the first queued one's.
+    const inForce = await countInForce(entry, [taken.leases, taken.ahead])
+    if (inForce !== undefined && inForce !== request.permits) return withdraw(entry, deps, inForce)
+    if (!keeps(entry, request)) await deps.drop(entry)
+    return { acquired: false }
+  }
+  // Holding the internal mutex, the leases listed are all there are: nobody else creates one until we let go.
+  // Created with the count only (its lease is written at the grant), in the same round trip as the check.
+  const created = createNode(entry, undefined, (p) => deps.ensureParent(entry.conn, p))
+  created.catch(() => undefined)
+  const inForce = await countInForce(entry, [taken.leases])
+  if (inForce !== undefined && inForce !== request.permits) {
+    await created.catch(() => undefined) // so that its node, named by now, is deleted with the gate's
+    return withdraw(entry, deps, inForce)
+  }
+  return (await created).children
 }
 
 /**

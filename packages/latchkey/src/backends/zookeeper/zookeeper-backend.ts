@@ -13,6 +13,7 @@ import { readLong, type ZkClient } from './zk-client.js'
 import type { ConnectionState, ZkConnection } from './zk-connection.js'
 import { attemptCuratorSemaphore } from './zk-curator-semaphore.js'
 import { type HeldEntry, leaseLost, NO_NODE, nameOf, type OwnerEntry } from './zk-entry.js'
+import { clearLock } from './zk-force-release.js'
 import { lockState } from './zk-inspect.js'
 import type { ZkLayout } from './zk-layout.js'
 import { removeOwnNode, removeQuietly, writeLease } from './zk-node-ops.js'
@@ -138,20 +139,8 @@ export class ZookeeperBackend extends BackendBase {
 
   async forceRelease(ref: LockRef): Promise<boolean> {
     const { root, layout } = this.settings
-    const parent = layout.nodesParent(root, ref)
-    const conn = await this.sessions.current()
-    const state = await lockState(conn, parent, Number.MAX_SAFE_INTEGER, layout.parse)
-    await Promise.all(state.children.map((child) => removeQuietly(conn, `${parent}/${child}`)))
-    await removeQuietly(conn, parent)
-    // Curator's semaphore: its internal mutex's nodes too, then the recipe's base node (if nothing else is in it).
-    const gate = layout.gateParent(root, ref)
-    if (gate !== undefined) {
-      const queued = await lockState(conn, gate, Number.MAX_SAFE_INTEGER, layout.parse)
-      await Promise.all(queued.children.map((child) => removeQuietly(conn, `${gate}/${child}`)))
-      await removeQuietly(conn, gate)
-      await removeQuietly(conn, layout.lockPath(root, ref))
-    }
-    return state.live > 0
+    layout.nodesParent(root, ref) // a key that is no znode path fails before any I/O
+    return clearLock(await this.sessions.current(), layout, root, ref)
   }
 
   /**
