@@ -80,8 +80,10 @@ async function createLeaseNode(
   if (taken.gate === 'changed') return 'again'
   if (taken.gate === 'waiting') {
     // Queued behind another acquirer: the count in force is the first lease's, else the first queued one's.
-    const inForce = await countInForce(entry, [taken.leases, taken.ahead])
+    const { count: inForce, vanished } = await countInForce(entry, [taken.leases, taken.ahead])
     if (inForce !== undefined && inForce !== request.permits) return withdraw(entry, deps, inForce)
+    // A node ahead went away between the listings and the reads: its count may be in a lease node by now.
+    if (inForce === undefined && vanished) return 'again'
     if (!keeps(entry, request)) await deps.drop(entry)
     return { acquired: false }
   }
@@ -89,7 +91,7 @@ async function createLeaseNode(
   // Created with the count only (its lease is written at the grant), in the same round trip as the check.
   const created = createNode(entry, undefined, (p) => deps.ensureParent(entry.conn, p))
   created.catch(() => undefined)
-  const inForce = await countInForce(entry, [taken.leases])
+  const { count: inForce } = await countInForce(entry, [taken.leases])
   if (inForce !== undefined && inForce !== request.permits) {
     await created.catch(() => undefined) // so that its node, named by now, is deleted with the gate's
     return withdraw(entry, deps, inForce)
@@ -99,10 +101,13 @@ async function createLeaseNode(
 
 /**
  * The count in force is the first one named by a latchkey node (in line order) of `groups`, read in turn (the
- * leases, then the acquirers queued ahead for the internal mutex); undefined when none names one. Curator's nodes
- * name none (their data is the creator's address).
+ * leases, then the acquirers queued ahead for the internal mutex), undefined when none names one (Curator's nodes
+ * name none: their data is the creator's address); `vanished` when a node was gone by the time it was read.
  */
-async function countInForce(entry: OwnerEntry, groups: readonly Group[]): Promise<number | undefined> {
+async function countInForce(
+  entry: OwnerEntry,
+  groups: readonly Group[],
+): Promise<{ count: number | undefined; vanished: boolean }> {
   const { conn } = entry
   const own = new Set([nameOf(entry), entry.gate?.name])
   const reads = groups.flatMap(({ parent, names }) =>
@@ -113,18 +118,18 @@ async function countInForce(entry: OwnerEntry, groups: readonly Group[]): Promis
       .filter((n) => !n.foreign)
       .map((n) => `${parent}/${n.name}`),
   )
-  if (reads.length === 0) return undefined
+  if (reads.length === 0) return { count: undefined, vanished: false }
   const counts = await Promise.all(
     reads.map((path) =>
       conn
         .run<Buffer>('getData', (cb) => conn.client.getData(path, (e, d) => cb(e, d)))
         .then(decodePermits, (error: unknown) => {
-          if (zkCode(error) === ZK.NO_NODE) return undefined
+          if (zkCode(error) === ZK.NO_NODE) return null
           throw error
         }),
     ),
   )
-  return counts.find((c) => c !== undefined)
+  return { count: counts.find((c) => typeof c === 'number'), vanished: counts.includes(null) }
 }
 
 /** Gives up this attempt (its nodes are deleted) because another count is in force. */
