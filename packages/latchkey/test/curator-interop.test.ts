@@ -49,7 +49,7 @@ describe("layout: 'curator' against Apache Curator's recipes in a JVM", () => {
 
   beforeAll(() => {
     classpath = curatorClasspath()
-  }, 120_000)
+  }, 600_000) // a first run may install the JDK and Curator (scripts/servers/java.sh), then compiles
 
   afterAll(async () => {
     await Promise.all(opened.map((locks) => locks.close()))
