@@ -21,6 +21,6 @@ describeBackendConformance(
     // Curator's semaphore hands out leases one acquirer at a time (its internal mutex is held from the lease node's
     // create to the grant), a handoff of three round trips and a watch event: the suite's 10 ms holds must be longer
     // for three holders to overlap on a loaded machine.
-    timeScale: 3,
+    timeScale: 4,
   },
 )
