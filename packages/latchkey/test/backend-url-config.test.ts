@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest'
 import { backendFromUrl } from '../src/backend-url.js'
 import { etcdBackend } from '../src/backends/etcd/index.js'
-import { zookeeperBackend } from '../src/backends/zookeeper/index.js'
+import { parseZookeeperUrl, zookeeperBackend } from '../src/backends/zookeeper/index.js'
 
 /** Each scheme with a good URL whose `{hp}` is replaced by a host:port and `{q}` by a query. */
 const SCHEMES: Array<[string, string]> = [
@@ -74,6 +74,13 @@ describe('backendFromUrl checks every part before building a client', () => {
     )
     expect((await rejection('zookeeper://127.0.0.1:2181?sessionTimeoutMs=abc')).message).toContain('sessionTimeoutMs')
     expect(await rejection('zookeeper://127.0.0.1:2181/a//b')).toBeInstanceOf(RangeError)
+    expect((await rejection('zookeeper://127.0.0.1:2181?layout=kazoo')).message).toContain('latchkey, curator')
+    expect(parseZookeeperUrl('zookeeper://127.0.0.1:2181/app?layout=curator&root=/')).toEqual({
+      connectString: '127.0.0.1:2181/app',
+      layout: 'curator',
+      root: '/',
+    })
+    expect(() => zookeeperBackend({ connectString: '127.0.0.1:2181', layout: 'kazoo' as never })).toThrow(RangeError)
   })
 
   it('redis and redlock paths must be a database number; SQL paths one database name', async () => {

@@ -5,3 +5,8 @@ import { zkUrl } from './zookeeper-env.js'
 export function createBackend() {
   return zookeeperBackend({ connectString: zkUrl(), sessionTimeoutMs: 6_000 })
 }
+
+/** The same, with Apache Curator's znode layout (`layout: 'curator'`). */
+export function createCuratorBackend() {
+  return zookeeperBackend({ connectString: zkUrl(), sessionTimeoutMs: 6_000, layout: 'curator' })
+}

@@ -1,10 +1,12 @@
 import { checkOptions } from '../../core/validate.js'
 import { type ZkClient, zkServers } from './zk-client.js'
+import { type ZkLayoutName, zkLayoutNamed } from './zk-layout.js'
 import { ZookeeperBackend } from './zookeeper-backend.js'
 import { parseConnectString } from './zookeeper-url.js'
 
 export type { ZkClient, ZkErrorLike, ZkEvent, ZkStat } from './zk-client.js'
 export type { ConnectionState } from './zk-connection.js'
+export { curatorPath, type ZkLayoutName } from './zk-layout.js'
 export { parseConnectString, parseZookeeperUrl, type ZkConnectString } from './zookeeper-url.js'
 export { ZookeeperBackend }
 
@@ -27,8 +29,20 @@ export interface ZookeeperBackendOptions {
    * and cannot be replaced after its session expires: make a new client and backend then.
    */
   client?: ZkClient
-  /** Znode under which lock nodes live. Default `/latchkey`. */
+  /** Znode under which lock nodes live (`/` for the top level). Default `/latchkey`. */
   root?: string
+  /**
+   * `latchkey` (default) or `curator`: the znode names, sort order and paths of Apache Curator's recipes, so Java
+   * services using Curator and latchkey exclude each other on the same paths. The lock `namespace:name` is then
+   * the path under `root`, `/` separating znodes: `locks.mutex('orders/42')` with `root: '/locks'` is Curator's
+   * `new InterProcessMutex(client, "/locks/orders/42")`. mutex and fair: `InterProcessMutex`
+   * (`_c_<uuid>-lock-<seq>`); `readWrite`: `InterProcessReadWriteLock` (`__READ__` / `__WRIT__`); semaphore:
+   * `InterProcessSemaphoreV2` (`<path>/locks`, `<path>/leases/_c_<uuid>-lease-<seq>`), with the same permits on
+   * every client. Fencing tokens stay the czxid of the holder's node (of the lease node for a semaphore): a line is
+   * granted in creation order, and lease nodes are created one at a time under the semaphore's internal mutex.
+   * Curator's nodes hold no latchkey lease (their data is the creator's address): they hold until their session ends.
+   */
+  layout?: ZkLayoutName
   /** How long an emptied lock node is kept (for reuse) before this process deletes it. Default 2 000. */
   lockNodeIdleMs?: number
 }
@@ -50,11 +64,21 @@ export interface ZookeeperBackendOptions {
  * Lock-delay is not supported: a crashed holder's session expiry deletes its node at once. Needs
  * `node-zookeeper-client` (1.x). Emptied lock nodes are deleted after `lockNodeIdleMs`.
  *
+ * A child of a lock node that latchkey cannot parse (another client's) is an exclusive holder at its place in line,
+ * never ignored. With `layout: 'curator'` the nodes are Apache Curator's (`InterProcessMutex`,
+ * `InterProcessReadWriteLock`, `InterProcessSemaphoreV2`: names, sort order, the semaphore's `leases` and `locks`),
+ * on the path `<root>/<namespace:name>`, so Curator's Java clients and latchkey exclude each other; see the option.
+ *
  * @example
  * const backend = zookeeperBackend({ connectString: '127.0.0.1:2181', sessionTimeoutMs: 10_000 })
  * const locks = createLocks({ backend, ttlMs: 10_000 })
  * await locks.mutex('order:42').withLock(async (lease) => pay(order, { fence: lease.token }))
  * await locks.close(); await backend.close()
+ *
+ * @example
+ * // The lock a Java service takes with new InterProcessMutex(curator, "/locks/orders/42"):
+ * const shared = createLocks({ backend: zookeeperBackend({ connectString, layout: 'curator', root: '/locks' }) })
+ * await shared.mutex('orders/42').withLock(ship)
  */
 export function zookeeperBackend(options: ZookeeperBackendOptions): ZookeeperBackend {
   const o = checkOptions('options', options) as ZookeeperBackendOptions
@@ -72,8 +96,12 @@ export function zookeeperBackend(options: ZookeeperBackendOptions): ZookeeperBac
     throw new RangeError(`latchkey: connectTimeoutMs must be a positive number, received ${String(connectTimeoutMs)}`)
   }
   const root = o.root ?? '/latchkey'
-  if (typeof root !== 'string' || !/^(\/[^/]+)+$/.test(root)) {
+  if (typeof root !== 'string' || !/^((\/[^/]+)+|\/)$/.test(root)) {
     throw new RangeError(`latchkey: root must be an absolute znode path like "/latchkey", received ${String(root)}`)
+  }
+  const layout = o.layout ?? 'latchkey'
+  if (layout !== 'latchkey' && layout !== 'curator') {
+    throw new RangeError(`latchkey: layout must be "latchkey" or "curator", received ${String(layout)}`)
   }
   // A chroot becomes part of the root, as Curator's namespace: the backend then creates it when missing
   // (a client chrooted to a missing node fails every call with NO_NODE and cannot create its own root).
@@ -88,7 +116,8 @@ export function zookeeperBackend(options: ZookeeperBackendOptions): ZookeeperBac
     sessionTimeoutMs,
     connectTimeoutMs,
     server: cs?.hosts ?? zkServers(o.client as ZkClient),
-    root: `${cs?.chroot ?? ''}${root}`,
+    root: `${cs?.chroot ?? ''}${root === '/' ? '' : root}`,
     lockNodeIdleMs,
+    layout: zkLayoutNamed(layout),
   })
 }

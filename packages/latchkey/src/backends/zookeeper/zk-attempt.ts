@@ -17,6 +17,8 @@ export interface AttemptDeps {
   readonly hub: WatchHub
   /** Forgets the entry and deletes its node. */
   drop(entry: OwnerEntry): Promise<void>
+  /** Schedules the deletion of a lock's node directory that may now be empty (see `ZkParents.emptied`). */
+  emptied(path: string): void
 }
 
 /** Tries once (a few rounds when the line changes under us); see the module comment. */
@@ -41,7 +43,7 @@ export async function attempt(entry: OwnerEntry, request: AcquireRequest, deps: 
       leased?.catch(() => undefined)
       children = await listChildren(entry.conn, entry.parent)
     }
-    let line = lineOf(children)
+    let line = lineOf(children, entry.layout.parse)
     const ours = entry.node
     if (ours.is !== 'waiting' && ours.is !== 'held') continue // not reached: a created node has a name
     if (line.every((n) => n.name !== ours.name)) {
@@ -84,7 +86,7 @@ export async function attempt(entry: OwnerEntry, request: AcquireRequest, deps: 
  * Grants with the stat of the owner's node holding its lease: read for a node created in this call (its
  * lease started at the create, after the caller's send time), written (restarted now) otherwise.
  */
-function grant(entry: OwnerEntry, request: AcquireRequest, stat: ZkStat | undefined): AcquireResult {
+export function grant(entry: OwnerEntry, request: AcquireRequest, stat: ZkStat | undefined): AcquireResult {
   const { node } = entry
   if (stat === undefined || (node.is !== 'waiting' && node.is !== 'held')) {
     entry.node = NO_NODE

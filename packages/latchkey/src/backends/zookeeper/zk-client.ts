@@ -29,6 +29,7 @@ export interface ZkClient {
   remove(path: string, version: number, callback: (error: Error | ZkErrorLike | null) => void): void
   exists(path: string, callback: StatCallback): void
   getChildren(path: string, callback: Callback<string[]>): void
+  getChildren(path: string, watcher: (event: ZkEvent) => void, callback: Callback<string[]>): void
   getData(path: string, callback: (error: Error | ZkErrorLike | null, data: Buffer, stat: ZkStat) => void): void
   getData(
     path: string,
@@ -36,9 +37,25 @@ export interface ZkClient {
     callback: (error: Error | ZkErrorLike | null, data: Buffer, stat: ZkStat) => void,
   ): void
   setData(path: string, data: Buffer | null, version: number, callback: StatCallback): void
+  /** A multi-op request: its ops commit atomically, at one zxid. */
+  transaction(): ZkTransaction
   getSessionTimeout(): number
   on(event: string, listener: () => void): unknown
   removeListener(event: string, listener: () => void): unknown
+}
+
+/** node-zookeeper-client's `Transaction` (the ops latchkey uses). */
+export interface ZkTransaction {
+  create(path: string, data: Buffer, mode: number): ZkTransaction
+  setData(path: string, data: Buffer | null, version: number): ZkTransaction
+  commit(callback: (error: Error | ZkErrorLike | null, results: readonly ZkOpResult[]) => void): void
+}
+
+/** One op's result in a committed transaction: a create's path, a setData's stat. */
+export interface ZkOpResult {
+  readonly type: number
+  readonly path?: string
+  readonly stat?: ZkStat
 }
 
 /** What node-zookeeper-client's `Exception` looks like. */

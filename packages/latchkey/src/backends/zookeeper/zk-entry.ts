@@ -4,6 +4,7 @@
  */
 import type { LockKind } from '../../backend/types.js'
 import type { ZkConnection } from './zk-connection.js'
+import type { ZkLayout } from './zk-layout.js'
 import type { ZkSubscription } from './zk-subscription.js'
 
 /** Server time (ms) of the last grant or renewal, and the TTL then written. */
@@ -39,6 +40,16 @@ export type NodeState =
       onLeaseLost: ((reason: string) => void) | undefined
     }
 
+/**
+ * Curator's semaphore takes a lease while holding the recipe's internal mutex: that mutex's node, in `parent`.
+ * `name` is unknown before its create answers (and after a lost reply, until found by its prefix: `unsure`).
+ */
+export interface GateState {
+  readonly parent: string
+  name: string | undefined
+  unsure: boolean
+}
+
 /** One lease attempt's node: from its first `tryAcquire` to its release, leaveQueue or session loss. */
 export interface OwnerEntry {
   readonly owner: string
@@ -49,6 +60,10 @@ export interface OwnerEntry {
   readonly permits: number
   /** Path of the lock node (the parent of the owner's node). */
   readonly parent: string
+  /** How nodes are named and lines sorted. */
+  readonly layout: ZkLayout
+  /** Curator's semaphore only: the internal mutex held while taking a lease. */
+  readonly gate: GateState | undefined
   readonly conn: ZkConnection
   node: NodeState
   sub: ZkSubscription | undefined

@@ -1,6 +1,6 @@
 import { readLong, ZK, type ZkStat, zkCode } from './zk-client.js'
 import type { ZkConnection } from './zk-connection.js'
-import { agreeingLine, decodeLease, holdersOf, lineOf } from './zk-nodes.js'
+import { agreeingLine, type ChildParser, decodeLease, holdersOf, lineOf } from './zk-nodes.js'
 
 /** A lock's children and how many of its holders still hold (lease unexpired by the server's clock, or starting). */
 export interface LockState {
@@ -9,7 +9,12 @@ export interface LockState {
 }
 
 /** Reads a lock node's state for `isLocked` / `forceRelease` (no watches, no writes). */
-export async function lockState(conn: ZkConnection, parent: string, permits: number): Promise<LockState> {
+export async function lockState(
+  conn: ZkConnection,
+  parent: string,
+  permits: number,
+  parse?: ChildParser,
+): Promise<LockState> {
   let children: string[]
   try {
     children = await conn.run<string[]>('getChildren', (cb) => conn.client.getChildren(parent, cb))
@@ -18,7 +23,7 @@ export async function lockState(conn: ZkConnection, parent: string, permits: num
     throw error
   }
   // A semaphore node of another count than the one in force is withdrawing: it holds nothing.
-  const holders = holdersOf(agreeingLine(lineOf(children)).line, permits)
+  const holders = holdersOf(agreeingLine(lineOf(children, parse)).line, permits)
   const now = conn.serverNow()
   const alive = await Promise.all(
     holders.map(async (node) => {

@@ -6,9 +6,8 @@ import { BackendUnavailableError } from '../../errors.js'
 import { isConnectionError, ZK, type ZkStat, zkCode } from './zk-client.js'
 import type { ZkConnection } from './zk-connection.js'
 import { NO_NODE, type NodeState, nameOf, type OwnerEntry, waitingNode } from './zk-entry.js'
-import { encodeLease, nodePrefix } from './zk-nodes.js'
+import { encodeLease } from './zk-nodes.js'
 
-const EMPTY = Buffer.alloc(0)
 const UNSURE: NodeState = Object.freeze({ is: 'unsure' })
 
 /**
@@ -19,11 +18,11 @@ const UNSURE: NodeState = Object.freeze({ is: 'unsure' })
  */
 export async function createNode(
   entry: OwnerEntry,
-  ttlMs: number,
+  ttlMs: number | undefined,
   ensureParent: (path: string) => Promise<void>,
 ): Promise<{ children: string[]; fresh: boolean }> {
   const { conn, parent } = entry
-  const prefix = nodePrefix(entry.owner, entry.kind, entry.permits)
+  const prefix = entry.layout.prefix(entry.owner, entry.kind, entry.permits)
   for (let attempt = 0; attempt < 4; attempt++) {
     if (entry.node.is === 'unsure') {
       const children = await listChildren(conn, parent)
@@ -35,7 +34,7 @@ export async function createNode(
     // Created with its lease, which starts at the create (ctime >= the caller's send time): an uncontended
     // acquire then needs only a read for the token, not a second write.
     const created = conn.run<string>('create', (cb) =>
-      conn.client.create(`${parent}/${prefix}`, encodeLease(ttlMs), ZK.EPHEMERAL_SEQUENTIAL, cb),
+      conn.client.create(`${parent}/${prefix}`, nodeData(entry, ttlMs), ZK.EPHEMERAL_SEQUENTIAL, cb),
     )
     const listed = listChildren(conn, parent)
     listed.catch(() => undefined)
@@ -57,6 +56,11 @@ export async function createNode(
   )
 }
 
+/** An owner's node data: its lease, and in Curator's semaphore its permit count (see `encodeLease`). */
+function nodeData(entry: OwnerEntry, ttlMs: number | undefined): Buffer {
+  return encodeLease(ttlMs, entry.gate === undefined ? undefined : entry.permits)
+}
+
 /** Children of a lock node; none when it does not exist. */
 export async function listChildren(conn: ZkConnection, parent: string): Promise<string[]> {
   try {
@@ -67,16 +71,32 @@ export async function listChildren(conn: ZkConnection, parent: string): Promise<
   }
 }
 
-/** Deletes the owner's node when we may not know its name (Curator's findAndDeleteProtectedNode). */
+/**
+ * Deletes the owner's node when we may not know its name (Curator's findAndDeleteProtectedNode), and the internal
+ * mutex node of Curator's semaphore if it has one.
+ */
 export async function removeOwnNode(entry: OwnerEntry): Promise<void> {
   const { conn, parent } = entry
   if (!conn.alive) return
+  const prefix = entry.layout.prefix(entry.owner, entry.kind, entry.permits)
   let name = nameOf(entry)
-  if (entry.node.is === 'unsure') {
-    const prefix = nodePrefix(entry.owner, entry.kind, entry.permits)
-    name = (await listChildren(conn, parent)).find((child) => child.startsWith(prefix))
+  if (entry.node.is === 'unsure') name = (await listChildren(conn, parent)).find((child) => child.startsWith(prefix))
+  const removed = name === undefined ? Promise.resolve(false) : removeQuietly(conn, `${parent}/${name}`)
+  await Promise.all([removed, removeGate(entry)])
+}
+
+/** Deletes the internal mutex node of Curator's semaphore (found by its prefix after a lost create reply). */
+export async function removeGate(entry: OwnerEntry): Promise<void> {
+  const { gate, conn } = entry
+  if (gate === undefined || (gate.name === undefined && !gate.unsure)) return
+  let name = gate.name
+  gate.name = undefined
+  if (gate.unsure) {
+    const prefix = entry.layout.prefix(entry.owner, 'mutex', 1)
+    name = (await listChildren(conn, gate.parent)).find((child) => child.startsWith(prefix))
+    gate.unsure = false
   }
-  if (name !== undefined) await removeQuietly(conn, `${parent}/${name}`)
+  if (name !== undefined) await removeQuietly(conn, `${gate.parent}/${name}`)
 }
 
 /**
@@ -87,7 +107,7 @@ export async function writeLease(entry: OwnerEntry, ttlMs: number | undefined): 
   const { conn } = entry
   const name = nameOf(entry)
   if (name === undefined) return undefined
-  const data = ttlMs === undefined ? EMPTY : encodeLease(ttlMs)
+  const data = nodeData(entry, ttlMs)
   try {
     const stat = await conn.run<ZkStat>('setData', (cb) => conn.client.setData(`${entry.parent}/${name}`, data, -1, cb))
     conn.observe(stat)

@@ -9,6 +9,10 @@
  *
  * The `_c_<owner>-` prefix is Curator's "protected" name: after a connection loss during create we find our
  * own node by it instead of leaving an orphan. Order is by the sequence suffix only.
+ *
+ * A child that is not a latchkey node (another client's, e.g. kazoo's `<id>__lock__<seq>`, or one made by hand)
+ * is never ignored: it is an exclusive holder at its place in line (its sequence suffix; a name without one stands
+ * first), so a client that does not know our names still excludes us. `zk-curator-names.ts` parses Curator's.
  */
 import type { LockKind } from '../../backend/types.js'
 
@@ -18,7 +22,10 @@ export interface LockNode {
   /** The owner, URI-encoded as in the name. */
   readonly owner: string
   readonly kind: LockKind
-  readonly seq: number
+  /** What the line is sorted by (string order): the 10-digit sequence suffix (see {@link orderOf}). */
+  readonly order: string
+  /** A child no layout names: an exclusive holder whose lease latchkey cannot read (kind `mutex`). */
+  readonly foreign?: true
   /** A semaphore node's permit count; absent in other kinds' names (and in names of older versions). */
   readonly permits?: number | undefined
 }
@@ -42,8 +49,30 @@ export function parseNode(name: string): LockNode | undefined {
   const m = NODE.exec(name)
   if (m === null) return undefined
   const permits = m[3] === undefined ? undefined : Number(m[3])
-  return { name, owner: m[1] as string, kind: m[2] as LockKind, seq: Number(m[4]), permits }
+  return { name, owner: m[1] as string, kind: m[2] as LockKind, order: m[4] as string, permits }
 }
+
+const SEQUENCE = /\d{10}$/
+
+/**
+ * A child's place in line: its sequence suffix (ZooKeeper appends 10 digits). A name without one is no
+ * sequential node: by default it stands first (`''`), blocking everyone until deleted; `wholeName` sorts it by its
+ * name instead, as Curator does (after every sequence number).
+ */
+export function orderOf(name: string, wholeName = false): string {
+  return SEQUENCE.exec(name)?.[0] ?? (wholeName ? name : '')
+}
+
+/** A child no layout names, as an exclusive holder in line. */
+export function foreignNode(name: string, wholeName = false): LockNode {
+  return { name, owner: '', kind: 'mutex', order: orderOf(name, wholeName), foreign: true }
+}
+
+/** Parses every child of a lock node: latchkey's own names, and any other child as an exclusive holder. */
+export type ChildParser = (name: string) => LockNode
+
+/** The default layout's parser. */
+export const parseChild: ChildParser = (name) => parseNode(name) ?? foreignNode(name)
 
 /**
  * A semaphore's line as its rules see it: the count in force (the first node's that names one) and the nodes
@@ -56,25 +85,19 @@ export function agreeingLine(line: readonly LockNode[]): { inForce: number | und
   return { inForce, line: line.filter((n) => n.permits === undefined || n.permits === inForce) }
 }
 
-/** The lock nodes among `children`, in line order. */
-export function lineOf(children: readonly string[]): LockNode[] {
-  const nodes: LockNode[] = []
-  for (const child of children) {
-    const node = parseNode(child)
-    if (node !== undefined) nodes.push(node)
-  }
-  return nodes.sort((a, b) => a.seq - b.seq)
+/** Every child of a lock node, in line order (foreign ones included, see the module comment). */
+export function lineOf(children: readonly string[], parse: ChildParser = parseChild): LockNode[] {
+  return children.map(parse).sort((a, b) => (a.order < b.order ? -1 : a.order > b.order ? 1 : 0))
 }
 
 /** Whether the node at `index` may hold the lock now (Curator's rules; `permits` for semaphores). */
 export function isEligible(line: readonly LockNode[], index: number, permits: number): boolean {
   const node = line[index]
   if (node === undefined) return false
-  if (node.kind === 'semaphore') return index < permits
   if (EXCLUSIVE.has(node.kind)) return index === 0
-  // A reader waits only for earlier exclusive nodes (held or waiting), so writers are not starved.
+  // A reader (or semaphore holder) waits for earlier exclusive nodes (held or waiting), so writers are not starved.
   for (let i = 0; i < index; i++) if (EXCLUSIVE.has((line[i] as LockNode).kind)) return false
-  return true
+  return node.kind !== 'semaphore' || index < permits
 }
 
 /** The nodes that may hold the lock now: the ones whose lease can block others. */
@@ -101,8 +124,9 @@ export function standingOf(line: readonly LockNode[], index: number, permits: nu
   const me = line[index] as LockNode
   if (isEligible(line, index, permits)) return { eligible: true, blockers: [], watch: [], wakeOnChange: false }
   const ahead = line.slice(0, index)
+  const exclusive = ahead.filter((n) => EXCLUSIVE.has(n.kind))
   // Only the first waiter checks the holders' leases for expiry; the others wait their turn in line.
-  if (me.kind === 'semaphore') {
+  if (me.kind === 'semaphore' && exclusive.length === 0) {
     const first = index === permits
     const holders = ahead.slice(0, permits)
     return {
@@ -112,8 +136,9 @@ export function standingOf(line: readonly LockNode[], index: number, permits: nu
       wakeOnChange: !first,
     }
   }
-  if (me.kind === 'read') {
-    const writers = ahead.filter((n) => EXCLUSIVE.has(n.kind))
+  if (me.kind === 'read' || me.kind === 'semaphore') {
+    // Behind an exclusive node (a semaphore line has one only when a foreign child is in it): wait for the nearest.
+    const writers = exclusive
     const onlyHolder = writers.length === 1 && writers[0] === ahead[0]
     return { eligible: false, blockers: onlyHolder ? writers : [], watch: writers.slice(-1), wakeOnChange: false }
   }
@@ -122,18 +147,32 @@ export function standingOf(line: readonly LockNode[], index: number, permits: nu
   return { eligible: false, blockers: first ? holders : [], watch: ahead.slice(-1), wakeOnChange: false }
 }
 
-/** The lease a holder wrote into its node: TTL in ms. An empty node is a waiter that holds nothing yet. */
-export function encodeLease(ttlMs: number): Buffer {
-  return Buffer.from(JSON.stringify({ ttlMs }))
+/**
+ * The lease a holder writes into its node: TTL in ms (an empty node is a waiter that holds nothing yet); in
+ * Curator's semaphore also the permit count (Curator stores none, so latchkey clients agree on theirs this way).
+ */
+export function encodeLease(ttlMs: number | undefined, permits?: number): Buffer {
+  if (ttlMs === undefined && permits === undefined) return Buffer.alloc(0)
+  return Buffer.from(JSON.stringify({ ttlMs, permits }))
 }
 
-/** Reads a node's lease; undefined for a waiter's (empty) node. */
-export function decodeLease(data: Buffer | null | undefined): { ttlMs: number } | undefined {
-  if (data === null || data === undefined || data.length === 0) return undefined
+function decodeJson(data: Buffer | null | undefined): { ttlMs?: unknown; permits?: unknown } | undefined {
+  if (data === null || data === undefined || data.length === 0 || data[0] !== 0x7b) return undefined
   try {
-    const parsed = JSON.parse(data.toString('utf8')) as { ttlMs?: unknown }
-    return typeof parsed.ttlMs === 'number' ? { ttlMs: parsed.ttlMs } : undefined
+    return JSON.parse(data.toString('utf8')) as { ttlMs?: unknown; permits?: unknown }
   } catch {
     return undefined
   }
+}
+
+/** Reads a node's lease; undefined for a waiter's (empty) node and for data another client wrote. */
+export function decodeLease(data: Buffer | null | undefined): { ttlMs: number } | undefined {
+  const parsed = decodeJson(data)
+  return typeof parsed?.ttlMs === 'number' ? { ttlMs: parsed.ttlMs } : undefined
+}
+
+/** The permit count a latchkey node of Curator's semaphore carries; undefined for others. */
+export function decodePermits(data: Buffer | null | undefined): number | undefined {
+  const parsed = decodeJson(data)
+  return typeof parsed?.permits === 'number' ? parsed.permits : undefined
 }

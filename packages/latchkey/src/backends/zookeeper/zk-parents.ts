@@ -14,9 +14,11 @@ import { removeQuietly } from './zk-node-ops.js'
 export class ZkParents {
   private readonly idle = new Map<string, NodeJS.Timeout>()
 
+  /** @param root nodes at or above it are never deleted (the root itself is shared by every lock) */
   constructor(
     private readonly live: () => ZkConnection | undefined,
     private readonly idleMs: number,
+    private readonly root: string,
   ) {}
 
   /** Creates `path` (and, when missing, its ancestors): the lock node first, as it usually is the only one missing. */
@@ -48,10 +50,21 @@ export class ZkParents {
     const timer = setTimeout(() => {
       this.idle.delete(parent)
       const conn = this.live()
-      if (conn?.alive === true) void removeQuietly(conn, parent).catch(() => undefined)
+      if (conn?.alive === true) void this.removeEmpty(conn, parent).catch(() => undefined)
     }, this.idleMs)
     timer.unref()
     this.idle.set(parent, timer)
+  }
+
+  /**
+   * Deletes `path` if empty, then each ancestor below the root that this leaves empty (a lock path of the
+   * `curator` layout can be several znodes deep, and Curator's semaphore keeps `locks` and `leases` in its own).
+   */
+  async removeEmpty(conn: ZkConnection, path: string): Promise<boolean> {
+    if (!(await removeQuietly(conn, path))) return false
+    const up = path.slice(0, path.lastIndexOf('/'))
+    if (up.length > this.root.length && up.startsWith(`${this.root}/`)) await this.removeEmpty(conn, up)
+    return true
   }
 
   /** Stops the timers and returns the lock nodes still waiting for deletion (the caller deletes them on close). */

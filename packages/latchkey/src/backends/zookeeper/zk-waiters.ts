@@ -97,8 +97,8 @@ export class ZkWaiters {
       }
       if (event.type === ZK.NODE_DATA_CHANGED && node.is === 'waiting' && !node.wakeOnChange) {
         // The node ahead only started or renewed its lease: watch it again and stay asleep (no spurious wake).
-        const node = { name, owner: '', kind: entry.kind, seq: 0 }
-        void watchNodes(entry, [node], this.hub).then(
+        const node = { name, owner: '', kind: entry.kind, order: '' }
+        void watchNodes(entry, [node], this.hub, event.path.slice(0, event.path.lastIndexOf('/'))).then(
           (gone) => gone && this.wake(entry),
           () => this.wake(entry),
         )
@@ -118,7 +118,7 @@ export class ZkWaiters {
       leaseLost(entry, why)
       return
     }
-    const node = { name, owner: '', kind: entry.kind, seq: 0 }
+    const node = { name, owner: '', kind: entry.kind, order: '' }
     void watchNodes(entry, [node], this.hub).then(
       (gone) => gone && leaseLost(entry, why),
       () => undefined,

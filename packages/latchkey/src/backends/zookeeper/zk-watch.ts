@@ -15,11 +15,16 @@ export interface WatchHub {
  * `exists` watch on a vanished sequential node would wait forever for a creation). Resolves true when one
  * of them is already gone, so the caller re-evaluates at once instead of waiting.
  */
-export async function watchNodes(entry: OwnerEntry, nodes: readonly LockNode[], hub: WatchHub): Promise<boolean> {
+export async function watchNodes(
+  entry: OwnerEntry,
+  nodes: readonly LockNode[],
+  hub: WatchHub,
+  parent = entry.parent,
+): Promise<boolean> {
   const { conn } = entry
   for (const node of nodes) {
     if (entry.watching.has(node.name)) continue
-    const path = `${entry.parent}/${node.name}`
+    const path = `${parent}/${node.name}`
     entry.watching.add(node.name)
     hub.arm(path, entry)
     try {
@@ -32,4 +37,30 @@ export async function watchNodes(entry: OwnerEntry, nodes: readonly LockNode[], 
     }
   }
   return false
+}
+
+/**
+ * Watches the children of the entry's parent (Curator's semaphore waits for any change among the leases). Resolves
+ * the children listed with the watch set.
+ */
+export async function watchChildren(entry: OwnerEntry, hub: WatchHub): Promise<string[]> {
+  const { conn, parent } = entry
+  const key = parent.slice(parent.lastIndexOf('/') + 1)
+  const armed = !entry.watching.has(key)
+  if (armed) {
+    entry.watching.add(key)
+    hub.arm(parent, entry)
+  }
+  try {
+    return await conn.run<string[]>('getChildren', (cb) =>
+      armed ? conn.client.getChildren(parent, hub.watcher, cb) : conn.client.getChildren(parent, cb),
+    )
+  } catch (error) {
+    if (armed) {
+      entry.watching.delete(key)
+      hub.disarm(parent, entry)
+    }
+    if (zkCode(error) === ZK.NO_NODE) return []
+    throw error
+  }
 }

@@ -11,10 +11,12 @@ import type {
 import { type AttemptDeps, attempt, keeps } from './zk-attempt.js'
 import { readLong, type ZkClient } from './zk-client.js'
 import type { ConnectionState, ZkConnection } from './zk-connection.js'
+import { attemptCuratorSemaphore } from './zk-curator-semaphore.js'
 import { type HeldEntry, leaseLost, NO_NODE, nameOf, type OwnerEntry } from './zk-entry.js'
+import { clearLock } from './zk-force-release.js'
 import { lockState } from './zk-inspect.js'
+import type { ZkLayout } from './zk-layout.js'
 import { removeOwnNode, removeQuietly, writeLease } from './zk-node-ops.js'
-import { encodeSegment } from './zk-nodes.js'
 import { ZkParents } from './zk-parents.js'
 import { ZkSessions } from './zk-sessions.js'
 import type { ZkSubscription } from './zk-subscription.js'
@@ -29,8 +31,11 @@ export interface ZookeeperSettings {
   readonly connectTimeoutMs: number
   /** `h1:2181,h2:2181`, named in errors. */
   readonly server: string
+  /** `''` for the top level. */
   readonly root: string
   readonly lockNodeIdleMs: number
+  /** How nodes are named and where they live: latchkey's, or Apache Curator's recipes'. */
+  readonly layout: ZkLayout
 }
 
 // lockDelay stays false: a crashed holder's session expiry deletes its ephemeral node on the server at once, and
@@ -56,15 +61,18 @@ export class ZookeeperBackend extends BackendBase {
     ensureParent: (conn, path) => this.parents.ensure(conn, path),
     hub: this.waiters.hub,
     drop: (entry) => this.drop(entry),
+    emptied: (path) => this.parents.emptied(path),
   }
 
   constructor(private readonly settings: ZookeeperSettings) {
     super()
     this.sessions = new ZkSessions(settings, (conn) => this.onLost(conn))
-    this.parents = new ZkParents(() => this.sessions.live, settings.lockNodeIdleMs)
+    this.parents = new ZkParents(() => this.sessions.live, settings.lockNodeIdleMs, settings.root)
   }
 
   async tryAcquire(request: AcquireRequest): Promise<AcquireResult> {
+    // The curator layout's paths come from the key: a key that is no znode path fails here, before any I/O.
+    this.lockPath(request)
     const key = stateKey(request)
     let entry = this.owners.get(request.owner)
     // Bound synchronously: the core opens its subscription right before its first try (see subscribe).
@@ -76,6 +84,7 @@ export class ZookeeperBackend extends BackendBase {
       this.owners.set(request.owner, entry)
     }
     try {
+      if (entry.gate !== undefined) return await attemptCuratorSemaphore(entry, request, this.deps)
       return await attempt(entry, request, this.deps)
     } catch (error) {
       if (entry.node.is !== 'held' && !keeps(entry, request)) void this.drop(entry)
@@ -122,17 +131,16 @@ export class ZookeeperBackend extends BackendBase {
   }
 
   async isLocked(ref: LockRef & { readonly permits: number }): Promise<boolean> {
-    const state = await lockState(await this.sessions.current(), this.lockPath(ref), ref.permits)
+    const { settings } = this
+    const parent = settings.layout.nodesParent(settings.root, ref)
+    const state = await lockState(await this.sessions.current(), parent, ref.permits, settings.layout.parse)
     return ref.kind === 'semaphore' ? state.live >= ref.permits : state.live > 0
   }
 
   async forceRelease(ref: LockRef): Promise<boolean> {
-    const conn = await this.sessions.current()
-    const parent = this.lockPath(ref)
-    const state = await lockState(conn, parent, Number.MAX_SAFE_INTEGER)
-    await Promise.all(state.children.map((child) => removeQuietly(conn, `${parent}/${child}`)))
-    await removeQuietly(conn, parent)
-    return state.live > 0
+    const { root, layout } = this.settings
+    layout.nodesParent(root, ref) // a key that is no znode path fails before any I/O
+    return clearLock(await this.sessions.current(), layout, root, ref)
   }
 
   /**
@@ -149,7 +157,7 @@ export class ZookeeperBackend extends BackendBase {
     }
     const { node } = entry
     node.onLeaseLost = onLost
-    const own = { name: node.name, owner: entry.owner, kind: entry.kind, seq: 0 }
+    const own = { name: node.name, owner: entry.owner, kind: entry.kind, order: '' }
     void watchNodes(entry, [own], this.waiters.hub).then(
       (gone) => gone && leaseLost(entry, 'its lock node is gone'),
       () => undefined,
@@ -177,9 +185,10 @@ export class ZookeeperBackend extends BackendBase {
     if (conn === undefined) return
     if (conn.alive) {
       // Our nodes first (a client handed to us outlives the backend), then the lock nodes they leave empty.
-      const ours = entries.filter((e) => e.conn === conn && nameOf(e) !== undefined)
-      await Promise.all(ours.map((e) => removeQuietly(conn, `${e.parent}/${nameOf(e)}`).catch(() => false)))
-      await Promise.all([...parents].map((p) => removeQuietly(conn, p).catch(() => false)))
+      const ours = entries.filter((e) => e.conn === conn && (nameOf(e) !== undefined || e.gate?.name !== undefined))
+      await Promise.all(ours.map((e) => removeOwnNode(e).catch(() => undefined)))
+      for (const e of entries) if (e.gate !== undefined) parents.add(e.gate.parent)
+      await Promise.all([...parents].map((p) => this.parents.removeEmpty(conn, p).catch(() => false)))
     }
     await conn.close()
   }
@@ -192,18 +201,22 @@ export class ZookeeperBackend extends BackendBase {
     return this.sessions.live?.state ?? 'none'
   }
 
-  /** The znode path of a lock's state. */
+  /** The znode path of a lock: the parent of its nodes (Curator's semaphore: the recipe's base path). */
   lockPath(ref: LockRef): string {
-    return `${this.settings.root}/${encodeSegment(stateKey(ref))}`
+    return this.settings.layout.lockPath(this.settings.root, ref)
   }
 
   private newEntry(request: AcquireRequest, key: string, conn: ZkConnection, sub: ZkSubscription | undefined) {
+    const { root, layout } = this.settings
+    const gate = layout.gateParent(root, request)
     const entry: OwnerEntry = {
       owner: request.owner,
       key,
       kind: request.kind,
       permits: request.permits,
-      parent: this.lockPath(request),
+      parent: layout.nodesParent(root, request),
+      layout,
+      gate: gate === undefined ? undefined : { parent: gate, name: undefined, unsure: false },
       conn,
       node: NO_NODE,
       sub,
@@ -226,8 +239,10 @@ export class ZookeeperBackend extends BackendBase {
   /** Forgets an entry and deletes its node (the delete is queued at once, so later calls see it done). */
   private drop(entry: OwnerEntry): Promise<void> {
     this.forget(entry)
-    if (entry.node.is === 'none' || !entry.conn.alive) return Promise.resolve()
+    const gated = entry.gate !== undefined && (entry.gate.name !== undefined || entry.gate.unsure)
+    if ((entry.node.is === 'none' && !gated) || !entry.conn.alive) return Promise.resolve()
     this.parents.emptied(entry.parent)
+    if (entry.gate !== undefined) this.parents.emptied(entry.gate.parent)
     // With a known name the delete is queued synchronously, before anything the caller does next.
     return removeOwnNode(entry).then(
       () => undefined,
@@ -248,7 +263,8 @@ export class ZookeeperBackend extends BackendBase {
     const lost = [...this.owners.values()].filter((e) => e.conn === conn)
     const paths = lost.flatMap((e) => {
       const name = nameOf(e)
-      return name === undefined ? [] : [`${e.parent}/${name}`]
+      const gate = e.gate?.name === undefined ? [] : [`${e.gate.parent}/${e.gate.name}`]
+      return name === undefined ? gate : [`${e.parent}/${name}`, ...gate]
     })
     this.sessions.abandon(paths)
     // Waiters retry at once on a new session; holders are told now if they watch, else at their next renewal.

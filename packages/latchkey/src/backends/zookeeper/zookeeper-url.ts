@@ -1,11 +1,12 @@
 /**
- * `zookeeper://h1:2181,h2:2181[/chroot][?sessionTimeoutMs=&connectTimeoutMs=&root=&lockNodeIdleMs=]` and the
+ * `zookeeper://h1:2181,h2:2181[/chroot][?sessionTimeoutMs=&connectTimeoutMs=&root=&lockNodeIdleMs=&layout=curator]` and the
  * `host:port,...[/chroot]` connect string behind it, checked before node-zookeeper-client sees them: it hands
  * each port to `net.connect` inside a socket callback, so `127.0.0.1:abc` (or `u:pw@host`, read as host `u`,
  * port `pw@host`) throws where no caller can catch it and the process dies.
  */
 import {
   checkQueryKeys,
+  choiceOption,
   formatServer,
   type HostPort,
   numberOption,
@@ -50,7 +51,7 @@ export function parseConnectString(connectString: string, url = connectString): 
   return { servers, chroot, hosts: servers.map(formatServer).join(',') }
 }
 
-const KNOWN = ['sessionTimeoutMs', 'connectTimeoutMs', 'root', 'lockNodeIdleMs'] as const
+const KNOWN = ['sessionTimeoutMs', 'connectTimeoutMs', 'root', 'lockNodeIdleMs', 'layout'] as const
 
 /** Parses and checks a `zookeeper://` URL into {@link ZookeeperBackendOptions}. */
 export function parseZookeeperUrl(url: string): ZookeeperBackendOptions {
@@ -67,11 +68,13 @@ export function parseZookeeperUrl(url: string): ZookeeperBackendOptions {
   const sessionTimeoutMs = numberOption(parts.query, 'sessionTimeoutMs', 1_000, url)
   const connectTimeoutMs = numberOption(parts.query, 'connectTimeoutMs', 1, url)
   const lockNodeIdleMs = numberOption(parts.query, 'lockNodeIdleMs', 0, url)
+  const layout = choiceOption(parts.query, 'layout', ['latchkey', 'curator'] as const, url)
   return {
     ...options,
     ...(sessionTimeoutMs === undefined ? {} : { sessionTimeoutMs }),
     ...(connectTimeoutMs === undefined ? {} : { connectTimeoutMs }),
     ...(lockNodeIdleMs === undefined ? {} : { lockNodeIdleMs }),
     ...(root === null ? {} : { root }),
+    ...(layout === undefined ? {} : { layout }),
   }
 }
