@@ -1,3 +1,4 @@
+import type { PaymentsSummary } from '../payments/payments-checks.js'
 import type { InvariantCheck } from './invariants.js'
 import { type LoadResult, quantile } from './run-load.js'
 
@@ -8,6 +9,8 @@ export interface ResultRow {
   readonly checks: readonly InvariantCheck[]
   /** Units sold beyond the initial stock (from the checks' audit). */
   readonly oversold: number
+  /** A paid sale's outcome (`--payments`). */
+  readonly payments?: PaymentsSummary
 }
 
 const COLUMNS = [
