@@ -31,7 +31,7 @@ export interface CoordinatorServiceOptions {
   readonly host?: string
   readonly port?: number
   readonly adminToken?: string
-  /** Lease on each transaction (and relay partition): how long a killed coordinator's work waits. Default 3 000. */
+  /** Lease on each transaction (and relay partition): how long a killed coordinator's work waits. Default 5 000. */
   readonly leaseTtlMs?: number
   /** An order older than this without a saga gets one from the sweep. Default 2 000. */
   readonly sweepAfterMs?: number
@@ -71,7 +71,7 @@ function check(options: CoordinatorServiceOptions): void {
 export async function startCoordinatorService(options: CoordinatorServiceOptions): Promise<RunningCoordinator> {
   check(options)
   const unitPrice = options.unitPrice ?? UNIT_PRICE
-  const leaseTtlMs = options.leaseTtlMs ?? 3_000
+  const leaseTtlMs = options.leaseTtlMs ?? 5_000
   const ledger = new OrderLedger(options.storeUrl.slice('sqlite:'.length).replace(/^\/\//, ''))
   const backend = await backendFromUrl(options.backendUrl)
   const locks = createLocks({ backend, namespace: 'flash-sale' })
@@ -97,7 +97,8 @@ export async function startCoordinatorService(options: CoordinatorServiceOptions
     ledger.close()
   }
   try {
-    const saga = defineOrderSaga(tc, { ledger, locks, outbox, paymentUrl: options.paymentUrl })
+    // A loaded machine answers slowly: a short timeout only turns slow charges into repeated ones.
+    const saga = defineOrderSaga(tc, { ledger, locks, outbox, paymentUrl: options.paymentUrl, callTimeoutMs: 10_000 })
     relay = outbox.relay({
       publisher: rabbitPublisher({
         url: options.rabbitUrl,

@@ -39,7 +39,7 @@ export interface PaymentsStackOptions {
   readonly unitPrice?: number
   /** Admin token of the three audits. */
   readonly adminToken: string
-  /** Coordinator and relay lease TTL (how long a killed coordinator's work waits). Default 3 000. */
+  /** Coordinator and relay lease TTL (how long a killed coordinator's work waits). Default 5 000. */
   readonly leaseTtlMs?: number
 }
 
@@ -118,7 +118,7 @@ export async function startPaymentsStack(options: PaymentsStackOptions): Promise
         unitPrice,
         port,
         adminToken: options.adminToken,
-        leaseTtlMs: options.leaseTtlMs ?? 3_000,
+        leaseTtlMs: options.leaseTtlMs ?? 5_000,
       },
     }),
   }
