@@ -47,7 +47,16 @@ describe('--payments: kill -9 of a seller, the payment service, the coordinator 
     const storeUrl = `sqlite:${join(dir.path, 'store.db')}`
     const backendUrl = `sqlite:${join(dir.path, 'locks.db')}`
     await (await openStore(storeUrl)).close()
-    stack = await startPaymentsStack({ dir: dir.path, storeUrl, backendUrl, accounts: BUYERS, adminToken: ADMIN_TOKEN })
+    // 3 s leases: a killed coordinator's sagas and relay partitions are taken over 3 s after the kill.
+    const leaseTtlMs = 3_000
+    stack = await startPaymentsStack({
+      dir: dir.path,
+      storeUrl,
+      backendUrl,
+      accounts: BUYERS,
+      adminToken: ADMIN_TOKEN,
+      leaseTtlMs,
+    })
     ports = await freePorts(2)
     options = {
       storeUrl,
@@ -93,8 +102,8 @@ describe('--payments: kill -9 of a seller, the payment service, the coordinator 
     }
   }
 
+  // A seller alone killed mid-sale is fault.test.ts's case; here it dies together with the other two.
   it.each([
-    [['seller'] as Victim[]],
     [['payment'] as Victim[]],
     [['coordinator'] as Victim[]],
     [['seller', 'payment', 'coordinator'] as Victim[]],
@@ -122,12 +131,16 @@ describe('--payments: kill -9 of a seller, the payment service, the coordinator 
         adminToken: ADMIN_TOKEN,
         payments: stack,
         onProgress: (done) => {
-          if (killed !== undefined || done < 20) return
-          killed = readAudits(stack, id, ADMIN_TOKEN)
-            .then((a) => {
-              openAtKill = a.orders.orders.filter((o) => o.status !== 'paid' && o.status !== 'released').length
-            })
-            .finally(() => killAndRestart(victims))
+          if (killed !== undefined || done < 5) return
+          killed = (async () => {
+            // Kill while a sold order is still being paid (or waits for its saga), not between sales.
+            const giveUpAt = performance.now() + 15_000
+            while (openAtKill <= 0 && performance.now() < giveUpAt) {
+              const audits = await readAudits(stack, id, ADMIN_TOKEN)
+              openAtKill = audits.orders.orders.filter((o) => o.status !== 'paid' && o.status !== 'released').length
+            }
+            await killAndRestart(victims)
+          })()
         },
       })
       await killed

@@ -5,9 +5,11 @@
  * committed by the seller before the saga exists). HTTP: `POST /orders { orderId }` runs (or joins) the order's
  * saga and answers its outcome; `GET /audit?sale=ID` (admin token) the order side of the invariants.
  */
+
+import Database from 'better-sqlite3'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { backendFromUrl, createLocks, redactUrl } from 'latchkey'
-import { type Coordinator, createCoordinator, isTxError, type TxStatus } from 'latchkey-tx'
+import { type Coordinator, createCoordinator, isTxError, sqliteStore, type TxStatus, type TxStore } from 'latchkey-tx'
 import { createOutbox, type OutboxRelay, rabbitPublisher } from 'latchkey-tx/outbox'
 import { adminGuard, checkAdminToken } from '../server/admin-auth.js'
 import { UNIT_PRICE } from './accounts.js'
@@ -76,7 +78,7 @@ export async function startCoordinatorService(options: CoordinatorServiceOptions
   const backend = await backendFromUrl(options.backendUrl)
   const locks = createLocks({ backend, namespace: 'flash-sale' })
   const tc = createCoordinator({
-    store: options.logUrl,
+    store: logStore(options.logUrl),
     // A killed payment service is back within seconds; a longer outage parks the order for an operator.
     retry: { firstMs: 100, maxMs: 2_000, attempts: 40 },
     recoverEveryMs: 500,
@@ -171,6 +173,21 @@ export async function startCoordinatorService(options: CoordinatorServiceOptions
     await close()
     throw error
   }
+}
+
+/**
+ * The coordinator's log. A SQLite log is opened here with `synchronous = NORMAL` (WAL): a transition survives a
+ * killed process (kill -9), not a power cut, as the sale store does. latchkey-tx's default (FULL) fsyncs every
+ * transition inside better-sqlite3's synchronous call: with a few dozen sagas in flight on a loaded 2-core
+ * machine that blocked this process's event loop for seconds, its leases expired and recovery took sagas over.
+ */
+function logStore(url: string): TxStore | string {
+  if (!url.startsWith('sqlite:')) return url
+  const database = new Database(url.slice('sqlite:'.length).replace(/^\/\//, ''))
+  database.pragma('journal_mode = WAL')
+  database.pragma('synchronous = NORMAL')
+  database.pragma('busy_timeout = 5000')
+  return sqliteStore({ database })
 }
 
 /** Polls the log until `gid` is terminal or `timeoutMs` passed (then its current status). */

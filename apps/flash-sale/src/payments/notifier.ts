@@ -56,6 +56,9 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
   const db = new Database(options.dbUrl.slice('sqlite:'.length).replace(/^\/\//, ''))
   db.pragma('busy_timeout = 10000')
   db.pragma('journal_mode = WAL')
+  // WAL + NORMAL: a commit survives a killed process (kill -9), not a power cut; FULL's fsync per commit
+  // made each charge wait on the disk, and the service runs its charges one at a time.
+  db.pragma('synchronous = NORMAL')
   db.exec(SCHEMA)
   const inbox = createInbox({ store: options.dbUrl })
   const delivered = db.prepare(

@@ -64,6 +64,9 @@ export class OrderLedger {
     this.db = new Database(path)
     this.db.pragma('busy_timeout = 10000')
     this.db.pragma('journal_mode = WAL')
+    // WAL + NORMAL: a commit survives a killed process (kill -9), not a power cut; FULL's fsync per commit
+    // made each charge wait on the disk, and the service runs its charges one at a time.
+    this.db.pragma('synchronous = NORMAL')
     this.db.exec(SCHEMA)
   }
 

@@ -52,6 +52,9 @@ export async function openPaymentDb(url: string, prefix = 'fs_pay_'): Promise<Pa
     const sqlite = new Database(file)
     sqlite.pragma('busy_timeout = 10000')
     sqlite.pragma('journal_mode = WAL')
+    // WAL + NORMAL: a commit survives a killed process (kill -9), not a power cut; FULL's fsync per commit
+    // made each charge wait on the disk, and the service runs its charges one at a time.
+    sqlite.pragma('synchronous = NORMAL')
     db = { dialect, handle: sqlite, sql: sqlOn(dialect, sqlite), prefix, close: async () => void sqlite.close() }
   } else if (dialect === 'postgres') {
     const { default: pg } = await import('pg')
