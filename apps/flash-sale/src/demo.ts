@@ -226,5 +226,8 @@ function formatPayments(rows: readonly ResultRow[]): string {
       `${row.label.padEnd(10)} paid ${p.paid}, payment declined ${p.released} (stock released; ${declined} buyers told 402), ${pending} answered 202 pending, charged ${(p.charged / 100).toFixed(2)}, ${p.notifications} notifications`,
     ]
   })
-  return ['payments:', ...lines].join('\n')
+  return [
+    'payments (sold above = orders paid, whether the buyer heard 201 or 202 and it settled after):',
+    ...lines,
+  ].join('\n')
 }

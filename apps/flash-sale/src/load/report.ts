@@ -33,7 +33,8 @@ function cells(row: ResultRow): string[] {
   const { counts, latencies, elapsedMs } = row.result
   return [
     row.label,
-    String(counts.ordered + counts.recovered),
+    // A paid sale's orders are the paid ones, whether the buyer heard 201 or 202 (settled after the answer).
+    String(row.payments?.paid ?? counts.ordered + counts.recovered),
     String(counts.soldOut),
     String(counts.duplicates),
     String(row.oversold),
