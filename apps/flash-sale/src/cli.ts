@@ -6,6 +6,7 @@
  *   load   --url http://127.0.0.1:3000[,more] --strategy lock[,sharded] --stock 100 --buyers 10000
  *          --processes 2 --concurrency 64 --dup-rate 0.05 [--sale ID] [--admin-token T]
  *   demo   --workers 3 --buyers 10000 --stock 100 [--backend URL --store URL --redis URL --strategy ...]
+ *          [--payments [--payments-db URL] [--rabbitmq URL]]
  *
  * `--redis URL` enables the `reserve` strategy (Redis reserve + outbox relay). The demo also takes it from a
  * `--backend redis://...`, and without either it skips `reserve` and says so.
@@ -31,6 +32,9 @@ const USAGE = `usage: flash-sale <serve|load|demo> [options]
   load   --url http://127.0.0.1:3000[,http://127.0.0.1:3001] --strategy db-atomic,lock,reserve,sharded
          --stock 100 --buyers 10000 --processes 2 --concurrency 64 --dup-rate 0.05 [--sale ID] [--admin-token T]
   demo   --workers 3 --buyers 10000 --stock 100 [--backend URL] [--store URL] [--redis URL] [--strategy ...]
+         [--payments [--payments-db sqlite:./pay.db|postgres://...|mysql://...] [--rabbitmq amqp://...]]
+--payments pays every sold order through a saga (payment service, stock released when declined) and announces it
+through the outbox to a notifier over RabbitMQ (scripts/demo.sh --payments starts RabbitMQ when none answers).
 --redis enables the reserve strategy (the demo skips it without Redis; a redis:// --backend counts as --redis).
 --admin-token (at least ${MIN_ADMIN_TOKEN_LENGTH} characters) guards POST /sales and GET /sales/:id/audit; without one
 those routes are refused. Prefer the environment to argv for secrets (ps shows argv): FLASH_SALE_ADMIN_TOKEN,
@@ -54,6 +58,9 @@ const OPTIONS = {
   sale: { type: 'string' },
   'admin-token': { type: 'string' },
   'max-event-streams': { type: 'string' },
+  payments: { type: 'boolean' },
+  'payments-db': { type: 'string' },
+  rabbitmq: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const
 
@@ -79,15 +86,18 @@ function strategies(raw: string | undefined): Strategy[] {
 }
 
 /** A flag's value, else its environment variable's (a secret kept out of argv), else undefined. */
-function flagOrEnv(values: Values, name: 'store' | 'backend' | 'redis' | 'admin-token'): string | undefined {
-  const env = process.env[`FLASH_SALE_${name.toUpperCase().replace('-', '_')}`]
+function flagOrEnv(
+  values: Values,
+  name: 'store' | 'backend' | 'redis' | 'admin-token' | 'payments-db' | 'rabbitmq',
+): string | undefined {
+  const env = process.env[`FLASH_SALE_${name.toUpperCase().replaceAll('-', '_')}`]
   return values[name] ?? (env === '' ? undefined : env)
 }
 
 /** The secrets given (URL passwords, raw and decoded; the admin token), for redacting error messages. */
 function secretsOf(values: Values): string[] {
   const secrets: string[] = []
-  for (const name of ['store', 'backend', 'redis', 'admin-token'] as const) {
+  for (const name of ['store', 'backend', 'redis', 'admin-token', 'payments-db', 'rabbitmq'] as const) {
     const value = flagOrEnv(values, name)
     // A URL's password is what sits between the user's ':' and the '@' (host lists included, which URL() refuses).
     const password = name === 'admin-token' ? value : value && /^[^:]+:\/\/[^/@]*?:([^@/]*)@/.exec(value)?.[1]
@@ -104,10 +114,10 @@ function secretsOf(values: Values): string[] {
 
 /** Says (on stderr) which secrets were given as flags: `ps` shows them to every user of the machine. */
 function warnSecretFlags(values: Values): void {
-  for (const name of ['store', 'backend', 'redis', 'admin-token'] as const) {
+  for (const name of ['store', 'backend', 'redis', 'admin-token', 'payments-db', 'rabbitmq'] as const) {
     const value = values[name]
     if (value === undefined || (name !== 'admin-token' && redactUrl(value) === value)) continue
-    const env = `FLASH_SALE_${name.toUpperCase().replace('-', '_')}`
+    const env = `FLASH_SALE_${name.toUpperCase().replaceAll('-', '_')}`
     console.error(`warning: --${name} holds a secret that ps shows to every user of this machine; prefer ${env}`)
   }
 }
@@ -182,6 +192,22 @@ function demoRedis(values: Values): { redisUrl?: string } {
   return url === undefined ? {} : { redisUrl: url }
 }
 
+/** `--payments` with its optional payment database and RabbitMQ URLs (flags or FLASH_SALE_PAYMENTS_DB / _RABBITMQ). */
+function demoPayments(values: Values): { payments?: { dbUrl?: string; rabbitUrl?: string } } {
+  if (values.payments !== true) {
+    if (values['payments-db'] !== undefined || values.rabbitmq !== undefined) {
+      throw new RangeError('--payments-db and --rabbitmq apply to --payments only')
+    }
+    return {}
+  }
+  return {
+    payments: {
+      ...optional('dbUrl', flagOrEnv(values, 'payments-db')),
+      ...optional('rabbitUrl', flagOrEnv(values, 'rabbitmq')),
+    },
+  }
+}
+
 function optional<K extends string>(key: K, value: string | undefined): { [P in K]?: string } {
   return (value === undefined ? {} : { [key]: value }) as { [P in K]?: string }
 }
@@ -209,6 +235,7 @@ async function main(argv: readonly string[]): Promise<number> {
       ...optional('backendUrl', flagOrEnv(values, 'backend')),
       ...optional('storeUrl', flagOrEnv(values, 'store')),
       ...demoRedis(values),
+      ...demoPayments(values),
     })
     return ok ? 0 : 1
   }

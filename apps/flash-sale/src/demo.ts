@@ -3,10 +3,13 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { redactUrl } from 'latchkey'
-import { startCluster } from './cluster.js'
+import { type Cluster, startCluster } from './cluster.js'
 import { formatChecks, formatTable, type ResultRow } from './load/report.js'
 import { runSale } from './load/run-sale.js'
+import type { PaymentsUrls } from './payments/payments-checks.js'
+import { DEFAULT_RABBIT_URL, type PaymentsStack, startPaymentsStack } from './payments/payments-stack.js'
 import { randomAdminToken } from './server/admin-auth.js'
+import { openStore } from './store/open-store.js'
 import { STRATEGIES, type Strategy } from './store/types.js'
 import { deleteReserveKeys } from './strategies/reserve/open-reserve.js'
 
@@ -38,6 +41,20 @@ export interface DemoOptions {
   readonly redisUrl?: string
   /** Where the report goes. Default stdout. */
   readonly write?: (text: string) => void
+  /**
+   * Paid orders (`--payments`): each sold order is paid through a saga of latchkey-tx's coordinator (a payment
+   * service process with its own database, stock released when declined) and announced through the outbox to a
+   * notifier over RabbitMQ. Needs the SQLite store. Default off.
+   */
+  readonly payments?: DemoPayments
+}
+
+/** The `--payments` settings. */
+export interface DemoPayments {
+  /** The payment service's database. Default a SQLite file in the temporary folder. */
+  readonly dbUrl?: string
+  /** RabbitMQ. Default `LATCHKEY_RABBITMQ_URL` or amqp://guest:guest@127.0.0.1:5672. */
+  readonly rabbitUrl?: string
 }
 
 /**
@@ -46,6 +63,15 @@ export interface DemoOptions {
  */
 function strategiesToRun(options: DemoOptions): { strategies: Strategy[]; skipped?: string } {
   const asked = options.strategies ?? STRATEGIES
+  if (options.payments !== undefined && asked.includes('reserve')) {
+    if (options.strategies !== undefined) {
+      throw new RangeError('the reserve strategy cannot run with --payments (releasing its Redis stock is not built)')
+    }
+    return {
+      strategies: asked.filter((s) => s !== 'reserve'),
+      skipped: 'reserve: skipped with --payments (a declined payment would have to give Redis its stock back)',
+    }
+  }
   if (options.redisUrl !== undefined || !asked.includes('reserve')) return { strategies: [...asked] }
   if (options.strategies !== undefined) {
     throw new RangeError('the reserve strategy needs Redis: pass --redis redis://127.0.0.1:6379')
@@ -87,27 +113,38 @@ export async function runDemo(options: DemoOptions = {}): Promise<boolean> {
   const redis = options.redisUrl === undefined ? {} : { redisUrl: options.redisUrl, reserve: { keyPrefix } }
   // The demo's own service: a fresh token that only this process (and its service workers, over IPC) knows.
   const adminToken = randomAdminToken()
-  const cluster = await startCluster({ workers, storeUrl, backendUrl, adminToken, ...redis }).catch(
-    async (error: unknown) => {
-      await cleanup()
-      throw error
-    },
-  )
+  let stack: PaymentsStack | undefined
+  const started = async (): Promise<Cluster> => {
+    if (options.payments === undefined) return startCluster({ workers, storeUrl, backendUrl, adminToken, ...redis })
+    stack = await startPayments(options, { dir, storeUrl, backendUrl, adminToken }, write)
+    const payments = { coordinatorUrl: stack.coordinatorUrl }
+    return startCluster({ workers, storeUrl, backendUrl, adminToken, payments, ...redis })
+  }
+  const cluster = await started().catch(async (error: unknown) => {
+    await stack?.close()
+    await cleanup()
+    throw error
+  })
+  const stop = async (): Promise<void> => {
+    await cluster.close()
+    await stack?.close()
+  }
   // Ctrl-C or a kill must not leave service processes, the temporary folder or Redis keys behind.
   const interrupted = (): void => {
-    void cluster
-      .close()
+    void stop()
       .then(cleanup)
       .finally(() => process.exit(130))
   }
   process.once('SIGINT', interrupted)
   process.once('SIGTERM', interrupted)
   try {
-    return report(await runSales(cluster.urls, strategies, { ...options, adminToken }), write)
+    const { payments: _settings, ...rest } = options
+    const payments = stack === undefined ? {} : { payments: stack as PaymentsUrls }
+    return report(await runSales(cluster.urls, strategies, { ...rest, adminToken, ...payments }), write)
   } finally {
     process.off('SIGINT', interrupted)
     process.off('SIGTERM', interrupted)
-    await cluster.close()
+    await stop()
     await cleanup()
   }
 }
@@ -116,11 +153,13 @@ export async function runDemo(options: DemoOptions = {}): Promise<boolean> {
 async function runSales(
   urls: readonly string[],
   strategies: readonly Strategy[],
-  options: DemoOptions & { adminToken: string },
+  options: Omit<DemoOptions, 'payments'> & { adminToken: string; payments?: PaymentsUrls },
 ) {
   const { adminToken } = options
+  const payments = options.payments === undefined ? {} : { payments: options.payments }
   // Unreported warm-up, so the first strategy measured does not also pay for JIT compilation.
-  await runSale({ urls, strategy: 'db-atomic', stock: 10, buyers: 1_000, processes: 1, progress: false, adminToken })
+  const warmUp = { stock: 10, buyers: 1_000, processes: 1, progress: false, adminToken, ...payments }
+  await runSale({ urls, strategy: 'db-atomic', ...warmUp })
   const rows: ResultRow[] = []
   for (const strategy of strategies) {
     rows.push(
@@ -132,6 +171,7 @@ async function runSales(
         processes: options.processes ?? 2,
         concurrency: options.concurrency ?? 64,
         adminToken,
+        ...payments,
       }),
     )
   }
@@ -143,7 +183,51 @@ function report(rows: readonly ResultRow[], write: (text: string) => void): bool
   const ok = rows.every((row) => row.checks.every((c) => c.ok))
   write(`\n${formatTable(rows)}\n`)
   write(`${LEGEND}\n`)
+  if (rows.some((row) => row.payments !== undefined)) write(`${formatPayments(rows)}\n`)
   write(formatChecks(rows))
   write(`\n${ok ? 'All invariants hold.' : 'INVARIANT VIOLATED.'}`)
   return ok
+}
+
+/**
+ * Starts the payments stack of the demo: the store's tables first (the coordinator reads orders from them
+ * before any seller has started), then the payment service, the notifier and the coordinator.
+ */
+async function startPayments(
+  options: DemoOptions,
+  where: { dir: string; storeUrl: string; backendUrl: string; adminToken: string },
+  write: (text: string) => void,
+): Promise<PaymentsStack> {
+  if (!where.storeUrl.startsWith('sqlite:')) {
+    throw new RangeError('--payments needs the SQLite store (the default): the order side of the saga is SQLite only')
+  }
+  await (await openStore(where.storeUrl)).close()
+  const rabbitUrl = options.payments?.rabbitUrl ?? DEFAULT_RABBIT_URL
+  const dbUrl = options.payments?.dbUrl
+  const stack = await startPaymentsStack({
+    ...where,
+    accounts: options.buyers ?? 10_000,
+    rabbitUrl,
+    ...(dbUrl === undefined ? {} : { paymentDbUrl: dbUrl }),
+  })
+  write(
+    `payments: payment service ${stack.paymentUrl} (db ${redactUrl(dbUrl ?? 'sqlite:<temp>/payments.db')}, ${options.buyers ?? 10_000} accounts, ~10% cannot pay), coordinator ${stack.coordinatorUrl} (saga order -> pay -> confirm), notifier over RabbitMQ ${redactUrl(rabbitUrl)}\n`,
+  )
+  return stack
+}
+
+/** One line per paid sale: what was paid, released, charged and notified. */
+function formatPayments(rows: readonly ResultRow[]): string {
+  const lines = rows.flatMap((row) => {
+    const p = row.payments
+    if (p === undefined) return []
+    const { declined, pending } = row.result.counts
+    return [
+      `${row.label.padEnd(10)} paid ${p.paid}, payment declined ${p.released} (stock released; ${declined} buyers told 402), ${pending} answered 202 pending, charged ${(p.charged / 100).toFixed(2)}, ${p.notifications} notifications`,
+    ]
+  })
+  return [
+    'payments (sold above = orders paid, whether the buyer heard 201 or 202 and it settled after):',
+    ...lines,
+  ].join('\n')
 }

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import type { Backend, Locks } from 'latchkey'
 import { backendFromUrl, createLocks } from 'latchkey'
+import type { PaymentsOptions } from './payments/settle-client.js'
 import { type AppOptions, buildApp, checkAppOptions } from './server/app.js'
 import { createMetrics } from './server/metrics.js'
 import { openStore } from './store/open-store.js'
@@ -33,6 +34,8 @@ export interface ServiceOptions {
   readonly adminToken?: string
   /** `/events` streams open at once in this process. Default 200. */
   readonly maxEventStreams?: number
+  /** Sell paid orders through the coordinator process (see {@link AppOptions.payments}). Default none. */
+  readonly payments?: PaymentsOptions
 }
 
 /** A running service. */
@@ -73,6 +76,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Runnin
     ...(options.logger === undefined ? {} : { logger: options.logger }),
     ...(options.adminToken === undefined ? {} : { adminToken: options.adminToken }),
     ...(options.maxEventStreams === undefined ? {} : { maxEventStreams: options.maxEventStreams }),
+    ...(options.payments === undefined ? {} : { payments: options.payments }),
   })
   const close = async (): Promise<void> => {
     await app.close()

@@ -11,7 +11,7 @@ import { type BuyerCounts, type BuyerJob, type BuyerReport, zeroCounts } from '.
 const RETRY_BUDGET_MS = 30_000
 
 /** `recovered`: ALREADY_ORDERED after a connection died mid-request, i.e. that request's order was committed. */
-type Answer = 'created' | 'recovered' | 'sold-out' | 'already' | 'failed'
+type Answer = 'created' | 'recovered' | 'sold-out' | 'already' | 'failed' | 'declined' | 'pending'
 
 /** One HTTP attempt: an answer, or a connection failure (`refused` when nothing reached the service). */
 type Attempt = { status: number; body: { orderId?: string; code?: string } } | { failure: 'refused' | 'lost' }
@@ -21,6 +21,7 @@ class Orders {
   readonly counts: BuyerCounts = zeroCounts()
   readonly latencies: number[] = []
   readonly orderIds: string[] = []
+  readonly declinedIds: string[] = []
   readonly samples: string[] = []
   lastOrderAt = 0
   private readonly pools: Pool[]
@@ -54,6 +55,12 @@ class Orders {
         this.lastOrderAt = Date.now()
         return 'created'
       }
+      // Paid sales: the payment was refused (the stock given back), or not settled yet when answered.
+      if (status === 402 && body.code === 'PAYMENT_DECLINED' && typeof body.orderId === 'string') {
+        this.declinedIds.push(body.orderId)
+        return 'declined'
+      }
+      if (status === 202 && typeof body.orderId === 'string') return 'pending'
       if (status === 409 && body.code === 'SOLD_OUT') return 'sold-out'
       if (status === 409 && body.code === 'ALREADY_ORDERED') return maybeCommitted ? 'recovered' : 'already'
       if (status !== 503) {
@@ -111,10 +118,12 @@ class Orders {
 async function buyer(orders: Orders, i: number, duplicateRate: number): Promise<void> {
   const { counts } = orders
   const answer = await orders.place(i, i)
-  const hasOrder = answer === 'created' || answer === 'recovered'
+  const hasOrder = answer === 'created' || answer === 'recovered' || answer === 'declined' || answer === 'pending'
   if (answer === 'created') counts.ordered++
   else if (answer === 'recovered') counts.recovered++
   else if (answer === 'sold-out') counts.soldOut++
+  else if (answer === 'declined') counts.declined++
+  else if (answer === 'pending') counts.pending++
   else {
     if (answer === 'already') orders.sample(`u${i}: first order refused as a duplicate`)
     counts.failed++
@@ -122,8 +131,10 @@ async function buyer(orders: Orders, i: number, duplicateRate: number): Promise<
   if (Math.random() >= duplicateRate) return
   // Must never become a second order: refused as ALREADY_ORDERED (or SOLD_OUT for a buyer without one).
   const again = await orders.place(i, i + 1)
-  if (again === 'created' && hasOrder) counts.doubled++
+  if ((again === 'created' || again === 'declined' || again === 'pending') && hasOrder) counts.doubled++
   else if (again === 'created') counts.ordered++
+  else if (again === 'declined') counts.declined++
+  else if (again === 'pending') counts.pending++
   else if (again === 'already' || again === 'recovered' || (again === 'sold-out' && hasOrder)) counts.duplicates++
   else if (again === 'failed') counts.failed++
 }
@@ -146,8 +157,9 @@ async function run(job: BuyerJob): Promise<BuyerReport> {
   await Promise.all(Array.from({ length: job.concurrency }, lane))
   clearInterval(progress)
   await orders.close()
-  const { counts, orderIds, samples, lastOrderAt } = orders
-  return { type: 'result', counts, latencies: Float64Array.from(orders.latencies), orderIds, samples, lastOrderAt }
+  const { counts, orderIds, declinedIds, samples, lastOrderAt } = orders
+  const latencies = Float64Array.from(orders.latencies)
+  return { type: 'result', counts, latencies, orderIds, declinedIds, samples, lastOrderAt }
 }
 
 let finished = false

@@ -1,3 +1,4 @@
+import type { PaymentsSummary } from '../payments/payments-checks.js'
 import type { InvariantCheck } from './invariants.js'
 import { type LoadResult, quantile } from './run-load.js'
 
@@ -8,6 +9,8 @@ export interface ResultRow {
   readonly checks: readonly InvariantCheck[]
   /** Units sold beyond the initial stock (from the checks' audit). */
   readonly oversold: number
+  /** A paid sale's outcome (`--payments`). */
+  readonly payments?: PaymentsSummary
 }
 
 const COLUMNS = [
@@ -30,7 +33,8 @@ function cells(row: ResultRow): string[] {
   const { counts, latencies, elapsedMs } = row.result
   return [
     row.label,
-    String(counts.ordered + counts.recovered),
+    // A paid sale's orders are the paid ones, whether the buyer heard 201 or 202 (settled after the answer).
+    String(row.payments?.paid ?? counts.ordered + counts.recovered),
     String(counts.soldOut),
     String(counts.duplicates),
     String(row.oversold),

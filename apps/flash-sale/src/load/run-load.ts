@@ -29,6 +29,8 @@ export interface LoadResult {
   readonly latencies: Float64Array
   /** Every order id a client was given (201). */
   readonly orderIds: ReadonlySet<string>
+  /** Every order id a client was told was declined (402, paid sales). */
+  readonly declinedIds: ReadonlySet<string>
   readonly samples: readonly string[]
   /** From the start of the load to the last accepted order, in ms (0 when nothing sold). */
   readonly soldInMs: number
@@ -110,6 +112,7 @@ function merge(buyers: number, reports: readonly BuyerReport[], elapsedMs: numbe
     elapsedMs,
     latencies,
     orderIds: new Set(reports.flatMap((r) => r.orderIds)),
+    declinedIds: new Set(reports.flatMap((r) => r.declinedIds)),
     samples: reports.flatMap((r) => r.samples),
     soldInMs: Math.max(0, Math.max(...reports.map((r) => r.lastOrderAt)) - startedAt),
   }

@@ -1,3 +1,4 @@
+import { checkPayments, type PaymentsUrls, settledAudits } from '../payments/payments-checks.js'
 import type { Strategy } from '../store/types.js'
 import { checkInvariants } from './invariants.js'
 import type { ResultRow } from './report.js'
@@ -20,6 +21,11 @@ export interface SaleRunOptions extends Omit<LoadOptions, 'saleId' | 'onProgress
   readonly onProgress?: (done: number, total: number) => void
   /** The services' admin token, for creating the sale and reading its audit. */
   readonly adminToken?: string
+  /**
+   * A paid sale: where the payments stack serves its audits. The checks are then the payment invariants
+   * (after every saga settled), in place of the unpaid ones (a released order's units are sold again).
+   */
+  readonly payments?: PaymentsUrls
 }
 
 /**
@@ -59,6 +65,12 @@ export async function runSale(options: SaleRunOptions): Promise<ResultRow> {
   if (tty) process.stderr.write('\n')
   else if (options.progress !== false) {
     process.stderr.write(`${progressLine(options.strategy, result.buyers, result.buyers, started).slice(1)}\n`)
+  }
+  if (options.payments !== undefined) {
+    if (options.adminToken === undefined) throw new RangeError('runSale: a paid sale needs the admin token')
+    const audits = await settledAudits(options.payments, saleId, options.adminToken)
+    const { checks, oversold, summary } = checkPayments(saleId, audits, result)
+    return { label: options.strategy, result, checks, oversold, payments: summary }
   }
   // Any surviving service can answer the audit (a fault test may have killed some).
   await firstAnswer(options.urls, (url) => waitSettled(url, saleId))

@@ -25,6 +25,10 @@ export interface BuyerCounts {
   recovered: number
   /** A second order of a user that was accepted (must stay 0). */
   doubled: number
+  /** 402 PAYMENT_DECLINED (paid sales): the stock was taken, the payment refused, the stock released. */
+  declined: number
+  /** 202 (paid sales): stock taken, payment not settled when answered (the coordinator settles it later). */
+  pending: number
   /** 503 answers (retried). */
   busy: number
   /** Connection failures (retried on the next service). */
@@ -43,6 +47,8 @@ export interface BuyerReport {
   readonly latencies: Float64Array
   /** Order ids of every 201. */
   readonly orderIds: string[]
+  /** Order ids of every 402 PAYMENT_DECLINED (paid sales). */
+  readonly declinedIds: string[]
   /** Epoch ms of this worker's last 201 (0 if none): when the stock ran out, seen from the buyers. */
   readonly lastOrderAt: number
   /** Unexpected answers, at most a few, for the report. */
@@ -62,6 +68,8 @@ export function zeroCounts(): BuyerCounts {
     soldOut: 0,
     duplicates: 0,
     recovered: 0,
+    declined: 0,
+    pending: 0,
     doubled: 0,
     busy: 0,
     networkErrors: 0,

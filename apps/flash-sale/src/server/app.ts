@@ -1,5 +1,6 @@
 import Fastify, { type FastifyInstance } from 'fastify'
 import type { Locks } from 'latchkey'
+import type { PaymentsOptions } from '../payments/settle-client.js'
 import type { Sale, SaleStore } from '../store/types.js'
 import type { BuyContext } from '../strategies/buy.js'
 import { LocalQueue } from '../strategies/local-queue.js'
@@ -35,6 +36,11 @@ export interface AppOptions {
   readonly maxEventStreams?: number
   /** Time between two `/events` updates (one store read per tick for all streams). Default 500. */
   readonly eventIntervalMs?: number
+  /**
+   * Sell paid orders: each sold order is paid through the coordinator's saga (payment service, stock released
+   * when declined). Default none: an order is final once its stock is taken. `reserve` sales are refused then.
+   */
+  readonly payments?: PaymentsOptions | undefined
 }
 
 /** Throws a RangeError naming the first bad option (before any I/O of the caller). */
@@ -95,8 +101,8 @@ export function buildApp(options: AppOptions): FastifyInstance {
     reply.header('content-type', metrics.registry.contentType)
     return metrics.registry.metrics()
   })
-  registerSaleRoutes(app, store, remember, options.reserve, options.adminToken)
-  registerOrderRoute(app, ctx, metrics, findSale)
+  registerSaleRoutes(app, store, remember, options.reserve, options.adminToken, options.payments !== undefined)
+  registerOrderRoute(app, ctx, metrics, findSale, options.payments)
   registerDashboardRoutes(app, store, metrics.live, {
     ...(options.maxEventStreams === undefined ? {} : { maxStreams: options.maxEventStreams }),
     ...(options.eventIntervalMs === undefined ? {} : { intervalMs: options.eventIntervalMs }),

@@ -4,7 +4,14 @@ import { Counter, Histogram, Registry } from 'prom-client'
 import { LiveStats } from './live-stats.js'
 
 /** Why an order was refused (the `reason` label of `flash_sale_rejections_total`). */
-export type RejectReason = 'sold_out' | 'duplicate' | 'not_started' | 'invalid' | 'unknown_sale' | 'unavailable'
+export type RejectReason =
+  | 'sold_out'
+  | 'duplicate'
+  | 'not_started'
+  | 'invalid'
+  | 'unknown_sale'
+  | 'unavailable'
+  | 'payment_declined'
 
 /** The service's Prometheus metrics, in a registry of its own (several services may share a process). */
 export interface ServiceMetrics {

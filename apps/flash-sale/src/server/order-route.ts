@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply } from 'fastify'
 import { isLockError } from 'latchkey'
+import { type PaymentsOptions, settleOrder } from '../payments/settle-client.js'
 import type { BuyOutcome, Sale } from '../store/types.js'
 import { BUY, type BuyContext, ReserveNotConfiguredError, StaleWriteError } from '../strategies/buy.js'
 import { ReserveUnavailableError } from '../strategies/reserve/redis-reserve.js'
@@ -26,13 +27,16 @@ const REFUSALS = {
 
 /**
  * `POST /sales/:id/orders` -> 201 {orderId} | 404 | 409 SOLD_OUT | 409 ALREADY_ORDERED | 425 NOT_STARTED |
- * 503 BUSY (retry), with every answer counted in the metrics.
+ * 503 BUSY (retry), with every answer counted in the metrics. With `payments`, a sold order is then paid through
+ * the coordinator's saga: 201 `{ orderId, payment: 'paid' }`, 402 PAYMENT_DECLINED (the stock was released) or
+ * 202 `{ orderId, payment: 'pending' }` (the coordinator settles it later).
  */
 export function registerOrderRoute(
   app: FastifyInstance,
   ctx: BuyContext,
   metrics: ServiceMetrics,
   findSale: (id: string) => Promise<Sale | undefined>,
+  payments?: PaymentsOptions,
 ): void {
   app.post<OrderRequest>('/sales/:id/orders', { schema: orderSchema }, async (request, reply) => {
     const started = process.hrtime.bigint()
@@ -61,6 +65,20 @@ export function registerOrderRoute(
       if (!isBusy(error)) throw error
       reply.header('retry-after', 1)
       return rejected('unavailable', 503, 'BUSY', `Sale ${sale.id} is too busy right now, retry: ${String(error)}`)
+    }
+    if (outcome.status === 'ordered' && payments !== undefined) {
+      const { orderId } = outcome
+      const payment = await settleOrder(payments, orderId)
+      if (payment === 'declined') {
+        metrics.reject(sale.strategy, 'payment_declined', seconds())
+        const message = `Payment of order ${orderId} was declined; its stock was released`
+        // The order id goes back too: the buyer (and the load generator's checks) can tell which order it was.
+        return reply
+          .code(402)
+          .send({ statusCode: 402, code: 'PAYMENT_DECLINED', error: 'Payment Required', message, orderId })
+      }
+      metrics.order(sale.strategy, seconds())
+      return reply.code(payment === 'paid' ? 201 : 202).send({ orderId, payment })
     }
     if (outcome.status === 'ordered') {
       metrics.order(sale.strategy, seconds())

@@ -37,7 +37,11 @@ async function reservedSummary(reserve: RedisReserve, sale: Sale, settledOrders:
 }
 
 /** What `POST /sales` creates from a valid body, or the 400 message that refuses it. */
-function saleInput(body: CreateSaleBody, hasReserve: boolean): SaleInput | string {
+function saleInput(body: CreateSaleBody, hasReserve: boolean, paid: boolean): SaleInput | string {
+  if (body.strategy === 'reserve' && paid) {
+    // A declined payment gives the stock back to the store; a reserve sale's stock lives in Redis.
+    return 'body/strategy reserve cannot be sold with payments (releasing its Redis stock is not built)'
+  }
   if (body.strategy === 'reserve' && !hasReserve) {
     return 'body/strategy reserve needs a service started with Redis (--redis redis://host:6379)'
   }
@@ -71,11 +75,12 @@ export function registerSaleRoutes(
   remember: (sale: Sale) => void,
   reserve: RedisReserve | undefined,
   adminToken: string | undefined,
+  paid = false,
 ): void {
   // onRequest: the token is checked before the body is even parsed, so a stranger learns nothing from a 400.
   const onRequest = adminGuard(adminToken)
   app.post<{ Body: CreateSaleBody }>('/sales', { schema: createSaleSchema, onRequest }, async (request, reply) => {
-    const input = saleInput(request.body, reserve !== undefined)
+    const input = saleInput(request.body, reserve !== undefined, paid)
     if (typeof input === 'string') return badRequest(reply, input)
     const sale = await store.createSale(input)
     remember(sale)

@@ -57,7 +57,11 @@ export const orderSchema = {
     },
   },
   response: {
-    201: { type: 'object', properties: { orderId: { type: 'string' } } },
+    // `payment` only on a service selling paid orders: 'paid' (201) or 'pending' (202, settled later).
+    201: { type: 'object', properties: { orderId: { type: 'string' }, payment: { type: 'string' } } },
+    202: { type: 'object', properties: { orderId: { type: 'string' }, payment: { type: 'string' } } },
+    // PAYMENT_DECLINED names the order whose stock was released.
+    402: { type: 'object', properties: { ...errorBody.properties, orderId: { type: 'string' } } },
     '4xx': errorBody,
     '5xx': errorBody,
   },
