@@ -54,7 +54,8 @@ export function schemaStatements(dialect: Dialect, p: string): string[] {
     `CREATE TABLE IF NOT EXISTS ${p}global (
       gid ${key} NOT NULL PRIMARY KEY, kind VARCHAR(16) NOT NULL, name ${key} NOT NULL, status VARCHAR(16) NOT NULL,
       parked_from VARCHAR(16), input ${text}, deadline_at ${big}, error ${text}, fence ${big} NOT NULL,
-      version ${big} NOT NULL, created_at ${big} NOT NULL, updated_at ${big} NOT NULL${inline('status, updated_at')})${engine}`,
+      version ${big} NOT NULL, created_at ${big} NOT NULL, updated_at ${big} NOT NULL,
+      lease_until ${big} NOT NULL DEFAULT 0${inline('status, updated_at')})${engine}`,
     `CREATE TABLE IF NOT EXISTS ${p}branch (
       gid ${key} NOT NULL, branch ${key} NOT NULL, op VARCHAR(16) NOT NULL, seq INTEGER NOT NULL,
       status VARCHAR(16) NOT NULL, attempts INTEGER NOT NULL, result ${text}, last_error ${text},
@@ -65,4 +66,22 @@ export function schemaStatements(dialect: Dialect, p: string): string[] {
     ...index('global_status', 'global', 'status, updated_at'),
     ...index('history_gid', 'history', 'gid, id'),
   ]
+}
+
+/** The row-lease column, added to a log created before it existed. */
+export function leaseColumn(dialect: Dialect, p: string): { probe: string; add: string } {
+  return {
+    probe: `SELECT lease_until FROM ${p}global WHERE 1 = 0`,
+    add: `ALTER TABLE ${p}global ADD COLUMN lease_until ${columnTypes(dialect).big} NOT NULL DEFAULT 0`,
+  }
+}
+
+/**
+ * The database's clock in epoch milliseconds, as an SQL expression: row leases are timed by the one clock every
+ * coordinator sharing the log reads, never by each host's own (SQLite's is the host's, which its processes share).
+ */
+export function nowMsSql(dialect: Dialect): string {
+  if (dialect === 'postgres') return '(floor(extract(epoch FROM clock_timestamp()) * 1000))::bigint'
+  if (dialect === 'mysql') return "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)"
+  return "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
 }

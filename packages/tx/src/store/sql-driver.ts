@@ -33,3 +33,9 @@ export class SerialQueue {
     return next
   }
 }
+
+/** One statement with its `?` parameters. */
+export interface SqlStatement {
+  readonly sql: string
+  readonly params: unknown[]
+}

@@ -10,7 +10,8 @@ import type {
   TxStatus,
   TxSummary,
 } from '../types.js'
-import { schemaStatements } from './schema.js'
+import { pgCreate, pgWrite } from './pg-statements.js'
+import { type Dialect, leaseColumn, nowMsSql, schemaStatements } from './schema.js'
 import type { Row, SqlDriver, SqlQuery } from './sql-driver.js'
 import type { BranchChange, ListFilter, NewTx, TxChange, TxStore } from './types.js'
 
@@ -23,14 +24,20 @@ const int = (value: unknown): number => Number(value)
 const nullable = (value: unknown): string | null => (value === null || value === undefined ? null : String(value))
 
 /**
- * The log on any SQL database through a {@link SqlDriver}. Fencing: each write is one database transaction
- * whose first statement is `UPDATE global SET fence = token ... WHERE gid = ? AND fence <= token`; it takes the
- * row's write lock, so a writer with a lower token that comes later (or waited on the lock) matches no row and
- * its whole transaction rolls back with `StaleCoordinatorError`.
+ * The log on any SQL database through a {@link SqlDriver}. Fencing: each write's first statement is
+ * `UPDATE global SET fence = token ... WHERE gid = ? AND fence <= token`; it takes the row's write lock, so a
+ * writer with a lower token that comes later (or waited on the lock) matches no row and the whole write is
+ * refused with `StaleCoordinatorError`. On PostgreSQL each write is one statement (see `pg-statements.ts`);
+ * elsewhere one database transaction.
+ *
+ * Row leases: the global row's `lease_until` (database clock, epoch ms) is the lease of the coordinator whose
+ * token is in `fence`. `create` and every write extend it, {@link SqlTxStore.claim} takes an expired one over by
+ * raising `fence`: the fencing token and the lease are one row, written by the writes the log makes anyway.
  */
 export class SqlTxStore implements TxStore {
   readonly dialect: string
   private initialized: Promise<void> | undefined
+  private readonly now: string
 
   constructor(
     private readonly driver: SqlDriver,
@@ -38,6 +45,7 @@ export class SqlTxStore implements TxStore {
     makeLockBackend?: () => Backend,
   ) {
     this.dialect = driver.dialect
+    this.now = nowMsSql(driver.dialect)
     if (makeLockBackend !== undefined) this.lockBackend = makeLockBackend
   }
 
@@ -55,29 +63,52 @@ export class SqlTxStore implements TxStore {
     const statements = schemaStatements(this.driver.dialect, this.p)
     if (this.driver.dialect !== 'postgres') {
       for (const sql of statements) await this.driver.query(sql)
-      return
+    } else {
+      // Concurrent CREATE TABLE IF NOT EXISTS can fail on PostgreSQL's catalog unique index: serialize them.
+      await this.driver.transaction(async (q) => {
+        await q('SELECT pg_advisory_xact_lock(hashtext(?))', [`${this.p}schema`])
+        for (const sql of statements) await q(sql)
+      })
     }
-    // Concurrent CREATE TABLE IF NOT EXISTS can fail on PostgreSQL's catalog unique index: serialize them.
-    await this.driver.transaction(async (q) => {
-      await q('SELECT pg_advisory_xact_lock(hashtext(?))', [`${this.p}schema`])
-      for (const sql of statements) await q(sql)
+    await this.addLeaseColumn()
+  }
+
+  /** A log created before row leases lacks `lease_until`: add it (a concurrent adder may win the race). */
+  private async addLeaseColumn(): Promise<void> {
+    const { probe, add } = leaseColumn(this.driver.dialect as Dialect, this.p)
+    const has = () => this.driver.query(probe).then(
+      () => true,
+      () => false,
+    )
+    if (await has()) return
+    await this.driver.query(add).catch(async (error: unknown) => {
+      if (!(await has())) throw error
     })
   }
 
   async create(tx: NewTx, token: bigint): Promise<void> {
     const now = Date.now()
     try {
+      if (this.driver.dialect === 'postgres') {
+        const { sql, params } = pgCreate(this.p, tx, token, now, this.now)
+        await this.driver.query(sql, params)
+        return
+      }
       await this.driver.transaction(async (q) => {
+        const lease = tx.leaseMs === undefined ? '0' : `${this.now} + ?`
         await q(
           `INSERT INTO ${this.p}global (gid, kind, name, status, parked_from, input, deadline_at, error, fence, version,
-            created_at, updated_at) VALUES (?, ?, ?, ?, NULL, ?, ?, NULL, ?, 1, ?, ?)`,
-          [tx.gid, tx.kind, tx.name, tx.status, json(tx.input), tx.deadlineAt, token, now, now],
+            created_at, updated_at, lease_until) VALUES (?, ?, ?, ?, NULL, ?, ?, NULL, ?, 1, ?, ?, ${lease})`,
+          [
+            ...[tx.gid, tx.kind, tx.name, tx.status, json(tx.input), tx.deadlineAt, token, now, now],
+            ...(tx.leaseMs === undefined ? [] : [tx.leaseMs]),
+          ],
         )
-        for (const b of tx.branches) {
+        if (tx.branches.length > 0) {
           await q(
             `INSERT INTO ${this.p}branch (gid, branch, op, seq, status, attempts, result, last_error, updated_at)
-              VALUES (?, ?, ?, ?, 'pending', 0, NULL, NULL, ?)`,
-            [tx.gid, b.id, b.op, b.seq, now],
+              VALUES ${tx.branches.map(() => "(?, ?, ?, ?, 'pending', 0, NULL, NULL, ?)").join(', ')}`,
+            tx.branches.flatMap((b) => [tx.gid, b.id, b.op, b.seq, now]),
           )
         }
         await this.history(q, tx.gid, token, now, { type: 'created', detail: tx.status })
@@ -96,27 +127,44 @@ export class SqlTxStore implements TxStore {
 
   async write(gid: string, token: bigint, change: TxChange): Promise<void> {
     const now = Date.now()
+    if (this.driver.dialect === 'postgres') {
+      const { sql, params } = pgWrite(this.p, gid, token, change, now, this.now)
+      const { rows } = await this.driver.query(sql, params)
+      if (Number(rows[0]?.n) === 1) return
+      await this.refuse(this.driver.query, gid, token)
+      const names = (change.branches ?? []).map((b) => `"${b.id}" (${b.op})`).join(', ')
+      throw new TxError(`Transaction ${gid} has no branch among ${names}`, { code: 'NOT_FOUND', gid })
+    }
     await this.driver.transaction(async (q) => {
+      const lease =
+        change.leaseMs === undefined ? [] : [change.leaseMs === 0 ? 'lease_until = 0' : `lease_until = ${this.now} + ?`]
       const { sets, params } = assignments(
         { fence: token, updated_at: now, status: change.status, parked_from: change.parkedFrom, error: change.error },
         'version = version + 1',
+        ...lease,
       )
+      if (change.leaseMs !== undefined && change.leaseMs !== 0) params.push(change.leaseMs)
       const claimed = await q(`UPDATE ${this.p}global SET ${sets.join(', ')} WHERE gid = ? AND fence <= ?`, [
         ...params,
         gid,
         token,
       ])
-      if (claimed.affected === 0) await this.refuse(q, gid, token)
+      if (claimed.affected === 0) {
+        await this.refuse(q, gid, token)
+        throw new TxError(`Transaction ${gid} changed under a fenced write; try again`, { code: 'CONFLICT', gid })
+      }
       for (const b of change.branches ?? []) await this.updateBranch(q, gid, b, now)
       await this.history(q, gid, token, now, change.event)
     })
   }
 
-  private async refuse(q: SqlQuery, gid: string, token: bigint): Promise<never> {
+  /** Throws why a fenced write matched no row: NOT_FOUND, or overtaken. Returns when neither is the reason. */
+  private async refuse(q: SqlQuery, gid: string, token: bigint): Promise<void> {
     const { rows } = await q(`SELECT fence FROM ${this.p}global WHERE gid = ?`, [gid])
     const row = rows[0]
     if (row === undefined) throw new TxError(`Transaction ${gid} does not exist`, { code: 'NOT_FOUND', gid })
-    throw new StaleCoordinatorError(gid, token, BigInt(String(row.fence)))
+    const current = BigInt(String(row.fence))
+    if (current > token) throw new StaleCoordinatorError(gid, token, current)
   }
 
   private async updateBranch(q: SqlQuery, gid: string, b: BranchChange, now: number): Promise<void> {
@@ -183,12 +231,42 @@ export class SqlTxStore implements TxStore {
     return (await this.driver.query(sql, params)).rows.map(summary)
   }
 
-  async unfinished(limit: number): Promise<string[]> {
+  async unfinished(limit: number, options: { readonly claimable?: boolean } = {}): Promise<string[]> {
+    const claimable = options.claimable === true ? ` AND lease_until <= ${this.now}` : ''
     const { rows } = await this.driver.query(
-      `SELECT gid FROM ${this.p}global WHERE status IN (?, ?, ?) ORDER BY updated_at LIMIT ${Math.floor(limit)}`,
+      `SELECT gid FROM ${this.p}global WHERE status IN (?, ?, ?)${claimable} ORDER BY updated_at LIMIT ${Math.floor(limit)}`,
       UNFINISHED,
     )
     return rows.map((r) => String(r.gid))
+  }
+
+  async claim(gid: string, leaseMs: number): Promise<bigint | undefined> {
+    const take = `UPDATE ${this.p}global SET fence = fence + 1, lease_until = ${this.now} + ?
+      WHERE gid = ? AND lease_until <= ${this.now}`
+    if (this.driver.dialect === 'postgres') {
+      const { rows } = await this.driver.query(`${take} RETURNING fence`, [leaseMs, gid])
+      return rows[0] === undefined ? undefined : BigInt(String(rows[0].fence))
+    }
+    return this.driver.transaction(async (q) => {
+      if ((await q(take, [leaseMs, gid])).affected === 0) return undefined
+      const { rows } = await q(`SELECT fence FROM ${this.p}global WHERE gid = ?`, [gid])
+      return rows[0] === undefined ? undefined : BigInt(String(rows[0].fence))
+    })
+  }
+
+  async renew(gid: string, token: bigint, leaseMs: number): Promise<boolean> {
+    const r = await this.driver.query(
+      `UPDATE ${this.p}global SET lease_until = ${this.now} + ? WHERE gid = ? AND fence = ?`,
+      [leaseMs, gid, token],
+    )
+    if (r.affected > 0) return true
+    // MySQL counts changed rows only: an unchanged lease (same millisecond) is still ours if the token is.
+    const { rows } = await this.driver.query(`SELECT fence FROM ${this.p}global WHERE gid = ?`, [gid])
+    return rows[0] !== undefined && BigInt(String(rows[0].fence)) === token
+  }
+
+  async release(gid: string, token: bigint): Promise<void> {
+    await this.driver.query(`UPDATE ${this.p}global SET lease_until = 0 WHERE gid = ? AND fence = ?`, [gid, token])
   }
 
   async remove(gids: readonly string[]): Promise<void> {

@@ -10,6 +10,8 @@ export interface NewTx {
   readonly input: unknown
   readonly deadlineAt: number | null
   readonly branches: readonly { readonly id: string; readonly op: BranchOp; readonly seq: number }[]
+  /** When set, the writer takes the transaction's row lease: it expires `leaseMs` after the database's clock now. */
+  readonly leaseMs?: number | undefined
 }
 
 /** A change to one branch operation. Unset fields keep their value. */
@@ -28,6 +30,11 @@ export interface TxChange {
   readonly parkedFrom?: TxStatus | null
   readonly error?: string | null
   readonly branches?: readonly BranchChange[]
+  /**
+   * When set, the writer's row lease is extended to `leaseMs` after the database's clock now (`0` releases it):
+   * a coordinator's every write renews its lease, so a short transaction never renews it separately.
+   */
+  readonly leaseMs?: number | undefined
   /** The history entry describing the transition. */
   readonly event: { readonly type: string; readonly branch?: string; readonly op?: BranchOp; readonly detail?: string }
 }
@@ -57,8 +64,22 @@ export interface TxStore {
   load(gid: string): Promise<TxRecord | undefined>
   /** Newest first. */
   list(filter?: ListFilter): Promise<TxSummary[]>
-  /** Gids of unfinished transactions (`prepared`, `submitted`, `aborting`), least recently written first. */
-  unfinished(limit: number): Promise<string[]>
+  /**
+   * Gids of unfinished transactions (`prepared`, `submitted`, `aborting`), least recently written first; with
+   * `claimable`, only those whose row lease has expired or was released (the ones {@link TxStore.claim} can take).
+   */
+  unfinished(limit: number, options?: { readonly claimable?: boolean }): Promise<string[]>
+  /**
+   * Row leases: takes over the transaction if its row lease has expired or was released, with one fenced write
+   * that raises its token by one and sets the lease to `leaseMs` after the database's clock now. Resolves the new
+   * token, or undefined when the lease is held (or the gid does not exist). The lease lives on the transaction's
+   * own row, so taking, renewing and releasing it cost no lock round trips of their own.
+   */
+  claim?(gid: string, leaseMs: number): Promise<bigint | undefined>
+  /** Row leases: extends the lease of `token`'s holder to `leaseMs` after now; false when `token` was overtaken. */
+  renew?(gid: string, token: bigint, leaseMs: number): Promise<boolean>
+  /** Row leases: releases the lease of `token`'s holder (a no-op when overtaken). */
+  release?(gid: string, token: bigint): Promise<void>
   /** Deletes transactions (with branches and history): for tests and retention jobs. */
   remove(gids: readonly string[]): Promise<void>
   /** A latchkey backend on the same database, for the default recovery leases. The caller closes it. */
