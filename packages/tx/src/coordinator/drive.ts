@@ -1,8 +1,8 @@
-import type { Lease } from 'latchkey'
 import { describe, StaleCoordinatorError, TxAbortedError, TxError, TxTimeoutError } from '../errors.js'
 import type { TxRecord, TxStatus } from '../types.js'
 import type { TxDefinition } from './definition.js'
 import type { RunResult } from './run-result.js'
+import type { TxLease } from './tx-lease.js'
 import { Parked, type RunEnv, StopDriving, TxRun } from './tx-run.js'
 
 /**
@@ -12,7 +12,7 @@ import { Parked, type RunEnv, StopDriving, TxRun } from './tx-run.js'
 export async function driveTransaction(
   def: TxDefinition,
   record: TxRecord,
-  lease: Lease,
+  lease: TxLease,
   env: RunEnv,
   statusOf: (gid: string) => Promise<TxStatus | undefined>,
 ): Promise<RunResult> {
@@ -35,7 +35,7 @@ export async function driveTransaction(
       run.emit({ type: 'drive-error', error: e })
     }
   } finally {
-    await lease.release().catch(() => undefined)
+    await lease.release()
   }
   if (error === undefined && run.status === 'failed') error = abortError(run, record)
   // Overtaken: what this coordinator remembers is stale; report the log's status.

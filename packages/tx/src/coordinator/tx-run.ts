@@ -1,4 +1,3 @@
-import type { Lease } from 'latchkey'
 import { type BranchFn, isRetryable } from '../branch.js'
 import { describe, TxParkedError, TxTimeoutError } from '../errors.js'
 import type { TxChange, TxStore } from '../store/types.js'
@@ -6,6 +5,7 @@ import type { BranchOp, BranchRecord, TxEvent, TxRecord, TxStatus } from '../typ
 import { backoffMs, sleep } from './backoff.js'
 import { crashPoint } from './crash-point.js'
 import type { RetryPolicy } from './options.js'
+import type { TxLease } from './tx-lease.js'
 
 /** Thrown inside a drive when this coordinator must stop acting (lease lost, closing); recovery goes on. */
 export class StopDriving extends Error {
@@ -49,7 +49,7 @@ export class TxRun {
 
   constructor(
     readonly record: TxRecord,
-    private readonly lease: Lease,
+    private readonly lease: TxLease,
     private readonly env: RunEnv,
   ) {
     this.gid = record.gid
@@ -76,7 +76,12 @@ export class TxRun {
   /** Writes a transition to the log, then applies it here. Throws StopDriving if the lease is gone. */
   async write(change: TxChange): Promise<void> {
     if (this.signal.aborted) throw new StopDriving('lease lost or coordinator closing')
-    await this.env.store.write(this.gid, this.lease.token, change)
+    // A final status ends the drive: its write releases a row lease too, so the release costs no statement.
+    const final = change.status === 'succeeded' || change.status === 'failed'
+    const leaseMs = this.lease.carry(final)
+    const sentAt = Date.now()
+    await this.env.store.write(this.gid, this.lease.token, leaseMs === undefined ? change : { ...change, leaseMs })
+    this.lease.carried(sentAt, final)
     if (change.status !== undefined) this.status = change.status
     for (const c of change.branches ?? []) {
       const b = this.branches.get(`${c.id}/${c.op}`)

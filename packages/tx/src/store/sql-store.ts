@@ -76,10 +76,11 @@ export class SqlTxStore implements TxStore {
   /** A log created before row leases lacks `lease_until`: add it (a concurrent adder may win the race). */
   private async addLeaseColumn(): Promise<void> {
     const { probe, add } = leaseColumn(this.driver.dialect as Dialect, this.p)
-    const has = () => this.driver.query(probe).then(
-      () => true,
-      () => false,
-    )
+    const has = () =>
+      this.driver.query(probe).then(
+        () => true,
+        () => false,
+      )
     if (await has()) return
     await this.driver.query(add).catch(async (error: unknown) => {
       if (!(await has())) throw error
