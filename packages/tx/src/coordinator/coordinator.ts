@@ -105,24 +105,42 @@ class TxCoordinator implements Coordinator {
     const status = def.kind === 'tcc' ? 'prepared' : 'submitted'
     const deadlineAt = timed ? Date.now() + this.o.timeoutMs : null
     const tx: NewTx = { gid, kind: def.kind, name: def.name, status, input, deadlineAt, branches: def.branches() }
-    const lease = await this.created(tx)
-    crashPoint('after-log:created')
-    this.emit({ type: 'created', gid, kind: def.kind, name: def.name, status })
-    const done = this.drive(def, newRecord(tx, lease.token), lease)
-    return wait ? done : { gid, status, results: {} }
+    const created = () => {
+      crashPoint('after-log:created')
+      this.emit({ type: 'created', gid, kind: def.kind, name: def.name, status })
+    }
+    if (!wait) {
+      // Durably submitted before run() resolves: the create is written on its own.
+      const lease = await this.created(tx, true)
+      created()
+      void this.drive(def, newRecord(tx, lease.token), lease)
+      return { gid, status, results: {} }
+    }
+    // This coordinator drives the gid already: a second create would find it taken.
+    if (this.driving.has(gid)) throw duplicate(gid)
+    const lease = await this.created(tx, false)
+    if (this.driving.has(gid)) {
+      lease.carried(Date.now(), true) // nothing was written under it: nothing to release
+      throw duplicate(gid)
+    }
+    return this.drive(def, newRecord(tx, lease.token), lease, { tx, after: created })
   }
 
-  /** Writes a new transaction under a new lease: a row lease is taken by the create itself (token 1). */
-  private async created(tx: NewTx): Promise<TxLease> {
+  /**
+   * The lease of a new transaction, with its create written now (`write`) or left to the drive's first write. A
+   * row lease is taken by the create itself (token 1); a latchkey lease is acquired first.
+   */
+  private async created(tx: NewTx, write: boolean): Promise<TxLease> {
     if (this.rows !== undefined) {
       const sentAt = Date.now()
-      await this.store.create({ ...tx, leaseMs: this.o.leaseTtlMs }, 1n)
+      if (write) await this.store.create({ ...tx, leaseMs: this.o.leaseTtlMs }, 1n)
       return new RowLease(this.rows, tx.gid, 1n, this.o.leaseTtlMs, sentAt)
     }
     const lease = await this.takeLease(tx.gid)
     if (lease === undefined) {
       throw new TxError(`Transaction ${tx.gid} is being driven by another coordinator`, busy(tx.gid))
     }
+    if (!write) return lease
     try {
       await this.store.create(tx, lease.token)
     } catch (error) {
@@ -209,7 +227,12 @@ class TxCoordinator implements Coordinator {
     }
   }
 
-  private drive(def: TxDefinition, record: TxRecord, lease: TxLease): Promise<RunResult> {
+  private drive(
+    def: TxDefinition,
+    record: TxRecord,
+    lease: TxLease,
+    create?: { tx: NewTx; after: () => void },
+  ): Promise<RunResult> {
     const env = {
       store: this.store,
       retry: this.o.retry,
@@ -218,7 +241,9 @@ class TxCoordinator implements Coordinator {
       emit: (e: TxEvent) => this.emit(e),
     }
     const statusOf = async (gid: string) => (await this.store.load(gid))?.status
-    const done = driveTransaction(def, record, lease, env, statusOf).finally(() => this.driving.delete(record.gid))
+    const done = driveTransaction(def, record, lease, env, statusOf, create).finally(() =>
+      this.driving.delete(record.gid),
+    )
     this.driving.set(record.gid, done)
     return done
   }
@@ -270,6 +295,9 @@ class TxCoordinator implements Coordinator {
 }
 
 const busy = (gid: string) => ({ code: 'TX_BUSY', gid, retryable: true })
+
+const duplicate = (gid: string) =>
+  new TxError(`Transaction ${gid} already exists; use another gid`, { code: 'DUPLICATE_GID', gid })
 
 /**
  * Creates a transaction coordinator over a durable log. Validates every option before any I/O.

@@ -1,11 +1,28 @@
 /**
- * The log's writes on PostgreSQL as single statements: data-modifying CTEs make "create the transaction with its
- * branches and history" and "apply one fenced transition" one autocommit statement each, one round trip and no
- * BEGIN/COMMIT, where a transaction of separate statements costs five round trips. A statement is atomic, and the
- * branch and history parts read the global row's `RETURNING`, so a write refused by the fence changes nothing.
+ * The log's writes on PostgreSQL as data-modifying CTEs: "create the transaction with its branches and history"
+ * and "apply one fenced transition" are each a few CTEs named `<name>g`, `<name>b...`, `<name>h`, so that any
+ * number of them, for distinct transactions, make one autocommit statement (see `group-commit.ts`): one round
+ * trip and one commit, where a transaction of separate statements costs five round trips and a commit each. A
+ * statement is atomic, and the branch and history parts read the global row's `RETURNING`, so a write refused by
+ * its fence (or a create whose gid exists) changes nothing; `<name>g` has one row when it applied.
  */
-import type { SqlStatement } from './sql-driver.js'
-import type { BranchChange, NewTx, TxChange } from './types.js'
+import type { InitialRows } from './initial-rows.js'
+import type { BranchChange, HistoryEvent, NewTx, TxChange } from './types.js'
+
+/** One write as CTEs: `applied` counts 1 when it took effect. */
+export interface CteWrite {
+  readonly ctes: string[]
+  readonly params: unknown[]
+  readonly applied: string
+}
+
+/** Several writes (of distinct transactions) as one statement; row `n<i>` is 1 when write i applied. */
+export function combine(writes: readonly CteWrite[]): { sql: string; params: unknown[] } {
+  return {
+    sql: `WITH ${writes.flatMap((w) => w.ctes).join(',\n')} SELECT ${writes.map((w, i) => `${w.applied} AS n${i}`).join(', ')}`,
+    params: writes.flatMap((w) => w.params),
+  }
+}
 
 const json = (value: unknown): string | null => (value === undefined ? null : JSON.stringify(value))
 
@@ -15,29 +32,48 @@ function sets(values: Record<string, unknown>): { sql: string[]; params: unknown
   return { sql: defined.map(([col]) => `${col} = ?`), params: defined.map(([, v]) => v) }
 }
 
-/** INSERT of the global row, its branches (one `unnest`) and the `created` history entry. */
-export function pgCreate(p: string, tx: NewTx, token: bigint, now: number, nowSql: string): SqlStatement {
-  const lease = tx.leaseMs === undefined ? '0' : `${nowSql} + ?`
-  const sql = `WITH g AS (
-      INSERT INTO ${p}global (gid, kind, name, status, parked_from, input, deadline_at, error, fence, version,
-        created_at, updated_at, lease_until) VALUES (?, ?, ?, ?, NULL, ?, ?, NULL, ?, 1, ?, ?, ${lease}) RETURNING gid),
-    b AS (INSERT INTO ${p}branch (gid, branch, op, seq, status, attempts, result, last_error, updated_at)
-      SELECT g.gid, x.branch, x.op, x.seq, 'pending', 0, NULL, NULL, ?::bigint
-      FROM g, unnest(?::text[], ?::text[], ?::int[]) AS x(branch, op, seq))
-    INSERT INTO ${p}history (gid, branch, op, type, detail, fence, at)
-      SELECT gid, NULL, NULL, 'created', ?::text, ?::bigint, ?::bigint FROM g`
-  const params: unknown[] = [tx.gid, tx.kind, tx.name, tx.status, json(tx.input), tx.deadlineAt, token, now, now]
-  if (tx.leaseMs !== undefined) params.push(tx.leaseMs)
-  params.push(
-    now,
-    tx.branches.map((b) => b.id),
-    tx.branches.map((b) => b.op),
-    tx.branches.map((b) => b.seq),
-    tx.status,
-    token,
-    now,
-  )
-  return { sql, params }
+/** INSERT of the global row, its branches (one `unnest`) and its history entries (`created`, then `first`'s). */
+export function pgCreate(
+  name: string,
+  p: string,
+  tx: NewTx,
+  rows: InitialRows,
+  token: bigint,
+  now: number,
+  nowSql: string,
+): CteWrite {
+  const lease = rows.leaseMs === undefined ? '0' : rows.leaseMs === 0 ? '0' : `${nowSql} + ?`
+  const g = `${name}g`
+  const ctes = [
+    `${g} AS (INSERT INTO ${p}global (gid, kind, name, status, parked_from, input, deadline_at, error, fence, version,
+        created_at, updated_at, lease_until) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ${lease})
+        ON CONFLICT (gid) DO NOTHING RETURNING gid)`,
+    `${name}b AS (INSERT INTO ${p}branch (gid, branch, op, seq, status, attempts, result, last_error, updated_at)
+      SELECT ${g}.gid, x.branch, x.op, x.seq, x.status, x.attempts, x.result, x.last_error, ?::bigint
+      FROM ${g}, unnest(?::text[], ?::text[], ?::int[], ?::text[], ?::int[], ?::text[], ?::text[])
+        AS x(branch, op, seq, status, attempts, result, last_error))`,
+    historyCte(name, p, g, rows.events.length),
+  ]
+  const params: unknown[] = [tx.gid, tx.kind, tx.name, rows.status, rows.parkedFrom, json(tx.input), tx.deadlineAt]
+  params.push(rows.error, token, now, now)
+  if (rows.leaseMs !== undefined && rows.leaseMs !== 0) params.push(rows.leaseMs)
+  const column = <K extends keyof InitialRows['branches'][number]>(k: K) => rows.branches.map((b) => b[k])
+  params.push(now, column('id'), column('op'), column('seq'), column('status'), column('attempts'))
+  params.push(column('result'), column('lastError'))
+  params.push(...historyParams(rows.events, token, now))
+  return { ctes, params, applied: `(SELECT count(*) FROM ${g})::int` }
+}
+
+/** History entries in order: the rows are produced sorted by `ord`, so their serial ids follow it. */
+function historyCte(name: string, p: string, g: string, count: number): string {
+  const rows = Array.from({ length: count }, (_, i) => `(?::text, ?::text, ?::text, ?::text, ${i})`).join(', ')
+  return `${name}h AS (INSERT INTO ${p}history (gid, branch, op, type, detail, fence, at)
+    SELECT ${g}.gid, v.branch, v.op, v.type, v.detail, ?::bigint, ?::bigint
+    FROM ${g}, (VALUES ${rows}) AS v(branch, op, type, detail, ord) ORDER BY v.ord)`
+}
+
+function historyParams(events: readonly HistoryEvent[], token: bigint, now: number): unknown[] {
+  return [token, now, ...events.flatMap((e) => [e.branch ?? null, e.op ?? null, e.type, e.detail ?? null])]
 }
 
 /**
@@ -45,7 +81,16 @@ export function pgCreate(p: string, tx: NewTx, token: bigint, now: number, nowSq
  * branch the change names exists (so a bad branch changes nothing, as a rolled-back transaction would); the
  * statement returns `n = 1` when it applied.
  */
-export function pgWrite(p: string, gid: string, token: bigint, change: TxChange, now: number, nowSql: string) {
+export function pgWrite(
+  name: string,
+  p: string,
+  gid: string,
+  token: bigint,
+  change: TxChange,
+  now: number,
+  nowSql: string,
+): CteWrite {
+  const gName = `${name}g`
   const branches = change.branches ?? []
   const g = sets({
     fence: token,
@@ -65,20 +110,19 @@ export function pgWrite(p: string, gid: string, token: bigint, change: TxChange,
     params.push(gid, ...named.flatMap((b) => [b.id, b.op]))
   }
   const parts = [
-    `g AS (UPDATE ${p}global SET ${g.sql.join(', ')}, version = version + 1${lease} WHERE ${where} RETURNING gid)`,
+    `${gName} AS (UPDATE ${p}global SET ${g.sql.join(', ')}, version = version + 1${lease} WHERE ${where} RETURNING gid)`,
   ]
   branches.forEach((b, i) => {
     const u = branchSets(b, now)
     parts.push(
-      `b${i} AS (UPDATE ${p}branch SET ${u.sql.join(', ')} WHERE gid = (SELECT gid FROM g) AND branch = ? AND op = ?)`,
+      `${name}b${i} AS (UPDATE ${p}branch SET ${u.sql.join(', ')} WHERE gid = (SELECT gid FROM ${gName}) AND branch = ? AND op = ?)`,
     )
     params.push(...u.params, b.id, b.op)
   })
-  const e = change.event
-  parts.push(`h AS (INSERT INTO ${p}history (gid, branch, op, type, detail, fence, at)
-    SELECT gid, ?::text, ?::text, ?::text, ?::text, ?::bigint, ?::bigint FROM g)`)
-  params.push(e.branch ?? null, e.op ?? null, e.type, e.detail ?? null, token, now)
-  return { sql: `WITH ${parts.join(',\n')} SELECT count(*)::int AS n FROM g`, params }
+  const events = [...(change.earlier ?? []), change.event]
+  parts.push(historyCte(name, p, gName, events.length))
+  params.push(...historyParams(events, token, now))
+  return { ctes: parts, params, applied: `(SELECT count(*) FROM ${gName})::int` }
 }
 
 function branchSets(b: BranchChange, now: number): { sql: string[]; params: unknown[] } {

@@ -10,7 +10,9 @@ import type {
   TxStatus,
   TxSummary,
 } from '../types.js'
-import { pgCreate, pgWrite } from './pg-statements.js'
+import { GroupCommit } from './group-commit.js'
+import { initialRows } from './initial-rows.js'
+import { type CteWrite, combine, pgCreate, pgWrite } from './pg-statements.js'
 import { type Dialect, leaseColumn, nowMsSql, schemaStatements } from './schema.js'
 import type { Row, SqlDriver, SqlQuery } from './sql-driver.js'
 import type { BranchChange, ListFilter, NewTx, TxChange, TxStore } from './types.js'
@@ -38,6 +40,8 @@ export class SqlTxStore implements TxStore {
   readonly dialect: string
   private initialized: Promise<void> | undefined
   private readonly now: string
+  /** PostgreSQL: creates and transitions of concurrent transactions share statements (one commit for many). */
+  private readonly group: GroupCommit | undefined
 
   constructor(
     private readonly driver: SqlDriver,
@@ -46,6 +50,7 @@ export class SqlTxStore implements TxStore {
   ) {
     this.dialect = driver.dialect
     this.now = nowMsSql(driver.dialect)
+    if (driver.dialect === 'postgres') this.group = new GroupCommit(driver.query)
     if (makeLockBackend !== undefined) this.lockBackend = makeLockBackend
   }
 
@@ -87,34 +92,47 @@ export class SqlTxStore implements TxStore {
     })
   }
 
-  async create(tx: NewTx, token: bigint): Promise<void> {
+  async create(tx: NewTx, token: bigint, first?: TxChange): Promise<void> {
     const now = Date.now()
+    const rows = initialRows(tx, first)
     try {
+      if (this.group !== undefined) {
+        if (await this.group.submit(tx.gid, (name) => pgCreate(name, this.p, tx, rows, token, now, this.now))) return
+        throw new TxError(`Transaction ${tx.gid} already exists; use another gid`, {
+          code: 'DUPLICATE_GID',
+          gid: tx.gid,
+        })
+      }
       if (this.driver.dialect === 'postgres') {
-        const { sql, params } = pgCreate(this.p, tx, token, now, this.now)
-        await this.driver.query(sql, params)
-        return
+        const { sql, params } = combine([pgCreate('', this.p, tx, rows, token, now, this.now)])
+        if (Number((await this.driver.query(sql, params, { prepare: true })).rows[0]?.n0) === 1) return
+        throw new TxError(`Transaction ${tx.gid} already exists; use another gid`, {
+          code: 'DUPLICATE_GID',
+          gid: tx.gid,
+        })
       }
       await this.driver.transaction(async (q) => {
-        const lease = tx.leaseMs === undefined ? '0' : `${this.now} + ?`
+        const lease = rows.leaseMs === undefined || rows.leaseMs === 0 ? '0' : `${this.now} + ?`
         await q(
           `INSERT INTO ${this.p}global (gid, kind, name, status, parked_from, input, deadline_at, error, fence, version,
-            created_at, updated_at, lease_until) VALUES (?, ?, ?, ?, NULL, ?, ?, NULL, ?, 1, ?, ?, ${lease})`,
+            created_at, updated_at, lease_until) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ${lease})`,
           [
-            ...[tx.gid, tx.kind, tx.name, tx.status, json(tx.input), tx.deadlineAt, token, now, now],
-            ...(tx.leaseMs === undefined ? [] : [tx.leaseMs]),
+            ...[tx.gid, tx.kind, tx.name, rows.status, rows.parkedFrom, json(tx.input), tx.deadlineAt, rows.error],
+            ...[token, now, now],
+            ...(lease === '0' ? [] : [rows.leaseMs]),
           ],
         )
-        if (tx.branches.length > 0) {
+        if (rows.branches.length > 0) {
           await q(
             `INSERT INTO ${this.p}branch (gid, branch, op, seq, status, attempts, result, last_error, updated_at)
-              VALUES ${tx.branches.map(() => "(?, ?, ?, ?, 'pending', 0, NULL, NULL, ?)").join(', ')}`,
-            tx.branches.flatMap((b) => [tx.gid, b.id, b.op, b.seq, now]),
+              VALUES ${rows.branches.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}`,
+            rows.branches.flatMap((b) => [tx.gid, b.id, b.op, b.seq, b.status, b.attempts, b.result, b.lastError, now]),
           )
         }
-        await this.history(q, tx.gid, token, now, { type: 'created', detail: tx.status })
+        for (const e of rows.events) await this.history(q, tx.gid, token, now, e)
       })
     } catch (error) {
+      if (error instanceof TxError) throw error
       const rows = await this.driver.query(`SELECT gid FROM ${this.p}global WHERE gid = ?`, [tx.gid]).catch(() => null)
       if (rows !== null && rows.rows.length > 0) {
         throw new TxError(`Transaction ${tx.gid} already exists; use another gid`, {
@@ -129,9 +147,11 @@ export class SqlTxStore implements TxStore {
   async write(gid: string, token: bigint, change: TxChange): Promise<void> {
     const now = Date.now()
     if (this.driver.dialect === 'postgres') {
-      const { sql, params } = pgWrite(this.p, gid, token, change, now, this.now)
-      const { rows } = await this.driver.query(sql, params)
-      if (Number(rows[0]?.n) === 1) return
+      const applied =
+        this.group !== undefined
+          ? await this.group.submit(gid, (name) => pgWrite(name, this.p, gid, token, change, now, this.now))
+          : await this.prepared(pgWrite('', this.p, gid, token, change, now, this.now))
+      if (applied) return
       await this.refuse(this.driver.query, gid, token)
       const names = (change.branches ?? []).map((b) => `"${b.id}" (${b.op})`).join(', ')
       throw new TxError(`Transaction ${gid} has no branch among ${names}`, { code: 'NOT_FOUND', gid })
@@ -155,8 +175,13 @@ export class SqlTxStore implements TxStore {
         throw new TxError(`Transaction ${gid} changed under a fenced write; try again`, { code: 'CONFLICT', gid })
       }
       for (const b of change.branches ?? []) await this.updateBranch(q, gid, b, now)
-      await this.history(q, gid, token, now, change.event)
+      for (const e of [...(change.earlier ?? []), change.event]) await this.history(q, gid, token, now, e)
     })
+  }
+
+  private async prepared(write: CteWrite): Promise<boolean> {
+    const { sql, params } = combine([write])
+    return Number((await this.driver.query(sql, params, { prepare: true })).rows[0]?.n0) === 1
   }
 
   /** Throws why a fenced write matched no row: NOT_FOUND, or overtaken. Returns when neither is the reason. */

@@ -35,8 +35,21 @@ export interface TxChange {
    * a coordinator's every write renews its lease, so a short transaction never renews it separately.
    */
   readonly leaseMs?: number | undefined
+  /**
+   * History entries of earlier transitions merged into this write (written before `event`, in order): a
+   * coordinator carries a branch's success in the transaction's next write instead of a write of its own.
+   */
+  readonly earlier?: readonly HistoryEvent[] | undefined
   /** The history entry describing the transition. */
-  readonly event: { readonly type: string; readonly branch?: string; readonly op?: BranchOp; readonly detail?: string }
+  readonly event: HistoryEvent
+}
+
+/** A history entry as written: what happened, to which branch operation. */
+export interface HistoryEvent {
+  readonly type: string
+  readonly branch?: string | undefined
+  readonly op?: BranchOp | undefined
+  readonly detail?: string | undefined
 }
 
 /** Filters of {@link TxStore.list}. */
@@ -56,8 +69,11 @@ export interface TxStore {
   readonly dialect: string
   /** Creates the tables when missing. Idempotent; safe to call from several processes at once. */
   init(): Promise<void>
-  /** Writes a new transaction with its branches (status `pending`); `TxError` `DUPLICATE_GID` if the gid exists. */
-  create(tx: NewTx, token: bigint): Promise<void>
+  /**
+   * Writes a new transaction with its branches (status `pending`); `TxError` `DUPLICATE_GID` if the gid exists.
+   * With `first`, that first transition is applied in the same atomic write (its history entries after `created`).
+   */
+  create(tx: NewTx, token: bigint, first?: TxChange): Promise<void>
   /** Applies one transition (fenced, atomic); `StaleCoordinatorError` when overtaken, `TxError` `NOT_FOUND`. */
   write(gid: string, token: bigint, change: TxChange): Promise<void>
   /** The transaction with its branches and history, or undefined. */
