@@ -50,20 +50,31 @@ export function schemaStatements(dialect: Dialect, p: string): string[] {
   const inline = (cols: string) => (dialect === 'mysql' ? `, INDEX (${cols})` : '')
   const index = (name: string, table: string, cols: string) =>
     dialect === 'mysql' ? [] : [`CREATE INDEX IF NOT EXISTS ${p}${name} ON ${p}${table} (${cols})`]
+  // PostgreSQL: the rows a transaction rewrites at every step leave free room in their pages (fillfactor) and
+  // index no column a step changes (only unfinished rows are indexed by status), so a step's update is HOT: a
+  // new row version on the same page and no index entries, instead of one per index.
+  const hot = dialect === 'postgres' ? ' WITH (fillfactor = 50)' : ''
+  const statusIndex =
+    dialect === 'postgres'
+      ? [
+          `CREATE INDEX IF NOT EXISTS ${p}global_unfinished ON ${p}global (status)
+            WHERE status IN ('prepared', 'submitted', 'aborting')`,
+        ]
+      : index('global_status', 'global', 'status, updated_at')
   return [
     `CREATE TABLE IF NOT EXISTS ${p}global (
       gid ${key} NOT NULL PRIMARY KEY, kind VARCHAR(16) NOT NULL, name ${key} NOT NULL, status VARCHAR(16) NOT NULL,
       parked_from VARCHAR(16), input ${text}, deadline_at ${big}, error ${text}, fence ${big} NOT NULL,
       version ${big} NOT NULL, created_at ${big} NOT NULL, updated_at ${big} NOT NULL,
-      lease_until ${big} NOT NULL DEFAULT 0${inline('status, updated_at')})${engine}`,
+      lease_until ${big} NOT NULL DEFAULT 0${inline('status, updated_at')})${engine}${hot}`,
     `CREATE TABLE IF NOT EXISTS ${p}branch (
       gid ${key} NOT NULL, branch ${key} NOT NULL, op VARCHAR(16) NOT NULL, seq INTEGER NOT NULL,
       status VARCHAR(16) NOT NULL, attempts INTEGER NOT NULL, result ${text}, last_error ${text},
-      updated_at ${big} NOT NULL, PRIMARY KEY (gid, branch, op))${engine}`,
+      updated_at ${big} NOT NULL, PRIMARY KEY (gid, branch, op))${engine}${hot}`,
     `CREATE TABLE IF NOT EXISTS ${p}history (
       id ${serial}, gid ${key} NOT NULL, branch ${key}, op VARCHAR(16), type VARCHAR(32) NOT NULL,
       detail ${text}, fence ${big} NOT NULL, at ${big} NOT NULL${inline('gid, id')})${engine}`,
-    ...index('global_status', 'global', 'status, updated_at'),
+    ...statusIndex,
     ...index('history_gid', 'history', 'gid, id'),
   ]
 }
