@@ -59,8 +59,8 @@ class PreparedNames {
 const params = (values: readonly unknown[]) => values.map((v) => (typeof v === 'bigint' ? v.toString() : v))
 
 /**
- * The log in PostgreSQL 12+ through a `pg` Pool. Recovery leases default to latchkey's PostgreSQL `table`
- * backend on the same pool.
+ * The log in PostgreSQL 12+ through a `pg` Pool, with row leases (recovery leases on each transaction's own
+ * row); `lockBackend()` is latchkey's PostgreSQL `table` backend on the same pool.
  *
  * @example
  * const pool = new pg.Pool({ connectionString: 'postgres://postgres@127.0.0.1:5432/test' })
