@@ -13,8 +13,9 @@ import type {
 import { GroupCommit } from './group-commit.js'
 import { initialRows } from './initial-rows.js'
 import { type CteWrite, combine, pgCreate, pgWrite } from './pg-statements.js'
-import { type Dialect, leaseColumn, nowMsSql, schemaStatements } from './schema.js'
+import { nowMsSql, schemaStatements } from './schema.js'
 import type { Row, SqlDriver, SqlQuery } from './sql-driver.js'
+import { SqlRowLeases } from './sql-row-leases.js'
 import type { BranchChange, ListFilter, NewTx, TxChange, TxStore } from './types.js'
 
 const UNFINISHED: readonly TxStatus[] = ['prepared', 'submitted', 'aborting']
@@ -40,6 +41,7 @@ export class SqlTxStore implements TxStore {
   readonly dialect: string
   private initialized: Promise<void> | undefined
   private readonly now: string
+  private readonly leases: SqlRowLeases
   /** PostgreSQL: creates and transitions of concurrent transactions share statements (one commit for many). */
   private readonly group: GroupCommit | undefined
 
@@ -50,6 +52,7 @@ export class SqlTxStore implements TxStore {
   ) {
     this.dialect = driver.dialect
     this.now = nowMsSql(driver.dialect)
+    this.leases = new SqlRowLeases(driver, p)
     if (driver.dialect === 'postgres') this.group = new GroupCommit(driver.query)
     if (makeLockBackend !== undefined) this.lockBackend = makeLockBackend
   }
@@ -75,21 +78,7 @@ export class SqlTxStore implements TxStore {
         for (const sql of statements) await q(sql)
       })
     }
-    await this.addLeaseColumn()
-  }
-
-  /** A log created before row leases lacks `lease_until`: add it (a concurrent adder may win the race). */
-  private async addLeaseColumn(): Promise<void> {
-    const { probe, add } = leaseColumn(this.driver.dialect as Dialect, this.p)
-    const has = () =>
-      this.driver.query(probe).then(
-        () => true,
-        () => false,
-      )
-    if (await has()) return
-    await this.driver.query(add).catch(async (error: unknown) => {
-      if (!(await has())) throw error
-    })
+    await this.leases.addColumn()
   }
 
   async create(tx: NewTx, token: bigint, first?: TxChange): Promise<void> {
@@ -266,33 +255,16 @@ export class SqlTxStore implements TxStore {
     return rows.map((r) => String(r.gid))
   }
 
-  async claim(gid: string, leaseMs: number): Promise<bigint | undefined> {
-    const take = `UPDATE ${this.p}global SET fence = fence + 1, lease_until = ${this.now} + ?
-      WHERE gid = ? AND lease_until <= ${this.now}`
-    if (this.driver.dialect === 'postgres') {
-      const { rows } = await this.driver.query(`${take} RETURNING fence`, [leaseMs, gid])
-      return rows[0] === undefined ? undefined : BigInt(String(rows[0].fence))
-    }
-    return this.driver.transaction(async (q) => {
-      if ((await q(take, [leaseMs, gid])).affected === 0) return undefined
-      const { rows } = await q(`SELECT fence FROM ${this.p}global WHERE gid = ?`, [gid])
-      return rows[0] === undefined ? undefined : BigInt(String(rows[0].fence))
-    })
+  claim(gid: string, leaseMs: number): Promise<bigint | undefined> {
+    return this.leases.claim(gid, leaseMs)
   }
 
-  async renew(gid: string, token: bigint, leaseMs: number): Promise<boolean> {
-    const r = await this.driver.query(
-      `UPDATE ${this.p}global SET lease_until = ${this.now} + ? WHERE gid = ? AND fence = ?`,
-      [leaseMs, gid, token],
-    )
-    if (r.affected > 0) return true
-    // MySQL counts changed rows only: an unchanged lease (same millisecond) is still ours if the token is.
-    const { rows } = await this.driver.query(`SELECT fence FROM ${this.p}global WHERE gid = ?`, [gid])
-    return rows[0] !== undefined && BigInt(String(rows[0].fence)) === token
+  renew(gid: string, token: bigint, leaseMs: number): Promise<boolean> {
+    return this.leases.renew(gid, token, leaseMs)
   }
 
-  async release(gid: string, token: bigint): Promise<void> {
-    await this.driver.query(`UPDATE ${this.p}global SET lease_until = 0 WHERE gid = ? AND fence = ?`, [gid, token])
+  release(gid: string, token: bigint): Promise<void> {
+    return this.leases.release(gid, token)
   }
 
   async remove(gids: readonly string[]): Promise<void> {
