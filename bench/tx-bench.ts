@@ -4,7 +4,7 @@
  * concurrency 1 and 20, beside a no-coordinator baseline doing the same participant calls (2 writes each, same
  * SQL, same transactions, same database), interleaved with them in slices so machine noise hits both.
  *
- *   npx tsx bench/tx-bench.ts [--quick] [--http] [--db=postgres,mariadb,sqlite] [--c=1,20] [--seconds=3]
+ *   npx tsx bench/tx-bench.ts [--quick] [--http] [--db=postgres,mariadb,sqlite] [--c=1,20] [--protocol=saga,tcc] [--seconds=3]
  *
  * Printed, never asserted. The ratio column is TPS / baseline TPS of the same database, concurrency and protocol,
  * the format DTM publishes its figures in.
@@ -25,7 +25,7 @@ const quick = args.includes('--quick')
 const seconds = Number(flag('seconds') ?? (quick ? 1 : 3))
 const dbs = (flag('db') ?? 'sqlite,postgres,mariadb').split(',') as DbKind[]
 const concurrencies = (flag('c') ?? '1,20').split(',').map(Number)
-const protocols: Protocol[] = ['saga', 'tcc']
+const protocols = (flag('protocol') ?? 'saga,tcc').split(',') as Protocol[]
 /** Adds HTTP-branch cells: the branches are calls to a local participant service (DTM's setting). */
 const withHttp = args.includes('--http')
 /** Each cell's time is cut into this many slices, taken in turn with the other cells of its group. */

@@ -8,7 +8,13 @@
  * - `barrier only`: the two participant calls with the barrier, no log at all;
  * - `4-statement log`: + a DTM-like log, one autocommit statement each: insert the transaction with its branches,
  *   mark each branch done, mark the transaction done (what DTM writes for this saga);
- * - `4-statement log + lease`: + latchkey's PostgreSQL lease (tryAcquire and release), as latchkey-tx takes one.
+ * - `4-statement log + lease`: + latchkey's PostgreSQL lease (tryAcquire and release), as latchkey-tx took one;
+ * - `3-statement log`: the fewest durable log writes a saga that resumes after a crash needs, each an autocommit
+ *   statement: the transaction with its first step started (before the first call), the first step done with the
+ *   second started (before the second call), the outcome (before run() resolves) — what latchkey-tx now writes;
+ * - `3-statement log alone`: those three writes with no participant call at all: what the log costs by itself;
+ * - `2-statement log`, `1-statement log`: the same without the outcome write, and with the create only (neither
+ *   is a durable saga: they size what each sequential durable write costs).
  */
 import { randomBytes, randomUUID } from 'node:crypto'
 import { loadavg } from 'node:os'
@@ -53,6 +59,25 @@ try {
     }
     await pool.query(`UPDATE ${t} SET status = 'succeeded', updated_at = $2 WHERE gid = $1`, [gid, Date.now()])
   }
+  const minimal = async (gid: string, work: boolean, writes = 3) => {
+    await pool.query(`INSERT INTO ${t} VALUES ($1, 'submitted', '{"out":"running","in":"pending"}', $2)`, [
+      gid,
+      Date.now(),
+    ])
+    if (work) await participant.branch(2, { gid, branch: 'out', op: 'action' })
+    if (writes >= 2) {
+      await pool.query(
+        `UPDATE ${t} SET branches = '{"out":"succeeded","in":"running"}', updated_at = $2 WHERE gid = $1`,
+        [gid, Date.now()],
+      )
+    }
+    if (work) await participant.branch(2, { gid, branch: 'in', op: 'action' })
+    if (writes < 3) return
+    await pool.query(
+      `UPDATE ${t} SET status = 'succeeded', branches = '{"out":"succeeded","in":"succeeded"}', updated_at = $2 WHERE gid = $1`,
+      [gid, Date.now()],
+    )
+  }
   const cells: { label: string; op: Op; tally: Tally }[] = [
     {
       label: 'no coordinator',
@@ -78,6 +103,12 @@ try {
       tally: new Tally(),
     },
   ]
+  cells.push(
+    { label: '3-statement log', op: () => minimal(randomUUID(), true), tally: new Tally() },
+    { label: '3-statement log alone', op: () => minimal(randomUUID(), false), tally: new Tally() },
+    { label: '2-statement log (no outcome write)', op: () => minimal(randomUUID(), true, 2), tally: new Tally() },
+    { label: '1-statement log (the create only)', op: () => minimal(randomUUID(), true, 1), tally: new Tally() },
+  )
   for (const cell of cells) await drive(cell.op, c, 500, undefined)
   for (let s = 0; s < SLICES; s++)
     for (const cell of cells) await drive(cell.op, c, (seconds * 1000) / SLICES, cell.tally)

@@ -4,8 +4,7 @@
  */
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { createLocks, type Locks } from 'latchkey'
-import { sqliteBackend } from 'latchkey/sqlite'
+import type { Locks } from 'latchkey'
 import { mysqlStore, postgresStore, sqliteStore, type TxStore } from 'latchkey-tx'
 import mysql from 'mysql2/promise'
 import pg from 'pg'
@@ -23,11 +22,7 @@ export interface StatementTally {
 export interface BenchLog {
   readonly store: TxStore
   readonly tally: StatementTally
-  /**
-   * Leases for the coordinator when the store's default must not be used: on SQLite the default lock backend
-   * opens a second connection to the log's own file, and with two transactions in flight it blocks the thread
-   * in SQLite's busy wait (5 s) behind the store's connection, whose transaction is open across an await.
-   */
+  /** Leases for the coordinator when the store's default (row leases in the log) must not be used. */
   readonly locks?: Locks
   /** Drops the log tables (after the coordinators using the store are closed). */
   close(): Promise<void>
@@ -108,17 +103,13 @@ export async function openLog(kind: DbKind, suffix: string, poolSize: number): P
     }
   }
   const path = join(tmpdir(), `bench-tx-log-${suffix}.db`)
+  // The coordinator's leases are row leases in the log itself: no second connection, no lock file.
   const store = sqliteStore({ path, tablePrefix })
-  const backend = sqliteBackend({ path: `${path}-leases` })
-  const locks = createLocks({ backend, namespace: 'latchkey-tx', requireFencing: true })
   return {
     store,
     tally,
-    locks,
     async close() {
       await store.close()
-      await locks.close()
-      await backend.close()
       const { rm } = await import('node:fs/promises')
       for (const f of ['', '-wal', '-shm', '-latchkey', '-leases', '-leases-wal', '-leases-shm', '-leases-latchkey']) {
         await rm(path + f, { force: true, recursive: true })

@@ -98,6 +98,30 @@ describe('fenced recovery leases', () => {
     await backendB.close()
   })
 
+  it('a row lease outlives its TTL while its holder is alive: a branch longer than the lease is not taken over', async () => {
+    const a = h.coordinator({ leaseTtlMs: 300 })
+    const b = h.coordinator({ leaseTtlMs: 5_000 })
+    const calls: string[] = []
+    const t0 = Date.now()
+    const step = (who: string) => async () => {
+      calls.push(who)
+      if (who !== 'A') return who
+      // Several TTLs pass while B keeps sweeping: A's lease, renewed by its timer, must keep B out.
+      await eventually(async () => {
+        await b.recoverNow()
+        return Date.now() - t0 > 1_500
+      }, 10_000)
+      return who
+    }
+    const sagaA = a.saga('long').step('slow', { action: step('A') })
+    b.saga('long').step('slow', { action: step('B') })
+    const r = await sagaA.run({}, { gid: 'long-1' })
+    expect(r.status).toBe('succeeded')
+    expect(r.results).toEqual({ slow: 'A' })
+    expect(calls).toEqual(['A'])
+    expect(h.events.filter((e) => e.type === 'recovered')).toEqual([])
+  })
+
   it('a listener that throws changes nothing', async () => {
     const tc = h.coordinator({
       retry: FAST_RETRY,

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { StaleCoordinatorError, storeFromUrl, TxError, type TxStore } from '../src/index.js'
 import { DIALECTS, openTestDatabase, type TestDatabase } from './support/databases.js'
+import { eventually } from './support/eventually.js'
 
 const newTx = (gid: string) => ({
   gid,
@@ -123,6 +124,65 @@ describe.each(DIALECTS)('the durable log on %s', (dialect) => {
       if (r.status === 'rejected') expect(r.reason).toBeInstanceOf(StaleCoordinatorError)
       else expect(written).toContain(tokens[i])
     })
+  })
+
+  it('creates a transaction together with its first transition, and merges earlier history entries into a write', async () => {
+    const gid = randomUUID()
+    await store.create(newTx(gid), 1n, {
+      branches: [{ id: 'reserve', op: 'action', status: 'running', attempts: 1 }],
+      event: { type: 'branch-start', branch: 'reserve', op: 'action' },
+    })
+    await store.write(gid, 1n, {
+      branches: [
+        { id: 'reserve', op: 'action', status: 'succeeded', result: { id: 1 }, lastError: null },
+        { id: 'charge', op: 'action', status: 'running', attempts: 1 },
+      ],
+      earlier: [{ type: 'branch-succeeded', branch: 'reserve', op: 'action' }],
+      event: { type: 'branch-start', branch: 'charge', op: 'action' },
+    })
+    const tx = await store.load(gid)
+    expect(tx?.branches.map((b) => `${b.id}/${b.op}:${b.status}:${b.attempts}`)).toEqual([
+      'reserve/action:succeeded:1',
+      'reserve/compensate:pending:0',
+      'charge/action:running:1',
+      'charge/compensate:pending:0',
+    ])
+    expect(tx?.branches[0]?.result).toEqual({ id: 1 })
+    expect(tx?.history.map((h) => `${h.type}:${h.branch ?? ''}`)).toEqual([
+      'created:',
+      'branch-start:reserve',
+      'branch-succeeded:reserve',
+      'branch-start:charge',
+    ])
+    // A first transition naming an unknown branch creates nothing.
+    const other = randomUUID()
+    await expect(
+      store.create(newTx(other), 1n, { branches: [{ id: 'nope', op: 'action' }], event: { type: 'x' } }),
+    ).rejects.toMatchObject({ code: 'NOT_FOUND' })
+    expect(await store.load(other)).toBeUndefined()
+  })
+
+  it('row leases: the create takes one, a claim takes it over only once it expired or was released, raising the token', async () => {
+    const gid = randomUUID()
+    await store.create({ ...newTx(gid), leaseMs: 60_000 }, 1n)
+    expect(await store.claim?.(gid, 60_000)).toBeUndefined()
+    expect(await store.unfinished(1000, { claimable: true })).not.toContain(gid)
+    expect(await store.renew?.(gid, 1n, 60_000)).toBe(true)
+    await store.release?.(gid, 1n)
+    expect(await store.unfinished(1000, { claimable: true })).toContain(gid)
+    expect(await store.claim?.(gid, 60_000)).toBe(2n)
+    // The first holder is overtaken: it can neither renew nor write, nor release the new holder's lease.
+    expect(await store.renew?.(gid, 1n, 60_000)).toBe(false)
+    await store.release?.(gid, 1n)
+    expect(await store.claim?.(gid, 60_000)).toBeUndefined()
+    await expect(store.write(gid, 1n, { event: { type: 'late' } })).rejects.toBeInstanceOf(StaleCoordinatorError)
+    // A write extends the lease; one carrying leaseMs 0 releases it; an expired one is claimable too.
+    await store.write(gid, 2n, { leaseMs: 0, event: { type: 'released' } })
+    expect(await store.claim?.(gid, 1)).toBe(3n)
+    await eventually(async () => (await store.unfinished(1000, { claimable: true })).includes(gid))
+    expect(await store.claim?.(gid, 60_000)).toBe(4n)
+    expect(await store.claim?.(randomUUID(), 60_000)).toBeUndefined()
+    expect((await store.load(gid))?.history.map((h) => h.type)).toEqual(['created', 'released'])
   })
 
   it('lists and finds unfinished transactions; remove deletes everything of a gid', async () => {

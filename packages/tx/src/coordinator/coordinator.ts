@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto'
-import { type Backend, createLocks, type Lease, type Locks } from 'latchkey'
+import { type Backend, createLocks, type Locks } from 'latchkey'
 import { checkId } from '../branch.js'
 import { TxError } from '../errors.js'
 import { createMsg, type Msg, type MsgOptions } from '../msg/msg.js'
 import { NOTIFY_DEFINITION, type NotifyOptions, startNotify } from '../notify/notify.js'
 import { createSaga, type Saga } from '../saga/saga.js'
 import { storeFromUrl } from '../store/store-url.js'
-import type { ListFilter, TxChange, TxStore } from '../store/types.js'
+import type { ListFilter, NewTx, TxChange, TxStore } from '../store/types.js'
 import { createTcc, type Tcc, type TccParticipant } from '../tcc/tcc.js'
 import { createThreePhase, type ThreePhase, type ThreePhaseParticipant } from '../three-phase/three-phase.js'
 import type { TxEvent, TxKind, TxRecord, TxSummary } from '../types.js'
@@ -21,9 +21,12 @@ import { crashPoint } from './crash-point.js'
 import { Registry, type TxDefinition } from './definition.js'
 import { driveTransaction } from './drive.js'
 import { abortChange, retryChange } from './manual.js'
+import { hasRowLeases, newRecord } from './new-record.js'
 import { type CoordinatorOptions, type ResolvedOptions, resolveOptions } from './options.js'
 import { RecoverySweep } from './recovery.js'
+import { RowLease, type RowStore } from './row-lease.js'
 import type { RunOptions, RunResult, Starter } from './run-result.js'
+import { lockLease, type TxLease } from './tx-lease.js'
 
 /** What `tc.xa` resolves to: the run's result and what the body returned. */
 export type XaResult<R> = RunResult & { readonly value?: R | undefined }
@@ -78,7 +81,9 @@ class TxCoordinator implements Coordinator {
   private readonly o: ResolvedOptions
   private readonly store: TxStore
   private readonly ownsStore: boolean
-  private readonly locks: Locks
+  /** latchkey leases when `options.locks` was given or the store has no row leases; else undefined. */
+  private readonly locks: Locks | undefined
+  private readonly rows: RowStore | undefined
   private readonly ownedBackend: Backend | undefined
   private readonly registry = new Registry()
   private readonly driving = new Map<string, Promise<RunResult>>()
@@ -93,6 +98,7 @@ class TxCoordinator implements Coordinator {
     this.ownsStore = typeof options.store === 'string'
     this.store = typeof options.store === 'string' ? storeFromUrl(options.store) : checkStore(options.store)
     if (options.locks !== undefined) this.locks = options.locks
+    else if (hasRowLeases(this.store)) this.rows = this.store
     else {
       const backend = this.store.lockBackend?.()
       if (backend === undefined) throw new TypeError('latchkey-tx: this store has no lockBackend(); pass options.locks')
@@ -163,25 +169,52 @@ class TxCoordinator implements Coordinator {
     const { gid = randomUUID(), wait = true } = checkRunOptions(options, input)
     this.checkOpen()
     await this.ready()
-    const lease = await this.lease(gid)
-    if (lease === undefined) throw new TxError(`Transaction ${gid} is being driven by another coordinator`, busy(gid))
     const status = def.initialStatus ?? (def.kind === 'tcc' || def.kind === 'xa' ? 'prepared' : 'submitted')
     const deadlineAt = timed ? Date.now() + this.o.timeoutMs : null
+    const tx: NewTx = { gid, kind: def.kind, name: def.name, status, input, deadlineAt, branches: def.branches() }
+    const created = () => {
+      crashPoint('after-log:created')
+      this.emit({ type: 'created', gid, kind: def.kind, name: def.name, status })
+    }
+    if (!wait) {
+      // Durably submitted before run() resolves: the create is written on its own.
+      const lease = await this.created(tx, true)
+      created()
+      void this.drive(def, newRecord(tx, lease.token), lease)
+      return { gid, status, results: {} }
+    }
+    // This coordinator drives the gid already: a second create would find it taken.
+    if (this.driving.has(gid)) throw duplicate(gid)
+    const lease = await this.created(tx, false)
+    if (this.driving.has(gid)) {
+      lease.carried(Date.now(), true) // nothing was written under it: nothing to release
+      throw duplicate(gid)
+    }
+    return this.drive(def, newRecord(tx, lease.token), lease, { tx, after: created })
+  }
+
+  /**
+   * The lease of a new transaction, with its create written now (`write`) or left to the drive's first write. A
+   * row lease is taken by the create itself (token 1); a latchkey lease is acquired first.
+   */
+  private async created(tx: NewTx, write: boolean): Promise<TxLease> {
+    if (this.rows !== undefined) {
+      const sentAt = Date.now()
+      if (write) await this.store.create({ ...tx, leaseMs: this.o.leaseTtlMs }, 1n)
+      return new RowLease(this.rows, tx.gid, 1n, this.o.leaseTtlMs, sentAt)
+    }
+    const lease = await this.takeLease(tx.gid)
+    if (lease === undefined) {
+      throw new TxError(`Transaction ${tx.gid} is being driven by another coordinator`, busy(tx.gid))
+    }
+    if (!write) return lease
     try {
-      await this.store.create(
-        { gid, kind: def.kind, name: def.name, status, input, deadlineAt, branches: def.branches() },
-        lease.token,
-      )
+      await this.store.create(tx, lease.token)
     } catch (error) {
-      await lease.release().catch(() => undefined)
+      await lease.release()
       throw error
     }
-    crashPoint('after-log:created')
-    this.emit({ type: 'created', gid, kind: def.kind, name: def.name, status })
-    const record = await this.store.load(gid)
-    if (record === undefined) throw new TxError(`Transaction ${gid} vanished from the log`, { code: 'NOT_FOUND', gid })
-    const done = this.drive(def, record, lease)
-    return wait ? done : { gid, status, results: {} }
+    return lease
   }
 
   async retry(gid: string): Promise<RunResult> {
@@ -200,7 +233,7 @@ class TxCoordinator implements Coordinator {
       await this.store.write(record.gid, lease.token, c)
       this.emit({ type: c.event.type, gid: record.gid, kind: record.kind, name: record.name })
     } catch (error) {
-      await lease.release().catch(() => undefined)
+      await lease.release()
       throw error
     }
     const updated = await this.store.load(record.gid)
@@ -208,7 +241,7 @@ class TxCoordinator implements Coordinator {
   }
 
   /** Takes the lease of a stored transaction for a manual action. */
-  private async take(gid: string, what: string): Promise<{ def: TxDefinition; record: TxRecord; lease: Lease }> {
+  private async take(gid: string, what: string): Promise<{ def: TxDefinition; record: TxRecord; lease: TxLease }> {
     checkId('gid', gid)
     this.checkOpen()
     await this.ready()
@@ -224,7 +257,7 @@ class TxCoordinator implements Coordinator {
         },
       )
     }
-    const lease = this.driving.has(gid) ? undefined : await this.lease(gid)
+    const lease = this.driving.has(gid) ? undefined : await this.takeLease(gid)
     if (lease === undefined) throw new TxError(`Cannot ${what} ${gid}: a coordinator is driving it`, busy(gid))
     const record = await this.store.load(gid)
     return { def, record: record ?? seen, lease }
@@ -233,24 +266,26 @@ class TxCoordinator implements Coordinator {
   async recoverNow(): Promise<void> {
     if (this.closing.signal.aborted) return
     await this.ready()
-    for (const gid of await this.store.unfinished(100)) {
+    // With row leases only the transactions whose lease ran out are listed: no look at those being driven.
+    const claimable = this.rows !== undefined ? { claimable: true } : {}
+    for (const gid of await this.store.unfinished(100, claimable)) {
       if (this.closing.signal.aborted) return
       if (this.driving.has(gid)) continue
       const seen = await this.store.load(gid)
       const def = seen && this.definition(seen.kind, seen.name)
       if (seen === undefined || def === undefined || !def.knows(seen.branches.map((b) => b.id))) continue
-      const lease = await this.lease(gid)
+      const lease = await this.takeLease(gid)
       if (lease === undefined) continue
       // Read again under the lease: the previous owner's last writes are all visible now.
       const record = await this.store.load(gid)
       if (record === undefined || !UNFINISHED.includes(record.status) || this.driving.has(gid)) {
-        await lease.release().catch(() => undefined)
+        await lease.release()
         continue
       }
       try {
         await this.store.write(gid, lease.token, { event: { type: 'recovered', detail: `token ${lease.token}` } })
       } catch (error) {
-        await lease.release().catch(() => undefined)
+        await lease.release()
         this.emit({ type: 'recovery-error', gid, kind: record.kind, name: record.name, error })
         continue
       }
@@ -262,7 +297,12 @@ class TxCoordinator implements Coordinator {
     )
   }
 
-  private drive(def: TxDefinition, record: TxRecord, lease: Lease): Promise<RunResult> {
+  private drive(
+    def: TxDefinition,
+    record: TxRecord,
+    lease: TxLease,
+    create?: { tx: NewTx; after: () => void },
+  ): Promise<RunResult> {
     const env = {
       store: this.store,
       retry: this.o.retry,
@@ -271,14 +311,22 @@ class TxCoordinator implements Coordinator {
       emit: (e: TxEvent) => this.emit(e),
     }
     const statusOf = async (gid: string) => (await this.store.load(gid))?.status
-    const done = driveTransaction(def, record, lease, env, statusOf).finally(() => this.driving.delete(record.gid))
+    const done = driveTransaction(def, record, lease, env, statusOf, create).finally(() =>
+      this.driving.delete(record.gid),
+    )
     this.driving.set(record.gid, done)
     return done
   }
 
-  /** The transaction's lease, if nobody holds it. */
-  private async lease(gid: string): Promise<Lease | undefined> {
-    return this.locks.mutex(lockName(gid)).tryAcquire({ ttlMs: this.o.leaseTtlMs })
+  /** The lease of a stored transaction, if nobody holds it: a claim of its row lease, or a latchkey lease. */
+  private async takeLease(gid: string): Promise<TxLease | undefined> {
+    if (this.rows !== undefined) {
+      const sentAt = Date.now()
+      const token = await this.rows.claim(gid, this.o.leaseTtlMs)
+      return token === undefined ? undefined : new RowLease(this.rows, gid, token, this.o.leaseTtlMs, sentAt)
+    }
+    const lease = await this.locks?.mutex(lockName(gid)).tryAcquire({ ttlMs: this.o.leaseTtlMs })
+    return lease === undefined ? undefined : lockLease(lease)
   }
 
   private ready(): Promise<void> {
@@ -307,7 +355,7 @@ class TxCoordinator implements Coordinator {
       await this.sweep?.stop()
       await Promise.allSettled([...this.driving.values()])
       if (this.ownedBackend !== undefined) {
-        await this.locks.close()
+        await this.locks?.close()
         await this.ownedBackend.close()
       }
       if (this.ownsStore) await this.store.close()
@@ -337,6 +385,9 @@ function checkXaResources(resources: unknown): Record<string, XaPool> {
 }
 
 const busy = (gid: string) => ({ code: 'TX_BUSY', gid, retryable: true })
+
+const duplicate = (gid: string) =>
+  new TxError(`Transaction ${gid} already exists; use another gid`, { code: 'DUPLICATE_GID', gid })
 
 /**
  * Creates a transaction coordinator over a durable log. Validates every option before any I/O.

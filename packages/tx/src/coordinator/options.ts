@@ -18,9 +18,10 @@ export interface CoordinatorOptions {
   /** The durable log: a {@link TxStore} or a URL (`sqlite:./tx.db`, `postgres://…`, `mysql://…`). */
   store: TxStore | string
   /**
-   * A latchkey `Locks` with fencing tokens for the recovery leases. Default: latchkey's backend on the store's own
-   * database, namespace `latchkey-tx`. Every coordinator sharing a log must use the same backend and namespace,
-   * or they would not exclude each other.
+   * A latchkey `Locks` with fencing tokens for the recovery leases. Default: row leases kept on each transaction's
+   * own log row (its fencing token and lease expiry, written by the log writes themselves; a store without them
+   * falls back to latchkey's backend on the store's database). With `locks`, every coordinator sharing a log must
+   * use the same backend and namespace, or they would not exclude each other.
    */
   locks?: Locks
   retry?: Partial<RetryPolicy>
@@ -30,7 +31,10 @@ export interface CoordinatorOptions {
   recover?: boolean
   /** How often the recovery sweep runs. Default 1 000. */
   recoverEveryMs?: number
-  /** Length of the lease a coordinator holds on each transaction it drives (renewed while held). Default 10 000. */
+  /**
+   * Length of the lease a coordinator holds on each transaction it drives: extended by every log write, renewed
+   * every third of it when no write came, checked before each branch call. Default 10 000.
+   */
   leaseTtlMs?: number
   /**
    * XA resources by name (mysql2/promise pools, pg Pools): `x.branch('name', fn)` uses them, and recovery

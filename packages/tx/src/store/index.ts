@@ -3,4 +3,4 @@ export { type PgClientLike, type PgPoolLike, type PostgresStoreOptions, postgres
 export { DEFAULT_PREFIX } from './schema.js'
 export { type SqliteDatabase, type SqliteStoreOptions, sqliteStore } from './sqlite-store.js'
 export { storeFromUrl } from './store-url.js'
-export type { BranchChange, ListFilter, NewTx, TxChange, TxStore } from './types.js'
+export type { BranchChange, HistoryEvent, ListFilter, NewTx, TxChange, TxStore } from './types.js'

@@ -32,8 +32,8 @@ export interface MysqlStoreOptions {
 const params = (values: readonly unknown[]) => values.map((v) => (typeof v === 'bigint' ? v.toString() : v))
 
 /**
- * The log in MariaDB 10.6+ / MySQL 8 (InnoDB) through a mysql2/promise pool. Recovery leases default to
- * latchkey's MySQL `table` backend on the same pool.
+ * The log in MariaDB 10.6+ / MySQL 8 (InnoDB) through a mysql2/promise pool, with row leases (recovery leases
+ * on each transaction's own row); `lockBackend()` is latchkey's MySQL `table` backend on the same pool.
  *
  * @example
  * const pool = mysql.createPool('mysql://root@127.0.0.1:3306/test')

@@ -3,8 +3,15 @@
 /** A row as returned by the driver. */
 export type Row = Record<string, unknown>
 
-/** Runs one statement written with `?` placeholders. */
-export type SqlQuery = (sql: string, params?: readonly unknown[]) => Promise<{ rows: Row[]; affected: number }>
+/**
+ * Runs one statement written with `?` placeholders. `prepare`: a statement the log sends often, worth a named
+ * prepared statement where the driver has them (PostgreSQL: parsed and planned once per connection).
+ */
+export type SqlQuery = (
+  sql: string,
+  params?: readonly unknown[],
+  options?: { readonly prepare?: boolean },
+) => Promise<{ rows: Row[]; affected: number }>
 
 /** A database connection source. */
 export interface SqlDriver {
@@ -32,4 +39,10 @@ export class SerialQueue {
     this.tail = next.catch(() => undefined)
     return next
   }
+}
+
+/** One statement with its `?` parameters. */
+export interface SqlStatement {
+  readonly sql: string
+  readonly params: unknown[]
 }

@@ -32,7 +32,8 @@ const require = createRequire(import.meta.url)
 
 /**
  * The log in a SQLite file (better-sqlite3 12.x): the embedded default, for every coordinator on one host.
- * Recovery leases default to latchkey's SQLite backend on the same file.
+ * Row leases (recovery leases on each transaction's own row); `lockBackend()` is latchkey's SQLite backend on a
+ * file beside the log.
  *
  * @example
  * const store = sqliteStore({ path: './tx.db' })

@@ -18,6 +18,8 @@ export interface CrashCase {
   readonly title: string
   readonly scenario: MatrixScenario
   readonly key: string
+  /** The crash point that followed `key` in the uninterrupted run, if any. */
+  readonly next: string | undefined
   /** Invocations per `step:op` in the uninterrupted run. */
   readonly traceCalls: Readonly<Record<string, number>>
 }
@@ -43,7 +45,14 @@ export async function traceMatrix(): Promise<TracedMatrix> {
     const { effects, calls } = ledgerCounts(ledgerPath, `trace-${scenario.name}`)
     // An uninterrupted run is the reference: it must itself reach the scenario's outcome.
     expect(effects, scenario.name).toEqual(Object.fromEntries(scenario.effects.map((e) => [e, 1])))
-    return (traces[i] ?? []).map((key) => ({ title: `${scenario.name} @ ${key}`, scenario, key, traceCalls: calls }))
+    const keys = traces[i] ?? []
+    return keys.map((key, j) => ({
+      title: `${scenario.name} @ ${key}`,
+      scenario,
+      key,
+      next: keys[j + 1],
+      traceCalls: calls,
+    }))
   })
   return { dir: tmp.dir, ledgerPath, cases, remove: tmp.remove }
 }
@@ -52,6 +61,16 @@ export async function traceMatrix(): Promise<TracedMatrix> {
 function cutShort(key: string): string | undefined {
   const m = /^(?:after-log:branch-running|after-branch-call) (\w+)\/(\w+)#\d+$/.exec(key)
   return m === null ? undefined : `${m[1]}:${m[2]}`
+}
+
+/**
+ * A transaction's create and a branch's success are written with the transaction's next write: when that write
+ * marked the next operation running, a crash at their points (`after-log:created`, `after-log:branch-succeeded`)
+ * also cuts that operation short, exactly as a crash at its own `after-log:branch-running` point does.
+ */
+function cutShortBy(c: CrashCase): string | undefined {
+  const merged = /^after-log:(created|branch-succeeded)/.test(c.key) && c.next?.startsWith('after-log:branch-running')
+  return cutShort(c.key) ?? (merged ? cutShort(c.next ?? '') : undefined)
 }
 
 /**
@@ -82,7 +101,7 @@ export async function checkCrashCase(
     if (done.status === 'parked') expect(done.error).toMatch(/unavailable/)
     const { effects, calls } = ledgerCounts(ledgerPath, gid)
     expect(effects).toEqual(Object.fromEntries(c.scenario.effects.map((e) => [e, 1])))
-    const short = cutShort(c.key)
+    const short = cutShortBy(c)
     for (const op of new Set([...Object.keys(calls), ...Object.keys(c.traceCalls)])) {
       const diff = (calls[op] ?? 0) - (c.traceCalls[op] ?? 0)
       if (op === short) expect(Math.abs(diff), op).toBeLessThanOrEqual(1)
