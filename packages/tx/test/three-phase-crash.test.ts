@@ -58,7 +58,8 @@ describe('three-phase commit with real processes', () => {
       kind: '3pc',
       gid,
       urls: { a: a.url, b: b.url },
-      crashAt: 'after-log:branch-succeeded b/preCommit#1',
+      // Right after b's ack: with a branch's success carried by the next write, nothing more is logged yet.
+      crashAt: 'after-branch-call b/preCommit#1',
     })
     // The coordinator is gone and its log holds no commit decision, only the preCommit decision.
     const { tc: viewer } = coordinator(false)
@@ -119,7 +120,8 @@ describe('three-phase commit with real processes', () => {
       kind: '3pc',
       gid: clockGid,
       urls: { a: a.url, b: b.url },
-      crashAt: 'after-log:branch-succeeded b/preCommit#1',
+      // Right after b's ack: with a branch's success carried by the next write, nothing more is logged yet.
+      crashAt: 'after-branch-call b/preCommit#1',
     })
     await eventually(
       () =>

@@ -75,6 +75,9 @@ export interface Coordinator {
   close(): Promise<void>
 }
 
+/** The kinds whose create is written together with their first transition (see `start`). */
+const CREATE_WITH_FIRST_WRITE: ReadonlySet<TxKind> = new Set<TxKind>(['saga', 'tcc'])
+
 const lockName = (gid: string) => `tx:${gid}`
 
 class TxCoordinator implements Coordinator {
@@ -176,11 +179,16 @@ class TxCoordinator implements Coordinator {
       crashPoint('after-log:created')
       this.emit({ type: 'created', gid, kind: def.kind, name: def.name, status })
     }
-    if (!wait) {
+    // A saga's or a TCC's first act is a branch call, which is itself logged: their create rides on that write.
+    // The other protocols act before their first write (a message's local transaction, XA's branch connections,
+    // 3PC's votes, a notification's delivery), so the log must hold them first.
+    if (!wait || !CREATE_WITH_FIRST_WRITE.has(def.kind)) {
       // Durably submitted before run() resolves: the create is written on its own.
       const lease = await this.created(tx, true)
       created()
-      void this.drive(def, newRecord(tx, lease.token), lease)
+      const done = this.drive(def, newRecord(tx, lease.token), lease)
+      if (wait) return done
+      void done
       return { gid, status, results: {} }
     }
     // This coordinator drives the gid already: a second create would find it taken.
