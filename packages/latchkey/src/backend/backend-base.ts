@@ -35,6 +35,7 @@ export const DEFAULT_CAPABILITIES: BackendCapabilities = Object.freeze({
   clock: 'server',
   waiters: 'none',
   inspect: false,
+  list: false,
 })
 
 /**
@@ -84,9 +85,9 @@ export abstract class BackendBase implements Backend {
     throw new UnsupportedError(`The ${this.name} backend cannot inspect locks (capabilities.inspect is false)`)
   }
 
-  /** Default: not implemented (`capabilities.inspect` is false). */
+  /** Default: not implemented (`capabilities.list` is false). */
   async list(_request: ListRequest): Promise<LockSummary[]> {
-    throw new UnsupportedError(`The ${this.name} backend cannot list locks (capabilities.inspect is false)`)
+    throw new UnsupportedError(`The ${this.name} backend cannot list locks (capabilities.list is false)`)
   }
 
   /** Default: the backend opened nothing of its own (its clients belong to the application). */

@@ -29,8 +29,13 @@ export interface BackendCapabilities {
    * (`none`: the backend stores no waiters, or cannot inspect).
    */
   readonly waiters: 'all' | 'queued' | 'none'
-  /** Whether `inspect` and `list` are implemented (otherwise they reject with `UnsupportedError`). */
+  /** Whether `inspect` is implemented (otherwise it rejects with `UnsupportedError`). */
   readonly inspect: boolean
+  /**
+   * Whether `list` is implemented: false where the server stores only a hash of each name (GET_LOCK, advisory
+   * locks), which cannot be turned back into names.
+   */
+  readonly list: boolean
 }
 
 /** Identifies one lock's state in the backend. */
@@ -147,7 +152,7 @@ export interface Backend {
    * mutex/read-write family and of the semaphore. Reads only; expired holders are left out.
    */
   inspect?(key: string): Promise<LockInspection>
-  /** Administrative, optional (`capabilities.inspect`): the locks held or waited on whose key starts with `prefix`. */
+  /** Administrative, optional (`capabilities.list`): the locks held or waited on whose key starts with `prefix`. */
   list?(request: ListRequest): Promise<LockSummary[]>
   /**
    * Present when `capabilities.notifications` is not `none`. Called once per waiting acquire, before its first

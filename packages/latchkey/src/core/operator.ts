@@ -33,8 +33,8 @@ export function operatorCalls(backend: Backend, capabilities: BackendCapabilitie
   }
   const base = lockKey(namespace, '')
   const nameOf = (key: string) => key.slice(base.length)
-  const unsupported = (what: string) =>
-    new UnsupportedError(`The ${backend.name} backend cannot ${what} locks (capabilities.inspect is false)`)
+  const unsupported = (what: 'inspect' | 'list') =>
+    new UnsupportedError(`The ${backend.name} backend cannot ${what} locks (capabilities.${what} is false)`)
   return {
     async inspect(name) {
       const key = keyOf(name)
@@ -46,7 +46,7 @@ export function operatorCalls(backend: Backend, capabilities: BackendCapabilitie
       const o = checkOptions('options', options)
       const prefix = o.prefix === undefined ? '' : checkName('prefix', o.prefix, true)
       const limit = o.limit === undefined ? DEFAULT_LIST_LIMIT : checkInteger('limit', o.limit, 1)
-      if (!capabilities.inspect || backend.list === undefined) throw unsupported('list')
+      if (!capabilities.list || backend.list === undefined) throw unsupported('list')
       const found = await backend.list({ prefix: lockKey(namespace, prefix), limit })
       return found.map((s) => ({ ...s, name: nameOf(s.name) }))
     },

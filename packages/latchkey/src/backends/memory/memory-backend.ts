@@ -44,6 +44,7 @@ const CAPABILITIES = defineCapabilities({
   clock: 'process',
   waiters: 'queued',
   inspect: true,
+  list: true,
 })
 
 /**

@@ -43,6 +43,7 @@ export class SqlTableBackend extends BackendBase {
       // Fair waiters and waiting writers keep a row; the others poll and keep none.
       waiters: dialect.inspect === undefined ? 'none' : 'queued',
       inspect: dialect.inspect !== undefined,
+      list: dialect.inspect !== undefined,
     })
   }
 

@@ -59,6 +59,7 @@ const CAPABILITIES = defineCapabilities({
   clock: 'host',
   waiters: 'queued',
   inspect: true,
+  list: true,
 })
 
 /** Grants between two sweeps of abandoned rows. */
