@@ -1,5 +1,6 @@
 import { ALL_KINDS, BackendBase, defineCapabilities } from '../../backend/backend-base.js'
 import { stateKey } from '../../backend/grant-rules.js'
+import type { ListRequest, LockInspection, LockSummary } from '../../backend/inspection.js'
 import type {
   AcquireRequest,
   AcquireResult,
@@ -15,6 +16,7 @@ import { type HeldEntry, leaseLost, NO_NODE, nameOf, type OwnerEntry } from './z
 import { lockState } from './zk-inspect.js'
 import { removeOwnNode, removeQuietly, writeLease } from './zk-node-ops.js'
 import { encodeSegment } from './zk-nodes.js'
+import { inspectZk, listZk } from './zk-operator.js'
 import { ZkParents } from './zk-parents.js'
 import { ZkSessions } from './zk-sessions.js'
 import type { ZkSubscription } from './zk-subscription.js'
@@ -35,7 +37,15 @@ export interface ZookeeperSettings {
 
 // lockDelay stays false: a crashed holder's session expiry deletes its ephemeral node on the server at once, and
 // nothing can delay that.
-const CAPABILITIES = defineCapabilities({ fencing: 'native', notifications: 'global', kinds: ALL_KINDS })
+const CAPABILITIES = defineCapabilities({
+  fencing: 'native',
+  notifications: 'global',
+  kinds: ALL_KINDS,
+  // Every waiting acquire keeps a node in line.
+  waiters: 'all',
+  inspect: true,
+  list: true,
+})
 
 /**
  * Curator-style locks on ZooKeeper: one protected EPHEMERAL_SEQUENTIAL node per lease attempt, the lowest
@@ -124,6 +134,15 @@ export class ZookeeperBackend extends BackendBase {
   async isLocked(ref: LockRef & { readonly permits: number }): Promise<boolean> {
     const state = await lockState(await this.sessions.current(), this.lockPath(ref), ref.permits)
     return ref.kind === 'semaphore' ? state.live >= ref.permits : state.live > 0
+  }
+
+  /** The lock nodes' children as holders and waiters (zk-operator.ts). */
+  override async inspect(key: string): Promise<LockInspection> {
+    return inspectZk(await this.sessions.current(), this.settings.root, key)
+  }
+
+  override async list(request: ListRequest): Promise<LockSummary[]> {
+    return listZk(await this.sessions.current(), this.settings.root, request)
   }
 
   async forceRelease(ref: LockRef): Promise<boolean> {
