@@ -34,7 +34,9 @@ export function operatorCalls(backend: Backend, capabilities: BackendCapabilitie
   const base = lockKey(namespace, '')
   const nameOf = (key: string) => key.slice(base.length)
   const unsupported = (what: 'inspect' | 'list') =>
-    new UnsupportedError(`The ${backend.name} backend cannot ${what} locks (capabilities.${what} is false)`)
+    new UnsupportedError(
+      `The ${backend.name} backend cannot ${what} locks (capabilities.${what} is false)${what === 'list' ? '; inspect a lock by its name instead' : ''}`,
+    )
   return {
     async inspect(name) {
       const key = keyOf(name)
