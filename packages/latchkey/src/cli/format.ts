@@ -13,7 +13,7 @@ export function table(headers: readonly string[], rows: readonly (readonly strin
 }
 
 /** JSON with bigints (tokens) as strings. */
-export function jsonText(value: unknown, indent: number | undefined = 2): string {
+export function jsonText(value: unknown, indent = 2): string {
   return JSON.stringify(value, (_, v: unknown) => (typeof v === 'bigint' ? v.toString() : v), indent)
 }
 

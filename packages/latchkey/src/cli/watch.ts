@@ -67,7 +67,7 @@ export async function watch(
         `watching lock ${JSON.stringify(name)} every ${options.intervalMs} ms (Ctrl-C to stop): ${state.holders.length} holder(s), ${state.waiters.length} waiter(s)\n`,
       )
     }
-    for (const c of changes(last, state, now)) out.write(`${options.json ? jsonText(c, undefined) : changeText(c)}\n`)
+    for (const c of changes(last, state, now)) out.write(`${options.json ? jsonText(c, 0) : changeText(c)}\n`)
     last = state
     await new Promise<void>((resolve) => {
       const timer = setTimeout(done, options.intervalMs)
