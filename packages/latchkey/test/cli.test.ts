@@ -9,12 +9,14 @@ import { randomUUID } from 'node:crypto'
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { PassThrough } from 'node:stream'
 import { fileURLToPath } from 'node:url'
 import { Etcd3 } from 'etcd3'
 import { afterAll, describe, expect, it } from 'vitest'
 import type { Backend } from '../src/backend/types.js'
 import { backendFromUrl } from '../src/backend-url.js'
 import { KeyLayout } from '../src/backends/etcd/keys.js'
+import { main } from '../src/cli/main.js'
 import { createLocks } from '../src/core/locks.js'
 import { LockLostError } from '../src/errors.js'
 import { abortedWithin } from '../src/testing/env.js'
@@ -246,5 +248,55 @@ describe('latchkey CLI: bench and usage', () => {
     expect(down.code).toBe(1)
     expect(down.stderr).not.toContain('s3cret')
     expect(down.stderr).not.toMatch(/\n\s+at /)
+  })
+})
+
+describe('latchkey release on a terminal', () => {
+  /** A stdin that says it is a terminal and answers `answer`. */
+  const terminal = (answer: string) => {
+    const input = new PassThrough() as PassThrough & { isTTY?: boolean }
+    input.isTTY = true
+    input.end(answer)
+    return input
+  }
+  const sink = () => {
+    const stream = new PassThrough()
+    let text = ''
+    stream.on('data', (chunk: Buffer) => {
+      text += chunk.toString()
+    })
+    return { stream, text: () => text }
+  }
+
+  it('asks first: "n" keeps the lock (exit 1), "y" releases it', async () => {
+    const url = `sqlite:${join(dir, 'tty.db')}`
+    const namespace = `lkcli-${randomUUID().slice(0, 8)}`
+    const backend = await backendFromUrl(url)
+    const locks = createLocks({ backend, namespace })
+    const lease = await locks.mutex('job').acquire({ ttlMs: 1_000 })
+    try {
+      const [out, err] = [sink(), sink()]
+      const no = await main(['release', url, 'job', '--namespace', namespace], {
+        stdin: terminal('n\n'),
+        out: out.stream,
+        err: err.stream,
+      })
+      expect(no).toBe(1)
+      expect(err.text()).toContain(`Force-release lock "job" on ${url} (held by ${lease.owner}; 0 waiting)?`)
+      expect(err.text()).toContain('not released')
+      expect(lease.signal.aborted).toBe(false)
+      const yes = await main(['release', url, 'job', '--namespace', namespace], {
+        stdin: terminal('y\n'),
+        out: out.stream,
+        err: sink().stream,
+      })
+      expect(yes).toBe(0)
+      expect(out.text()).toContain('released "job": dropped 1 holder(s) and 0 waiter(s)')
+      expect(await abortedWithin(lease.signal, 3_000)).toBeInstanceOf(LockLostError)
+    } finally {
+      await lease.release().catch(() => undefined)
+      await locks.close()
+      await backend.close()
+    }
   })
 })
