@@ -150,9 +150,14 @@ async function runCommand(command: Command, args: string[], v: Values, io: CliIo
         return 0
       }
       case 'release': {
-        const state = await locks.inspect(name as string)
+        // A backend that cannot inspect can still be force-released; the prompt then names no holders.
+        const state = locks.backend.capabilities.inspect
+          ? await locks.inspect(name as string)
+          : { name: name as string, kind: undefined, holders: [], waiters: [] }
         if (v.yes !== true) {
-          const who = state.holders.map((h) => h.owner).join(', ') || 'nobody'
+          const who =
+            state.holders.map((h) => h.owner).join(', ') ||
+            (locks.backend.capabilities.inspect ? 'nobody' : 'unknown holders')
           const ok = await confirm(
             `Force-release lock ${JSON.stringify(name)} on ${shown} (held by ${who}; ${state.waiters.length} waiting)? Holders lose their lease. [y/N] `,
             io,
