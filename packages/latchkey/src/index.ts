@@ -7,6 +7,18 @@ export {
   stateKey,
   type WaiterState,
 } from './backend/grant-rules.js'
+export {
+  type HolderInfo,
+  type HolderRow,
+  holderFromRow,
+  inspection,
+  type ListRequest,
+  type LockInspection,
+  type LockSummary,
+  lockKeysOf,
+  summariesOf,
+  type WaiterInfo,
+} from './backend/inspection.js'
 export { LocalNotifier, WakeSubscription } from './backend/local-notifier.js'
 export type {
   AcquireRequest,
@@ -26,6 +38,7 @@ export type { Lease } from './core/lease.js'
 export type { AcquireOptions, Lock } from './core/lock.js'
 export { createLocks, type Locks, type LocksOptions } from './core/locks.js'
 export { MultiLease } from './core/multi.js'
+export type { ListOptions } from './core/operator.js'
 export {
   BackendUnavailableError,
   isLockError,

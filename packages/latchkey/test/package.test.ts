@@ -2,6 +2,8 @@
  * The published package as a user gets it: `npm pack`, install the tarball into a fresh folder, and load it
  * from CommonJS, from an ES module and from TypeScript. No server needed (the memory backend).
  */
+
+import { execFileSync } from 'node:child_process'
 import {
   copyFileSync,
   existsSync,
@@ -90,16 +92,22 @@ async function typecheck(file: string, lines: string[]): Promise<void> {
 }
 
 describe('npm pack', () => {
-  it('ships package.json, README, LICENSE, CHANGELOG and dist, and no test or build-info file', () => {
+  it('ships package.json, README, LICENSE, CHANGELOG, the bin and dist, and no test or build-info file', () => {
     const paths = packed.files.map((f) => f.path)
     expect(paths).toEqual(expect.arrayContaining(['package.json', 'README.md', 'LICENSE', 'CHANGELOG.md']))
     expect(paths.filter((p) => !p.startsWith('dist/')).sort()).toEqual([
       'CHANGELOG.md',
       'LICENSE',
       'README.md',
+      'bin/latchkey.js',
       'package.json',
     ])
     expect(paths.filter((p) => /\.test\.|(^|\/)test\/|\.tsbuildinfo$/.test(p))).toEqual([])
+  })
+
+  it('installs a working latchkey bin', () => {
+    const help = execFileSync(process.execPath, [join(installed, 'bin', 'latchkey.js'), '--help'], { encoding: 'utf8' })
+    expect(help).toContain('latchkey inspect URL NAME')
   })
 
   it('ships no source map, or map reference, that points at a file the tarball lacks', () => {

@@ -4,6 +4,8 @@
  * stays the contract; a backend written against it alone, without this base, keeps working, and one that lacks a
  * capability added after it was written is read with that capability's default.
  */
+import { UnsupportedError } from '../errors.js'
+import type { ListRequest, LockInspection, LockSummary } from './inspection.js'
 import type {
   AcquireRequest,
   AcquireResult,
@@ -31,6 +33,9 @@ export const DEFAULT_CAPABILITIES: BackendCapabilities = Object.freeze({
   crossProcess: true,
   lockDelay: false,
   clock: 'server',
+  waiters: 'none',
+  inspect: false,
+  list: false,
 })
 
 /**
@@ -74,6 +79,16 @@ export abstract class BackendBase implements Backend {
 
   /** Default: the backend keeps nothing for a waiter (no place in line, no waiting node), so nothing to drop. */
   async leaveQueue(_request: HolderRef): Promise<void> {}
+
+  /** Default: not implemented (`capabilities.inspect` is false). */
+  async inspect(_key: string): Promise<LockInspection> {
+    throw new UnsupportedError(`The ${this.name} backend cannot inspect locks (capabilities.inspect is false)`)
+  }
+
+  /** Default: not implemented (`capabilities.list` is false). */
+  async list(_request: ListRequest): Promise<LockSummary[]> {
+    throw new UnsupportedError(`The ${this.name} backend cannot list locks (capabilities.list is false)`)
+  }
 
   /** Default: the backend opened nothing of its own (its clients belong to the application). */
   async close(): Promise<void> {}

@@ -4,6 +4,8 @@
  * A third-party backend implements {@link Backend} and proves itself with `latchkey/testing`.
  */
 
+import type { ListRequest, LockInspection, LockSummary } from './inspection.js'
+
 /** Kinds of lock handle. `mutex`, `fair` and `write` are exclusive; `read` is shared; `semaphore` counts permits. */
 export type LockKind = 'mutex' | 'fair' | 'read' | 'write' | 'semaphore'
 
@@ -21,6 +23,19 @@ export interface BackendCapabilities {
   readonly lockDelay: boolean
   /** Whose clock measures leases: the server's, the host's (shared by local processes), or this process's. */
   readonly clock: 'server' | 'host' | 'process'
+  /**
+   * What `inspect` and `list` report of the waiters: every waiting acquire (`all`: ZooKeeper nodes, etcd keys,
+   * Redis watchers), only those keeping a place in line (`queued`: fair locks and waiting writers), or none
+   * (`none`: the backend stores no waiters, or cannot inspect).
+   */
+  readonly waiters: 'all' | 'queued' | 'none'
+  /** Whether `inspect` is implemented (otherwise it rejects with `UnsupportedError`). */
+  readonly inspect: boolean
+  /**
+   * Whether `list` is implemented: false where the server stores only a hash of each name (GET_LOCK, advisory
+   * locks), which cannot be turned back into names.
+   */
+  readonly list: boolean
 }
 
 /** Identifies one lock's state in the backend. */
@@ -132,6 +147,13 @@ export interface Backend {
   isLocked(ref: LockRef & { readonly permits: number }): Promise<boolean>
   /** Administrative: drops every holder and waiter of the lock (Redisson's forceUnlock). True if anything was held. */
   forceRelease(ref: LockRef): Promise<boolean>
+  /**
+   * Administrative, optional (`capabilities.inspect`): the holders and stored waiters of lock key `key`, of the
+   * mutex/read-write family and of the semaphore. Reads only; expired holders are left out.
+   */
+  inspect?(key: string): Promise<LockInspection>
+  /** Administrative, optional (`capabilities.list`): the locks held or waited on whose key starts with `prefix`. */
+  list?(request: ListRequest): Promise<LockSummary[]>
   /**
    * Present when `capabilities.notifications` is not `none`. Called once per waiting acquire, before its first
    * try, with the acquire request itself as `ref` and its `owner`, so a backend that keeps waiters in line

@@ -18,6 +18,11 @@ export interface Lease extends AsyncDisposable {
   readonly name: string
   /** The fencing token: strictly increasing per lock name across holders and processes (`0n` if the backend has none). */
   readonly token: bigint
+  /**
+   * The owner id this lease is stored under in the backend: what `locks.inspect(name)` lists as the holder's
+   * `owner` (a multi-lease's parts' ids, joined by `,`).
+   */
+  readonly owner: string
   /** Aborts with a `LockLostError` when the lease is lost (expired, taken away, or not renewable in time). */
   readonly signal: AbortSignal
   /** Epoch ms after which the lease must be presumed expired (a little before the server's expiry). */
@@ -53,7 +58,7 @@ export class HeldLease implements Lease, TimedEntry, ActiveEntry {
 
   constructor(
     private readonly target: LockTarget,
-    private readonly owner: string,
+    readonly owner: string,
     token: bigint,
     sentAt: number,
     private ttlMs: number,
@@ -256,6 +261,9 @@ export class ReentrantLease implements Lease {
   }
   get token(): bigint {
     return this.outer.token
+  }
+  get owner(): string {
+    return this.outer.owner
   }
   get signal(): AbortSignal {
     return this.outer.signal

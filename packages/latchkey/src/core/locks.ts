@@ -1,5 +1,6 @@
 import { setMaxListeners } from 'node:events'
 import { defineCapabilities } from '../backend/backend-base.js'
+import type { LockInspection, LockSummary } from '../backend/inspection.js'
 import type { Backend, LockKind } from '../backend/types.js'
 import { UnsupportedError } from '../errors.js'
 import { ActiveLeases } from './active-leases.js'
@@ -9,6 +10,7 @@ import { LeaseTimers } from './lease-timers.js'
 import { type Lock, LockHandle } from './lock.js'
 import { lockKey } from './lock-key.js'
 import { canonicalHandles, MultiLock } from './multi.js'
+import { type ListOptions, operatorCalls } from './operator.js'
 import {
   checkBoolean,
   checkDuration,
@@ -65,6 +67,23 @@ export interface Locks {
   semaphore(name: string, options: { permits: number }): Lock
   /** All of `locks` or none, taken in a canonical order (no deadlock whatever the order given). */
   multi(locks: readonly Lock[]): Lock
+  /**
+   * Operator: the holders (owner, kind, token, expiry) and stored waiters of lock `name` as the backend stores
+   * them, its mutex/read-write family and its semaphore together. Rejects with `UnsupportedError` where the
+   * backend cannot inspect (`capabilities.inspect`).
+   *
+   * @example
+   * const { kind, holders, waiters } = await locks.inspect('order:42')
+   */
+  inspect(name: string): Promise<LockInspection>
+  /** Operator: the locks of this namespace held or waited on, names starting with `prefix`, at most `limit` (default 100). */
+  list(options?: ListOptions): Promise<LockSummary[]>
+  /**
+   * Operator: drops every holder and waiter of lock `name` (family and semaphore). The holders' `lease.signal`
+   * aborts with `LockLostError`, as for a lost lease; session-based backends end the holders' sessions. True if
+   * anything was held.
+   */
+  forceRelease(name: string): Promise<boolean>
   /** Releases every lease this instance holds, rejects its pending acquires, stops its timers. Leaves the backend open. */
   close(): Promise<void>
 }
@@ -144,6 +163,7 @@ export function createLocks(options: LocksOptions): Locks {
   let closing: Promise<void> | undefined
   return Object.freeze({
     backend,
+    ...operatorCalls(backend, capabilities, namespace),
     mutex: (name: string) => handle(name, 'mutex'),
     fairMutex: (name: string) => handle(name, 'fair'),
     readWrite: (name: string) => Object.freeze({ read: handle(name, 'read'), write: handle(name, 'write') }),

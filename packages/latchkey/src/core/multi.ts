@@ -105,9 +105,11 @@ export class MultiLease implements Lease {
   readonly name: string
   readonly token: bigint
   readonly signal: AbortSignal
+  readonly owner: string
 
   constructor(readonly leases: readonly Lease[]) {
     this.name = leases.map((l) => l.name).join('+')
+    this.owner = leases.map((l) => l.owner).join(',')
     this.token = leases.reduce((max, l) => (l.token > max ? l.token : max), 0n)
     this.signal = AbortSignal.any(leases.map((l) => l.signal))
   }

@@ -5,6 +5,7 @@ import { kindCases } from './cases-kinds.js'
 import { modelCases } from './cases-model.js'
 import { multiCases } from './cases-multi.js'
 import { mutexCases } from './cases-mutex.js'
+import { operatorCases } from './cases-operator.js'
 import { processCases } from './cases-process.js'
 import { semaphoreCases } from './cases-semaphore.js'
 import { type ConformanceOptions, createEnv } from './env.js'
@@ -45,5 +46,6 @@ export function describeBackendConformance(
     processCases(env)
     semaphoreCases(env)
     modelCases(env)
+    operatorCases(env)
   })
 }

@@ -25,6 +25,8 @@ export function countingBackend(inner: Backend): { backend: Backend; calls: () =
   if (inner.subscribe !== undefined) backend.subscribe = count((...a) => inner.subscribe?.(...a) ?? never())
   // Not counted: watching a lease is local bookkeeping, not a call to the server.
   if (inner.watchLease !== undefined) backend.watchLease = (...a) => inner.watchLease?.(...a) ?? never()
+  if (inner.inspect !== undefined) backend.inspect = (...a) => inner.inspect?.(...a) ?? never()
+  if (inner.list !== undefined) backend.list = (...a) => inner.list?.(...a) ?? never()
   return { backend, calls: () => calls }
 }
 

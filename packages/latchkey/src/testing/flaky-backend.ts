@@ -55,6 +55,8 @@ export function flakyBackend(inner: Backend) {
   // watch, found by subscribe's `owner`; dropped, the waiter sleeps until the core's fallback poll.
   if (inner.subscribe !== undefined) backend.subscribe = (...a) => inner.subscribe?.(...a) ?? never()
   if (inner.watchLease !== undefined) backend.watchLease = (...a) => inner.watchLease?.(...a) ?? never()
+  if (inner.inspect !== undefined) backend.inspect = (...a) => inner.inspect?.(...a) ?? never()
+  if (inner.list !== undefined) backend.list = (...a) => inner.list?.(...a) ?? never()
   return { backend, state }
 }
 

@@ -29,6 +29,8 @@ export function refusalLog(inner: Backend): { backend: Backend; refusedOwners(ke
   }
   if (inner.subscribe !== undefined) backend.subscribe = (...a) => inner.subscribe?.(...a) ?? never()
   if (inner.watchLease !== undefined) backend.watchLease = (...a) => inner.watchLease?.(...a) ?? never()
+  if (inner.inspect !== undefined) backend.inspect = (...a) => inner.inspect?.(...a) ?? never()
+  if (inner.list !== undefined) backend.list = (...a) => inner.list?.(...a) ?? never()
   return { backend, refusedOwners: (key) => refused.get(key)?.size ?? 0 }
 }
 

@@ -1,4 +1,5 @@
 import { ALL_KINDS, BackendBase, defineCapabilities } from '../../backend/backend-base.js'
+import type { ListRequest, LockInspection, LockSummary } from '../../backend/inspection.js'
 import type {
   AcquireRequest,
   AcquireResult,
@@ -12,6 +13,7 @@ import { monotonicNow } from '../../core/clock.js'
 import { NotLockHolderError } from '../../errors.js'
 import { type AcquireDeps, acquireNow, acquireQueued } from './acquire.js'
 import { type EtcdClient, type EtcdCompare, etcdServers, openEtcdClient, unavailable } from './etcd-client.js'
+import { type EtcdInspectDeps, inspectEtcd, listEtcd } from './etcd-inspect.js'
 import { GoMutexLayout } from './go-mutex-layout.js'
 import { type EtcdKeyLayout, KeyLayout, prefixRange } from './keys.js'
 import { Leases, ttlSeconds } from './leases.js'
@@ -46,7 +48,15 @@ export interface EtcdHolderGuard {
   readonly compare: EtcdCompare
 }
 
-const CAPABILITIES = defineCapabilities({ fencing: 'native', notifications: 'global', kinds: ALL_KINDS })
+const CAPABILITIES = defineCapabilities({
+  fencing: 'native',
+  notifications: 'global',
+  kinds: ALL_KINDS,
+  // Fair waiters and waiting writers keep a key in line; a waiting mutex only retries.
+  waiters: 'queued',
+  inspect: true,
+  list: true,
+})
 
 /**
  * Locks in etcd v3: one key per holder (and per queued fair/write waiter) under `<prefix>/<name>/<kind>/`,
@@ -170,6 +180,19 @@ export class EtcdBackend extends BackendBase {
     } catch (error) {
       throw unavailable(error, `force-releasing "${ref.key}"`, this.server)
     }
+  }
+
+  /** Holder keys (token: create revision; expiry: the lease's remaining TTL) and queued waiters (etcd-inspect.ts). */
+  override async inspect(key: string): Promise<LockInspection> {
+    return inspectEtcd(this.inspectDeps(), key)
+  }
+
+  override async list(request: ListRequest): Promise<LockSummary[]> {
+    return listEtcd(this.inspectDeps(), request)
+  }
+
+  private inspectDeps(): EtcdInspectDeps {
+    return { client: this.client, layout: this.layout, server: this.server }
   }
 
   subscribe(ref: LockRef): ReleaseSubscription {

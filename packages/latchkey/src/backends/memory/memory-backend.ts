@@ -7,6 +7,16 @@ import {
   stateKey,
   type WaiterState,
 } from '../../backend/grant-rules.js'
+import {
+  holderFromRow,
+  inspection,
+  type ListRequest,
+  type LockInspection,
+  type LockSummary,
+  lockKeysOf,
+  summariesOf,
+  waitersFromRows,
+} from '../../backend/inspection.js'
 import { LocalNotifier } from '../../backend/local-notifier.js'
 import type {
   AcquireRequest,
@@ -32,6 +42,9 @@ const CAPABILITIES = defineCapabilities({
   crossProcess: false,
   lockDelay: true,
   clock: 'process',
+  waiters: 'queued',
+  inspect: true,
+  list: true,
 })
 
 /**
@@ -120,6 +133,19 @@ export class MemoryBackend extends BackendBase {
     this.locks.delete(key)
     this.notifier.notify(key, true)
     return state.holders.size > 0
+  }
+
+  /** The live holders and the fair/write waiters in line (the backend records no waiting start time). */
+  override async inspect(key: string): Promise<LockInspection> {
+    const now = Date.now()
+    const states = [key, stateKey({ key, kind: 'semaphore' })].map((k) => this.locks.get(k))
+    const holders = states.flatMap((s) => [...(s?.holders.values() ?? [])].filter((h) => occupies(h, now)))
+    const waiters = states.flatMap((s) => [...(s?.waiters.values() ?? [])].filter((w) => w.expiresAt > now))
+    return inspection(key, holders.map(holderFromRow), waitersFromRows(waiters))
+  }
+
+  override async list(request: ListRequest): Promise<LockSummary[]> {
+    return summariesOf(lockKeysOf(this.locks.keys(), request), request.limit, (key) => this.inspect(key))
   }
 
   subscribe(ref: LockRef): ReleaseSubscription {

@@ -1,12 +1,19 @@
 import { defineCapabilities } from '../../backend/backend-base.js'
 import { stateKey } from '../../backend/grant-rules.js'
 import type { AcquireRequest, LockRef } from '../../backend/types.js'
+import type { ServerLockState } from '../sql/session-inspect.js'
 import type { SessionHold } from '../sql/sql-session-backend.js'
 import type { MysqlConnection, MysqlResultHeader } from './mysql-client.js'
 import { MYSQL_MIGRATION_STATEMENTS } from './mysql-schema.js'
 import { MysqlSessionBackend } from './mysql-session-backend.js'
 
-const CAPABILITIES = defineCapabilities({ fencing: 'native', notifications: 'process', clock: 'process' })
+// Row keys are stored in clear, but a row stays after its lock is gone: inspect by name, no listing.
+const CAPABILITIES = defineCapabilities({
+  fencing: 'native',
+  notifications: 'process',
+  clock: 'process',
+  inspect: true,
+})
 
 const SQL = {
   ensure: 'INSERT IGNORE INTO latchkey_row_locks (lock_key) VALUES (?)',
@@ -16,7 +23,7 @@ const SQL = {
   fence: `INSERT INTO latchkey_fences (lock_key, value, holder_conn) VALUES (?, LAST_INSERT_ID(1), ?)
     ON DUPLICATE KEY UPDATE value = LAST_INSERT_ID(value + 1), holder_conn = VALUES(holder_conn)`,
   exists: 'SELECT COUNT(*) AS n FROM latchkey_row_locks WHERE lock_key = ?',
-  holderConn: 'SELECT holder_conn AS v FROM latchkey_fences WHERE lock_key = ?',
+  holderConn: 'SELECT holder_conn AS v, CAST(value AS CHAR) AS token FROM latchkey_fences WHERE lock_key = ?',
 } as const
 
 /**
@@ -116,13 +123,26 @@ export class MysqlForUpdateBackend extends MysqlSessionBackend {
   }
 
   /** Kills the session holding the row (recorded at acquire; needs CONNECTION_ADMIN / SUPER for other users). */
-  protected async forceRemote(ref: LockRef): Promise<boolean> {
+  protected async forceRemote(ref: LockRef, spare: () => ReadonlySet<number>): Promise<boolean> {
     if (!(await this.isLocked({ ...ref, permits: 1 }))) return false
     const rows = await this.db.query<{ v: unknown }[]>(SQL.holderConn, [stateKey(ref)])
     const holder = rows[0]?.v
-    if (holder === undefined || holder === null) return false
+    if (holder === undefined || holder === null || spare().has(Number(holder))) return false
     await this.db.query('KILL CONNECTION ?', [Number(holder)]).catch(() => undefined)
     return true
+  }
+
+  /** The session recorded with the last token drawn, while the row is locked; no waiters are kept. */
+  protected async serverState(key: string): Promise<ServerLockState> {
+    if (!(await this.isLocked({ key, kind: 'mutex', permits: 1 }))) return { holders: [], waiters: [] }
+    const rows = await this.db.query<{ v: unknown; token: unknown }[]>(SQL.holderConn, [key])
+    const row = rows[0]
+    if (row === undefined || row.v === null) return { holders: [], waiters: [] }
+    return { holders: [{ session: Number(row.v), kind: 'mutex', token: BigInt(String(row.token)) }], waiters: [] }
+  }
+
+  protected sessionOf(connection: MysqlConnection): number | undefined {
+    return connection.threadId ?? undefined
   }
 
   /** Increments the lock's fencing counter in autocommit on the backend's own fence connection. */

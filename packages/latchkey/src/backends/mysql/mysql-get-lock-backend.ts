@@ -2,11 +2,13 @@ import { createHash } from 'node:crypto'
 import { defineCapabilities } from '../../backend/backend-base.js'
 import { stateKey } from '../../backend/grant-rules.js'
 import type { AcquireRequest, LockRef } from '../../backend/types.js'
+import type { ServerLockState } from '../sql/session-inspect.js'
 import type { SessionHold } from '../sql/sql-session-backend.js'
 import type { MysqlConnection } from './mysql-client.js'
 import { MysqlSessionBackend } from './mysql-session-backend.js'
 
-const CAPABILITIES = defineCapabilities({ notifications: 'process', clock: 'process' })
+// GET_LOCK names are hashes: a lock can be inspected by name, never listed.
+const CAPABILITIES = defineCapabilities({ notifications: 'process', clock: 'process', inspect: true })
 
 /**
  * The server-side name of a lock: `latchkey:` and 40 hex digits of SHA-256 (49 characters). MySQL 5.7+
@@ -51,12 +53,26 @@ export class MysqlGetLockBackend extends MysqlSessionBackend {
   }
 
   /** Kills the session holding the lock (needs the CONNECTION_ADMIN / SUPER privilege for other users). */
-  protected async forceRemote(ref: LockRef): Promise<boolean> {
+  protected async forceRemote(ref: LockRef, spare: () => ReadonlySet<number>): Promise<boolean> {
     const rows = await this.db.query<{ v: unknown }[]>('SELECT IS_USED_LOCK(?) AS v', [getLockName(stateKey(ref))])
     const holder = rows[0]?.v
-    if (holder === null || holder === undefined) return false
+    if (holder === null || holder === undefined || spare().has(Number(holder))) return false
     await this.db.query('KILL CONNECTION ?', [Number(holder)])
     return true
+  }
+
+  /** `IS_USED_LOCK(name)`: the connection id of the holder; GET_LOCK keeps no waiters (latchkey never blocks in it). */
+  protected async serverState(key: string): Promise<ServerLockState> {
+    const rows = await this.db.query<{ v: unknown }[]>('SELECT IS_USED_LOCK(?) AS v', [getLockName(key)])
+    const holder = rows[0]?.v
+    return {
+      holders: holder === null || holder === undefined ? [] : [{ session: Number(holder), kind: 'mutex' }],
+      waiters: [],
+    }
+  }
+
+  protected sessionOf(connection: MysqlConnection): number | undefined {
+    return connection.threadId ?? undefined
   }
 
   private async value(connection: MysqlConnection, sql: string, values: unknown[]): Promise<unknown> {

@@ -2,6 +2,7 @@ import { LocalNotifier } from '../../backend/local-notifier.js'
 import { SqlTableBackend } from '../sql/sql-table-backend.js'
 import type { SqlPool, SqlSession, TableDialect, TableNotifier } from '../sql/table-dialect.js'
 import { isFatal, type MysqlConnection, type MysqlResultHeader, type MysqlRunner, matchedRows } from './mysql-client.js'
+import { MYSQL_INSPECT_SQL } from './mysql-inspect-sql.js'
 import { MYSQL_ADD_PERMITS, MYSQL_HAS_PERMITS, MYSQL_MIGRATION_STATEMENTS, TABLE_SQL } from './mysql-schema.js'
 
 /**
@@ -34,6 +35,7 @@ export function mysqlTableDialect(db: MysqlRunner): TableDialect {
     notifications: 'process',
     pool,
     sql: TABLE_SQL,
+    inspect: MYSQL_INSPECT_SQL,
     notifier: localNotifier(),
     encodeKey: (key) => key,
     // Applies to the next transaction only, so the pool connection's own session level is untouched.

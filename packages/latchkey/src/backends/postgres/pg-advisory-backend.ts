@@ -2,14 +2,18 @@ import { createHash } from 'node:crypto'
 import { defineCapabilities } from '../../backend/backend-base.js'
 import { stateKey } from '../../backend/grant-rules.js'
 import type { AcquireRequest, HolderRef, LockRef } from '../../backend/types.js'
+import type { LocalSession, ServerLockState } from '../sql/session-inspect.js'
 import { SessionBackend, type SessionHold } from '../sql/sql-session-backend.js'
 import type { PgClient, PgRunner } from './pg-client.js'
 import { WriterIntents } from './pg-writer-intents.js'
 
+// Advisory keys are hashes: a lock can be inspected by name, never listed. Waiting writers hold an intent.
 const CAPABILITIES = defineCapabilities({
   notifications: 'process',
   kinds: ['mutex', 'read', 'write'],
   clock: 'process',
+  inspect: true,
+  waiters: 'queued',
 })
 
 /**
@@ -105,13 +109,45 @@ export class PgAdvisoryBackend extends SessionBackend<PgClient, PgRunner> {
   }
 
   /** Terminates the backend holding the lock (needs superuser or the pg_signal_backend role). */
-  protected async forceRemote(ref: LockRef): Promise<boolean> {
-    const [classid, objid] = lockParts(advisoryKey(stateKey(ref)))
-    const { rows } = await this.db.query<{ v: boolean }>(`SELECT pg_terminate_backend(pid) AS v FROM (${HELD_BY}) h`, [
-      classid,
-      objid,
-    ])
+  protected async forceRemote(ref: LockRef, spare: () => ReadonlySet<number>): Promise<boolean> {
+    const parts = lockParts(advisoryKey(stateKey(ref)))
+    const held = await this.db.query<{ pid: number }>(HELD_BY, parts)
+    const mine = spare()
+    const others = held.rows.map((r) => r.pid).filter((pid) => !mine.has(pid))
+    if (others.length === 0) return false
+    // Only sessions still holding the key are ended: a pid that let go meanwhile may serve anyone by now.
+    const { rows } = await this.db.query<{ v: boolean }>(
+      `SELECT pg_terminate_backend(pid) AS v FROM (${HELD_BY}) h WHERE pid = ANY($3::int[])`,
+      [...parts, others],
+    )
     return rows.some((r) => r.v)
+  }
+
+  /**
+   * `pg_locks`: the backends granted the advisory key (ShareLock: a reader; ExclusiveLock: a mutex or writer)
+   * and those holding its writer-intent key (waiting writers).
+   */
+  protected async serverState(key: string): Promise<ServerLockState> {
+    const sql = `SELECT pid, mode FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1
+      AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+      AND classid = $1::oid AND objid = $2::oid ORDER BY pid`
+    const read = async (k: bigint) => (await this.db.query<{ pid: number; mode: string }>(sql, lockParts(k))).rows
+    const [held, intents] = await Promise.all([read(advisoryKey(key)), read(writerIntentKey(key))])
+    return {
+      holders: held.map((r) => ({ session: r.pid, kind: r.mode === 'ShareLock' ? 'read' : 'mutex' })),
+      waiters: intents.map((r) => ({ session: r.pid, kind: 'write' })),
+    }
+  }
+
+  protected sessionOf(client: PgClient): number | undefined {
+    return client.processID ?? undefined
+  }
+
+  protected override localWaiters(key: string): LocalSession[] {
+    const prefix = `${key}\u0000`
+    return this.intents
+      .sessions(prefix)
+      .map(({ id, session }) => ({ session, owner: id.slice(prefix.length), kind: 'write' as const }))
   }
 
   private async value(client: PgClient, sql: string, values: unknown[]): Promise<unknown> {

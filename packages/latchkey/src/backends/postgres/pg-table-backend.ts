@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto'
 import { SqlTableBackend } from '../sql/sql-table-backend.js'
 import type { SqlPool, SqlSession, TableDialect, TableNotifier } from '../sql/table-dialect.js'
 import { isFatal, type PgClient, type PgRunner } from './pg-client.js'
+import { PG_INSPECT_SQL } from './pg-inspect-sql.js'
 import { PgListener } from './pg-listener.js'
 import {
   PG_SQL,
@@ -46,6 +47,7 @@ export function pgTableDialect(db: PgRunner): TableDialect {
       run: (sql, values) => db.with((c) => session(c).run(sql, values)),
     } satisfies SqlPool,
     sql: PG_SQL,
+    inspect: PG_INSPECT_SQL,
     notifier: listeningNotifier(db),
     encodeKey: keyBytes,
     begin: ['BEGIN ISOLATION LEVEL READ COMMITTED'],

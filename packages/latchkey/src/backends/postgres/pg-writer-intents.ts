@@ -20,6 +20,13 @@ export class WriterIntents {
 
   constructor(private readonly db: PgRunner) {}
 
+  /** The intents whose id starts with `prefix`: id and the backend pid of their client (for inspect). */
+  sessions(prefix: string): { id: string; session: number | undefined }[] {
+    return [...this.held]
+      .filter(([id]) => id.startsWith(prefix))
+      .map(([id, intent]) => ({ id, session: intent.client.processID ?? undefined }))
+  }
+
   /** Takes or refreshes the intent `id` on advisory key `intentKey`. */
   async keep(id: string, intentKey: string, ttlMs: number): Promise<void> {
     const existing = this.held.get(id)

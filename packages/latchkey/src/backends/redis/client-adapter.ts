@@ -2,6 +2,8 @@
  * One small structural adapter over the two Node Redis clients: ioredis 5 and node-redis (`redis`) 4/5.
  * Neither package is imported: the app hands in its client, and only the calls below are used.
  */
+
+import { UnsupportedError } from '../../errors.js'
 import {
   clientLibrary,
   type IoredisScripting,
@@ -10,6 +12,7 @@ import {
   scriptRunner,
 } from './client-kind.js'
 import type { ScriptRunner } from './lua-script.js'
+import { type IoredisScannable, scanIoredis, scanNode } from './redis-scan.js'
 
 /** The slice of an ioredis `Redis` (or `Cluster`) client the backend uses. */
 export interface IoredisClientLike {
@@ -46,6 +49,11 @@ export interface RedisCommander extends ScriptRunner {
   readonly offline: boolean
   /** `WAIT numreplicas timeout`: how many replicas acknowledged this connection's writes. */
   waitReplicas(replicas: number, timeoutMs: number): Promise<number>
+  /**
+   * The keys matching glob `pattern` (SCAN; each master of an ioredis Cluster). For operator listings only.
+   * Rejects with `UnsupportedError` on a node-redis cluster client.
+   */
+  scan(pattern: string): Promise<string[]>
   /** Opens a duplicate connection for SUBSCRIBE; errors on it are reported to `onError`, never thrown. */
   openSubscriber(
     onMessage: (channel: string, message: string) => void,
@@ -109,7 +117,7 @@ export function adaptClient(client: RedisClientLike): RedisCommander {
 }
 
 /** What each library does its own way: naming its server, WAIT, and a subscriber connection. */
-type LibraryParts = Pick<RedisCommander, 'server' | 'waitReplicas' | 'openSubscriber'>
+type LibraryParts = Pick<RedisCommander, 'server' | 'waitReplicas' | 'openSubscriber' | 'scan'>
 
 /** `host:port` of an ioredis client (a Cluster client: its seed nodes), as error messages name it. */
 export function ioredisServer(client: Ioredis): string {
@@ -143,6 +151,7 @@ export function nodeRedisServer(client: NodeRedis): string {
 function ioredisParts(client: Ioredis): LibraryParts {
   return {
     server: ioredisServer(client),
+    scan: (pattern) => scanIoredis(client as unknown as IoredisScannable, pattern),
     async waitReplicas(replicas, timeoutMs) {
       return Number(await client.call('WAIT', String(replicas), String(timeoutMs)))
     },
@@ -162,6 +171,11 @@ function ioredisParts(client: Ioredis): LibraryParts {
 function nodeRedisParts(client: NodeRedis): LibraryParts {
   return {
     server: nodeRedisServer(client),
+    async scan(pattern) {
+      // A node-redis cluster client routes commands by key; SCAN has none.
+      if ('masters' in client) throw new UnsupportedError('latchkey: listing locks needs an ioredis Cluster client')
+      return scanNode((args) => client.sendCommand(args as never) as Promise<unknown>, pattern)
+    },
     async waitReplicas(replicas, timeoutMs) {
       return Number(await client.sendCommand(['WAIT', String(replicas), String(timeoutMs)]))
     },

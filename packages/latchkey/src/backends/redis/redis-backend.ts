@@ -1,4 +1,12 @@
 import { ALL_KINDS, BackendBase, defineCapabilities } from '../../backend/backend-base.js'
+import {
+  inspection,
+  type ListRequest,
+  type LockInspection,
+  type LockSummary,
+  lockKeysOf,
+  summariesOf,
+} from '../../backend/inspection.js'
 import type {
   AcquireRequest,
   AcquireResult,
@@ -12,6 +20,7 @@ import { adaptClient, isReplyError, type RedisClientLike, type RedisCommander } 
 import { CommandDeadlines } from './command-deadlines.js'
 import { KeyCache, type KeyLayout, layoutNamed, type RedisLayoutName } from './key-layout.js'
 import { type LuaScript, runScript } from './lua-script.js'
+import { holdersFrom, lockKeysFromScan, waitersFrom } from './redis-inspect.js'
 import { ReleaseNotifier } from './release-notifier.js'
 import type { RedisReleaseSubscription } from './release-subscription.js'
 import { type AcquireReply, DEFAULT_FENCE_IDLE_MS, type RedisScripts, scriptsFor } from './scripts/index.js'
@@ -57,6 +66,9 @@ const CAPABILITIES = defineCapabilities({
   notifications: 'global',
   kinds: ALL_KINDS,
   lockDelay: true,
+  waiters: 'all',
+  inspect: true,
+  list: true,
 })
 
 /**
@@ -174,6 +186,29 @@ export class RedisBackend extends BackendBase {
   async forceRelease(ref: LockRef): Promise<boolean> {
     const { stateKeys: keys, channel } = this.keys.keysOf(ref)
     return this.run(this.scripts.forceRelease, keys, [channel, this.publishAlways], ref)
+  }
+
+  /** The holders and waiters of both families of `key` (scripts/inspect.lua, read-only). */
+  override async inspect(key: string): Promise<LockInspection> {
+    const families = (['mutex', 'semaphore'] as const).map(async (kind) => {
+      const ref = { key, kind }
+      const keys = this.keys.keysOf(ref).stateKeys
+      const reply = await this.run(this.scripts.inspect, keys, [], ref)
+      return { holders: holdersFrom(reply, keys[0] !== keys[1]), waiters: waitersFrom(reply) }
+    })
+    const states = await Promise.all(families)
+    return inspection(
+      key,
+      states.flatMap((s) => s.holders),
+      states.flatMap((s) => s.waiters),
+    )
+  }
+
+  /** SCANs for the layout's keys under `prefix` (each master of an ioredis Cluster), then inspects each lock. */
+  override async list(request: ListRequest): Promise<LockSummary[]> {
+    const found = await Promise.all(this.layout.patternsFor(request.prefix).map((p) => this.commander.scan(p)))
+    const keys = lockKeysOf(lockKeysFromScan(found.flat(), this.layout), request)
+    return summariesOf(keys, request.limit, (key) => this.inspect(key))
   }
 
   subscribe(ref: LockRef): ReleaseSubscription {

@@ -3,10 +3,12 @@
  * request's owner) is set on every node in parallel; the lease exists only when a majority granted it with validity
  * left.
  */
-import { BackendBase } from '../../backend/backend-base.js'
+import { BackendBase, defineCapabilities } from '../../backend/backend-base.js'
+import type { ListRequest, LockInspection, LockSummary } from '../../backend/inspection.js'
 import type { AcquireRequest, AcquireResult, HolderRef, LockRef, RenewRequest } from '../../backend/types.js'
 import { QuorumNotReachedError, UnsupportedError } from '../../errors.js'
 import { type FanOutTiming, fanOut, tally, type Vote } from './fan-out.js'
+import { inspectRedlock, listRedlock, type RedlockInspectDeps } from './redlock-inspect.js'
 import type { RedlockNode } from './redlock-node.js'
 import { ACQUIRE, EXISTS, FORCE_DELETE, RELEASE, RENEW } from './scripts/index.js'
 import { type Attempt, granted, heldOrSplit, outcome } from './votes.js'
@@ -40,6 +42,7 @@ const isOne = (v: unknown) => Number(v) === 1
 /** The RedLock backend; build it with `redlockBackend()`. */
 export class RedlockBackend extends BackendBase {
   readonly name = 'redlock'
+  override readonly capabilities = defineCapabilities({ inspect: true, list: true })
   // Every default: mutex only, no notifications, server clocks, and no fencing, because there is no sound token
   // across independent masters: each node could count, but a restarted node or a different majority would hand
   // out a lower number (see README "When to use RedLock").
@@ -148,6 +151,20 @@ export class RedlockBackend extends BackendBase {
   async forceRelease(ref: LockRef): Promise<boolean> {
     this.checkKind(ref)
     return this.majority((node) => node.run(FORCE_DELETE, this.key(ref), []), 0, ref.key, 'force-release')
+  }
+
+  /** The owner a quorum of nodes agrees on, with the expiry by which a quorum no longer has it. */
+  override async inspect(key: string): Promise<LockInspection> {
+    return inspectRedlock(this.inspectDeps(), key)
+  }
+
+  override async list(request: ListRequest): Promise<LockSummary[]> {
+    return listRedlock(this.inspectDeps(), request)
+  }
+
+  private inspectDeps(): RedlockInspectDeps {
+    const { quorum, keyPrefix } = this.settings
+    return { nodes: this.nodes, quorum, keyPrefix, timing: this.timing(0) }
   }
 
   /** The clients belong to the application; there is nothing of our own to close. */

@@ -12,6 +12,7 @@ import {
   scriptRunner,
 } from '../redis/client-kind.js'
 import { type LuaScript, runScript } from '../redis/lua-script.js'
+import { scanNode } from '../redis/redis-scan.js'
 
 /**
  * The slice of an ioredis `Redis` client RedLock uses: the Redis backend's without `duplicate` (RedLock does not
@@ -33,6 +34,8 @@ export interface RedlockNode {
   readonly offline: boolean
   /** EVALSHA, then EVAL on NOSCRIPT (see runScript). */
   run(script: LuaScript, key: string, args: readonly string[]): Promise<unknown>
+  /** The keys matching glob `pattern` on this node (SCAN; operator listings only). */
+  scan(pattern: string): Promise<string[]>
 }
 
 interface Ioredis extends IoredisScripting {
@@ -79,5 +82,15 @@ export function adaptRedlockClient(client: unknown, index: number): RedlockNode 
       return isReconnecting(c)
     },
     run: (script, key, args) => runScript(runner, script, [key], args),
+    scan: (pattern) =>
+      scanNode((args) => {
+        const any = c as unknown as {
+          call?: (command: string, ...a: string[]) => Promise<unknown>
+          sendCommand?: (a: string[]) => Promise<unknown>
+        }
+        if (library === 'ioredis' && any.call !== undefined) return any.call(args[0] as string, ...args.slice(1))
+        if (any.sendCommand !== undefined) return any.sendCommand(args)
+        return Promise.reject(new TypeError(`latchkey: redlock ${label} cannot send SCAN`))
+      }, pattern),
   }
 }

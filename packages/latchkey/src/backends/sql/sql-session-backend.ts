@@ -10,6 +10,7 @@
  */
 import { BackendBase } from '../../backend/backend-base.js'
 import { stateKey } from '../../backend/grant-rules.js'
+import type { LockInspection } from '../../backend/inspection.js'
 import { LocalNotifier } from '../../backend/local-notifier.js'
 import type {
   AcquireRequest,
@@ -21,6 +22,7 @@ import type {
   RenewRequest,
 } from '../../backend/types.js'
 import { UnsupportedError } from '../../errors.js'
+import { type LocalSession, type ServerLockState, sessionInspection } from './session-inspect.js'
 import type { PoolRunner } from './sql-runner.js'
 
 /** What the base needs of a pinned connection: both mysql2 connections and pg clients report their death this way. */
@@ -35,6 +37,7 @@ export interface SessionHold<C> {
   readonly id: string
   readonly key: string
   readonly owner: string
+  readonly kind: LockRef['kind']
   readonly connection: C
   /** What the strategy needs to free the lock (names, hashed keys, ...). */
   readonly detail: string
@@ -52,6 +55,7 @@ export abstract class SessionBackend<
 > extends BackendBase {
   protected readonly holds = new Map<string, SessionHold<C>>()
   protected readonly notifier = new LocalNotifier()
+  private readonly trying = new Set<C>()
   private closed = false
 
   /** Tries the server lock on `connection`; `detail` is what `unlock` will need. */
@@ -62,8 +66,37 @@ export abstract class SessionBackend<
   protected abstract stillHeld(hold: SessionHold<C>): Promise<boolean>
   /** Whether anyone (in any process) holds the lock. */
   abstract override isLocked(ref: LockRef & { readonly permits: number }): Promise<boolean>
-  /** Ends the sessions of holders in other processes; true if one was found. */
-  protected abstract forceRemote(ref: LockRef): Promise<boolean>
+  /**
+   * Ends the sessions of holders in other processes; true if one was found. `spare()`: the sessions this process
+   * pins or tries a lock on, never ended (a local waiter may have taken the lock since its local holders were
+   * released); called after the server named the holder, when a local grant it saw is already pinned or trying.
+   */
+  protected abstract forceRemote(ref: LockRef, spare: () => ReadonlySet<number>): Promise<boolean>
+  /** The sessions the server lists as holding (and queueing on) `key` (the family state key). */
+  protected abstract serverState(key: string): Promise<ServerLockState>
+  /** The server's id of a pinned connection's session, where the driver tells it. */
+  protected abstract sessionOf(connection: C): number | undefined
+  /** This process's waiting sessions on `key` (advisory writer intents); none by default. */
+  protected localWaiters(_key: string): LocalSession[] {
+    return []
+  }
+
+  /**
+   * The sessions holding the lock, as the server lists them: this process's with their owner and kind, the
+   * others as `session:<id>`. No expiry and no token (the server keeps neither).
+   */
+  override async inspect(key: string): Promise<LockInspection> {
+    const state = await this.serverState(key)
+    const local = [...this.holds.values()]
+      .filter((hold) => hold.key === key && hold.alive)
+      .map((hold) => ({
+        session: this.sessionOf(hold.connection),
+        owner: hold.owner,
+        kind: hold.kind,
+        ...(this.capabilities.fencing === 'native' ? { token: hold.token } : {}),
+      }))
+    return sessionInspection(key, state, local, this.localWaiters(key))
+  }
 
   constructor(protected readonly db: R) {
     super()
@@ -96,11 +129,15 @@ export abstract class SessionBackend<
       throw options.signal.reason
     }
     let granted: { token: bigint; detail: string } | false
+    // A try in flight may take the lock a forced release just freed: forceRemote must spare its session too.
+    this.trying.add(connection)
     try {
       granted = await this.lockOn(connection, request)
     } catch (error) {
       this.giveBack(connection, false)
       throw error
+    } finally {
+      this.trying.delete(connection)
     }
     if (granted === false) {
       this.giveBack(connection, true)
@@ -151,7 +188,7 @@ export abstract class SessionBackend<
     const local = [...this.holds.values()].filter((hold) => hold.key === key)
     // Unlock this process's holders first, so the server-side search below cannot find (and kill) them.
     await Promise.all(local.map((hold) => this.releaseHold(hold).catch(() => false)))
-    const remote = await this.forceRemote(ref)
+    const remote = await this.forceRemote(ref, () => this.pinnedSessions())
     this.notifier.notify(key)
     return local.length > 0 || remote
   }
@@ -191,6 +228,16 @@ export abstract class SessionBackend<
     }
   }
 
+  /** The server sessions of the connections this process pins for held locks or is trying a lock on. */
+  private pinnedSessions(): Set<number> {
+    const sessions = new Set<number>()
+    for (const connection of [...[...this.holds.values()].map((hold) => hold.connection), ...this.trying]) {
+      const session = this.sessionOf(connection)
+      if (session !== undefined) sessions.add(session)
+    }
+    return sessions
+  }
+
   /** Number of pinned connections (for tests and leak checks). */
   get pinned(): number {
     return this.holds.size
@@ -201,6 +248,7 @@ export abstract class SessionBackend<
       id: holdId(request),
       key: stateKey(request),
       owner: request.owner,
+      kind: request.kind,
       connection,
       detail: granted.detail,
       token: granted.token,

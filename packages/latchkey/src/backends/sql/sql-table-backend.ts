@@ -1,5 +1,6 @@
 import { ALL_KINDS, BackendBase, defineCapabilities } from '../../backend/backend-base.js'
 import { stateKey } from '../../backend/grant-rules.js'
+import type { ListRequest, LockInspection, LockSummary } from '../../backend/inspection.js'
 import type {
   AcquireRequest,
   AcquireResult,
@@ -10,9 +11,11 @@ import type {
   ReleaseSubscription,
   RenewRequest,
 } from '../../backend/types.js'
+import { UnsupportedError } from '../../errors.js'
 import { acquireInTable, type LiveSummary, precheckBusy } from './sql-table-grant.js'
 import { MissingLockRow, tableTx } from './sql-table-tx.js'
 import type { SqlSession, TableDialect } from './table-dialect.js'
+import { type InspectDeps, inspectTable, listTable } from './table-inspect.js'
 
 /**
  * The `'table'` strategy on any SQL database with row locks and READ COMMITTED: holder and waiter rows,
@@ -37,6 +40,10 @@ export class SqlTableBackend extends BackendBase {
       // Rows can express every kind of lock the grant rules know.
       kinds: ALL_KINDS,
       lockDelay: true,
+      // Fair waiters and waiting writers keep a row; the others poll and keep none.
+      waiters: dialect.inspect === undefined ? 'none' : 'queued',
+      inspect: dialect.inspect !== undefined,
+      list: dialect.inspect !== undefined,
     })
   }
 
@@ -112,6 +119,27 @@ export class SqlTableBackend extends BackendBase {
     })
     notifier.changed(key)
     return dropped > 0
+  }
+
+  /** Live holder rows and waiter rows (no waiting start time is stored), read in autocommit. */
+  override async inspect(key: string): Promise<LockInspection> {
+    await this.migrate()
+    return inspectTable(this.inspectDeps(), key)
+  }
+
+  override async list(request: ListRequest): Promise<LockSummary[]> {
+    await this.migrate()
+    return listTable(this.inspectDeps(), request)
+  }
+
+  private inspectDeps(): InspectDeps {
+    const statements = this.dialect.inspect
+    if (statements === undefined) {
+      throw new UnsupportedError(
+        `The ${this.name} backend cannot inspect locks (its dialect has no inspect statements)`,
+      )
+    }
+    return { pool: this.dialect.pool, statements, encodeKey: (key) => this.dialect.encodeKey(key) }
   }
 
   subscribe(ref: LockRef): ReleaseSubscription {

@@ -5,6 +5,7 @@
  * retry after a missing lock row) is the backend's, written once.
  */
 import type { BackendCapabilities, LockKind, ReleaseSubscription } from '../../backend/types.js'
+import type { InspectStatements } from './table-inspect.js'
 import type { TableStatements } from './table-statements.js'
 
 /** A statement's rows, and how many rows it matched (an UPDATE or DELETE) or returned (a SELECT). */
@@ -41,6 +42,8 @@ export interface TableDialect {
   readonly notifications: BackendCapabilities['notifications']
   readonly pool: SqlPool
   readonly sql: TableStatements
+  /** The operator reads (`inspect`, `list`); without them the backend cannot inspect. */
+  readonly inspect?: InspectStatements
   readonly notifier: TableNotifier
   /** How a key is bound: MySQL binds the string (its VARBINARY column keeps the UTF-8 bytes), PostgreSQL a Buffer (BYTEA). */
   encodeKey(key: string): unknown

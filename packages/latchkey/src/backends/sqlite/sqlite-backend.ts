@@ -1,5 +1,6 @@
 import { ALL_KINDS, BackendBase, defineCapabilities } from '../../backend/backend-base.js'
 import { decideGrant, type HolderState, stateKey, type WaiterState } from '../../backend/grant-rules.js'
+import type { ListRequest, LockInspection, LockSummary } from '../../backend/inspection.js'
 import { LocalNotifier } from '../../backend/local-notifier.js'
 import { requirePeer } from '../../backend/optional-peer.js'
 import type {
@@ -15,6 +16,7 @@ import type {
 import { BackendUnavailableError } from '../../errors.js'
 import { FileNotifier } from './file-notifier.js'
 import { ADD_PERMITS, SCHEMA, SQL } from './schema.js'
+import { SqliteInspector } from './sqlite-inspect.js'
 
 /** The slice of a better-sqlite3 `Database` this backend uses. */
 export interface SqliteDatabase {
@@ -26,7 +28,7 @@ export interface SqliteDatabase {
   readonly open: boolean
 }
 
-interface SqliteStatement {
+export interface SqliteStatement {
   run(...params: unknown[]): { changes: number }
   get(...params: unknown[]): unknown
   all(...params: unknown[]): unknown[]
@@ -55,6 +57,9 @@ const CAPABILITIES = defineCapabilities({
   kinds: ALL_KINDS,
   lockDelay: true,
   clock: 'host',
+  waiters: 'queued',
+  inspect: true,
+  list: true,
 })
 
 /** Grants between two sweeps of abandoned rows. */
@@ -76,6 +81,7 @@ export class SqliteBackend extends BackendBase {
   private readonly files: FileNotifier | undefined
   private grantsSinceSweep = 0
   private readonly acquireTx: (request: AcquireRequest, now: number) => AcquireResult
+  private readonly inspector: SqliteInspector
 
   constructor(options: SqliteBackendOptions) {
     super()
@@ -96,6 +102,7 @@ export class SqliteBackend extends BackendBase {
     this.st.nextFence.safeIntegers(true)
     const tx = this.db.transaction((request: AcquireRequest, now: number) => this.acquireIn(request, now))
     this.acquireTx = (request, now) => tx.immediate(request, now)
+    this.inspector = new SqliteInspector(this.db)
     // Other processes learn of releases through a watched directory; without one they poll.
     this.files = options.path === undefined ? undefined : FileNotifier.start(options.path, this.notifier)
     this.capabilities = this.files === undefined ? { ...CAPABILITIES, notifications: 'process' } : CAPABILITIES
@@ -126,6 +133,15 @@ export class SqliteBackend extends BackendBase {
   async isLocked(ref: LockRef & { permits: number }): Promise<boolean> {
     const row = this.run(() => this.st.countLive.get(stateKey(ref), Date.now()) as { n: number })
     return ref.kind === 'semaphore' ? row.n >= ref.permits : row.n > 0
+  }
+
+  /** Rows of live holders and of waiters in line; SQLite keeps no waiting start time. */
+  override async inspect(key: string): Promise<LockInspection> {
+    return this.run(() => this.inspector.inspect(key))
+  }
+
+  override async list(request: ListRequest): Promise<LockSummary[]> {
+    return this.run(() => this.inspector.list(request))
   }
 
   async forceRelease(ref: LockRef): Promise<boolean> {

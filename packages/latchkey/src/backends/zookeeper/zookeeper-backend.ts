@@ -1,5 +1,6 @@
 import { ALL_KINDS, BackendBase, defineCapabilities } from '../../backend/backend-base.js'
 import { stateKey } from '../../backend/grant-rules.js'
+import type { ListRequest, LockInspection, LockSummary } from '../../backend/inspection.js'
 import type {
   AcquireRequest,
   AcquireResult,
@@ -17,6 +18,7 @@ import { clearLock } from './zk-force-release.js'
 import { lockState } from './zk-inspect.js'
 import type { ZkLayout } from './zk-layout.js'
 import { removeOwnNode, removeQuietly, writeLease } from './zk-node-ops.js'
+import { inspectZk, listZk } from './zk-operator.js'
 import { ZkParents } from './zk-parents.js'
 import { ZkSessions } from './zk-sessions.js'
 import type { ZkSubscription } from './zk-subscription.js'
@@ -40,7 +42,15 @@ export interface ZookeeperSettings {
 
 // lockDelay stays false: a crashed holder's session expiry deletes its ephemeral node on the server at once, and
 // nothing can delay that.
-const CAPABILITIES = defineCapabilities({ fencing: 'native', notifications: 'global', kinds: ALL_KINDS })
+const CAPABILITIES = defineCapabilities({
+  fencing: 'native',
+  notifications: 'global',
+  kinds: ALL_KINDS,
+  // Every waiting acquire keeps a node in line.
+  waiters: 'all',
+  inspect: true,
+  list: true,
+})
 
 /**
  * Curator-style locks on ZooKeeper: one protected EPHEMERAL_SEQUENTIAL node per lease attempt, the lowest
@@ -135,6 +145,15 @@ export class ZookeeperBackend extends BackendBase {
     const parent = settings.layout.nodesParent(settings.root, ref)
     const state = await lockState(await this.sessions.current(), parent, ref.permits, settings.layout.parse)
     return ref.kind === 'semaphore' ? state.live >= ref.permits : state.live > 0
+  }
+
+  /** The lock nodes' children as holders and waiters (zk-operator.ts). */
+  override async inspect(key: string): Promise<LockInspection> {
+    return inspectZk(await this.sessions.current(), this.settings.root, key, this.settings.layout)
+  }
+
+  override async list(request: ListRequest): Promise<LockSummary[]> {
+    return listZk(await this.sessions.current(), this.settings.root, request)
   }
 
   async forceRelease(ref: LockRef): Promise<boolean> {

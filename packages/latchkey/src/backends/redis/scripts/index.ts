@@ -4,6 +4,7 @@
  * grant.lua, handoff.lua). To read one expanded: `readLuaFile(new URL('./acquire.lua', import.meta.url))`.
  */
 import { type LuaScript, luaScript, readLuaFile } from '../lua-script.js'
+import type { InspectReply } from '../redis-inspect.js'
 
 /** What the acquire script answers, as the backend sees it. */
 export type AcquireReply =
@@ -23,6 +24,8 @@ export interface RedisScripts {
   readonly isLocked: LuaScript<boolean>
   /** True when anything was held. */
   readonly forceRelease: LuaScript<boolean>
+  /** The raw records of one family (redis-inspect.ts reads them). */
+  readonly inspect: LuaScript<InspectReply>
 }
 
 /** How long a fencing counter outlives the last token it issued, by default: 24 hours. */
@@ -38,6 +41,12 @@ function acquireReply(raw: unknown): AcquireReply {
   return { granted: false, retryAfterMs: retry > 0 ? retry : undefined }
 }
 
+/** inspect.lua's reply, every element as text (the clients answer numbers or strings, Buffers never asked). */
+function inspectReply(raw: unknown): InspectReply {
+  const [now, pttl, ...lists] = raw as [unknown, unknown, ...unknown[][]]
+  return [Number(now), Number(pttl), ...lists.map((l) => (l ?? []).map(String))] as InspectReply
+}
+
 const isOne = (raw: unknown): boolean => Number(raw) === 1
 const count = (raw: unknown): number => Number(raw)
 
@@ -49,6 +58,7 @@ const SOURCES = {
   leaveQueue: read('leave-queue'),
   isLocked: read('is-locked'),
   forceRelease: read('force-release'),
+  inspect: read('inspect'),
 }
 
 // A literal rather than an argument: one more argument per call costs the client more than a script per
@@ -72,6 +82,7 @@ export function scriptsFor(fenceIdleMs: number): RedisScripts {
       leaveQueue: luaScript('leaveQueue', source('leaveQueue'), count),
       isLocked: luaScript('isLocked', source('isLocked'), isOne),
       forceRelease: luaScript('forceRelease', source('forceRelease'), isOne),
+      inspect: luaScript('inspect', source('inspect'), inspectReply),
     })
     built.set(fenceIdleMs, scripts)
   }

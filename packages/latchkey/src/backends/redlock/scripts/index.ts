@@ -16,3 +16,5 @@ export const RELEASE = load('release')
 export const EXISTS = load('exists')
 /** Unconditional DEL (administrative force release): 1 when something was deleted. */
 export const FORCE_DELETE = load('force-delete')
+/** Reads the key without touching it (operator inspection): `{owner or '', pttl}`. */
+export const PEEK = load('peek')
