@@ -59,13 +59,19 @@ const CAPABILITIES = defineCapabilities({
 })
 
 /**
+ * In Go's layout a key does not say which lock or kind it belongs to (`a/b/<lease>` may be a holder of lock `a/b`
+ * or of `a`; a mutex, fair and write holder are the same key): no inspect or list there yet.
+ */
+const GO_LAYOUT_CAPABILITIES = defineCapabilities({ ...CAPABILITIES, inspect: false, list: false })
+
+/**
  * Locks in etcd v3: one key per holder (and per queued fair/write waiter) under `<prefix>/<name>/<kind>/`,
  * each on its owner's own lease; the holder key's create revision is the fencing token. See `acquire.ts` for
  * the algorithm and `index.ts` for the choices made.
  */
 export class EtcdBackend extends BackendBase {
   readonly name = 'etcd'
-  override readonly capabilities = CAPABILITIES
+  override readonly capabilities: typeof CAPABILITIES
   readonly layout: EtcdKeyLayout
   private readonly client: EtcdClient
   private readonly ownsClient: boolean
@@ -87,6 +93,7 @@ export class EtcdBackend extends BackendBase {
       options.layout === 'etcd' ? new GoMutexLayout(options.prefix) : new KeyLayout(options.prefix ?? 'latchkey')
     this.leases = new Leases(this.client, callTimeoutMs)
     this.hub = new WatchHub(this.client, this.layout)
+    this.capabilities = this.layout.name === 'etcd' ? GO_LAYOUT_CAPABILITIES : CAPABILITIES
     this.deps = { client: this.client, layout: this.layout, leases: this.leases, owners: this.owners, hub: this.hub }
   }
 

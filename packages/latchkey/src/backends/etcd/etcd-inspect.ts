@@ -44,10 +44,18 @@ async function entries(d: EtcdInspectDeps, key: string, kinds: readonly LockKind
       return d.client.kv.range({ key: r.start, range_end: r.end })
     }),
   )
+  // In Go's layout one kind's folder holds the others' (`<name>/` contains `<name>/read/`): each key once.
+  const seen = new Set<string>()
   return ranges
     .flatMap((res) => res.kvs)
+    .filter((kv) => {
+      const id = kv.key.toString('latin1')
+      if (seen.has(id)) return false
+      seen.add(id)
+      return true
+    })
     .flatMap((kv) => {
-      const parsed = d.layout.parse(kv.key)
+      const parsed = d.layout.parse(kv.key, key)
       return parsed === undefined ? [] : [{ kv, kind: parsed.kind, permits: parsed.permits }]
     })
     .sort((a, b) => Number(BigInt(a.kv.create_revision) - BigInt(b.kv.create_revision)))

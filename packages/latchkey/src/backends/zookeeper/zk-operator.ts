@@ -18,7 +18,15 @@ import {
 import { readLong, ZK, type ZkStat, zkCode } from './zk-client.js'
 import type { ZkConnection } from './zk-connection.js'
 import { latchkeyZkLayout, type ZkLayout } from './zk-layout.js'
-import { agreeingLine, type ChildParser, decodeLease, holdersOf, type LockNode, lineOf } from './zk-nodes.js'
+import {
+  agreeingLine,
+  type ChildParser,
+  decodeLease,
+  holdersOf,
+  type LockNode,
+  lineOf,
+  parseChild,
+} from './zk-nodes.js'
 
 async function children(conn: ZkConnection, path: string): Promise<string[]> {
   try {
@@ -47,7 +55,9 @@ async function inspectNode(
   parent: string,
   parse: ChildParser,
 ): Promise<{ holders: HolderInfo[]; waiters: WaiterInfo[] }> {
-  const { inForce, line } = agreeingLine(lineOf(await children(conn, parent), parse))
+  // Curator's semaphore keeps its `leases` and `locks` znodes under the lock's path: containers, not holders.
+  const names = (await children(conn, parent)).filter((n) => parse === parseChild || !CURATOR_CONTAINERS.has(n))
+  const { inForce, line } = agreeingLine(lineOf(names, parse))
   const holding = new Set<LockNode>(holdersOf(line, inForce ?? Number.MAX_SAFE_INTEGER))
   const now = conn.serverNow()
   const read = await Promise.all(line.map((node) => readNode(conn, `${parent}/${node.name}`)))
@@ -80,6 +90,8 @@ async function inspectNode(
   })
   return { holders, waiters }
 }
+
+const CURATOR_CONTAINERS = new Set(['leases', 'locks'])
 
 /** latchkey writes JSON into its nodes (a lease, a permit count); anything else is another client's. */
 function writtenByLatchkey(data: Buffer | undefined): boolean {

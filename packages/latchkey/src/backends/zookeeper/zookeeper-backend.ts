@@ -52,13 +52,16 @@ const CAPABILITIES = defineCapabilities({
   list: true,
 })
 
+/** Curator's paths are the lock keys themselves, nested at each `/`: no flat list of names to read. */
+const CURATOR_CAPABILITIES = defineCapabilities({ ...CAPABILITIES, list: false })
+
 /**
  * Curator-style locks on ZooKeeper: one protected EPHEMERAL_SEQUENTIAL node per lease attempt, the lowest
  * eligible node holds, waiters watch only their predecessor. See `index.ts` for the semantics.
  */
 export class ZookeeperBackend extends BackendBase {
   readonly name = 'zookeeper'
-  override readonly capabilities = CAPABILITIES
+  override readonly capabilities: typeof CAPABILITIES
   private readonly owners = new Map<string, OwnerEntry>()
   private readonly parents: ZkParents
   private readonly sessions: ZkSessions
@@ -76,6 +79,7 @@ export class ZookeeperBackend extends BackendBase {
 
   constructor(private readonly settings: ZookeeperSettings) {
     super()
+    this.capabilities = settings.layout.name === 'curator' ? CURATOR_CAPABILITIES : CAPABILITIES
     this.sessions = new ZkSessions(settings, (conn) => this.onLost(conn))
     this.parents = new ZkParents(() => this.sessions.live, settings.lockNodeIdleMs, settings.root)
   }
