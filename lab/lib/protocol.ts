@@ -12,6 +12,8 @@ export interface RunnerReply {
   id: number
   accepted: boolean
   value?: number
+  /** The nemesis's `starve` fault: block the event loop this long before going on. */
+  starveMs?: number
 }
 
 /** Runner -> client: finish the current critical section and exit. */
