@@ -48,7 +48,7 @@ async function criticalSection(held: Held): Promise<void> {
   // A long synchronous computation: nothing else of this process runs (timers, renewals, replies) until it ends.
   if (read.starveMs !== undefined) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, read.starveMs)
   if (!read.accepted) return
-  await sleep(rng.int(config.csMs[0], config.csMs[1]))
+  await sleep(read.workMs ?? rng.int(config.csMs[0], config.csMs[1]))
   if (!(await held.stillValid())) {
     history.log('info', 'skip-write', { token, error: 'no longer valid before writing' })
     return

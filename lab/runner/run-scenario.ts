@@ -110,7 +110,7 @@ export async function runScenario(s: Scenario): Promise<string> {
       reply({
         accepted,
         value,
-        ...(fault !== undefined && nemesis.kind === 'starve' ? { starveMs: fault.durationMs } : {}),
+        ...(fault === undefined ? {} : faultOnEnter(nemesis.kind, fault.durationMs)),
       })
     } else if (m.kind === 'write') {
       const fault = nemesis.strike('write', proc, child)
@@ -148,6 +148,17 @@ export async function runScenario(s: Scenario): Promise<string> {
     `${JSON.stringify({ ...s, restartServer: undefined, startedAt: started, endedAt: nowMs(), finalValue: referee.current, spawned }, null, 2)}\n`,
   )
   return dir
+}
+
+/**
+ * What a fault striking at `enter` asks of the client: a starved event loop blocks itself; a holder cut off from
+ * the lock service, or whose lock server froze, keeps working as long as the fault lasts (a job longer than the
+ * lease), so the fault meets a holder that is still inside.
+ */
+function faultOnEnter(kind: FaultSpec['kind'], durationMs: number): { starveMs?: number; workMs?: number } {
+  if (kind === 'starve') return { starveMs: durationMs }
+  if (kind === 'partition' || kind === 'server-pause') return { workMs: durationMs }
+  return {}
 }
 
 /** Resumes every client (one may be paused), asks it to stop, and kills what is left after a grace period. */

@@ -1,6 +1,7 @@
 import { mkdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { backendFromUrl } from 'latchkey'
+import { type Cluster, etcdCluster, zookeeperEnsemble } from './clusters.js'
 import { type PrivateRedis, startPrivateRedis } from './redis-server.js'
 
 /** Where a lab client's lock lives: a URL its strategy opens, and how to remove what the run left there. */
@@ -49,10 +50,24 @@ async function privateRedis(dataRoot: string, port: number, persistence: Persist
   return server
 }
 
+const clusters = new Map<string, Cluster>()
+
+/** A three-member cluster, started on first use and kept for the rest of the lab run. */
+async function cluster(name: string, start: () => Promise<Cluster>): Promise<Cluster> {
+  let found = clusters.get(name)
+  if (found === undefined) {
+    found = await start()
+    clusters.set(name, found)
+  }
+  return found
+}
+
 /** Stops the servers the lab started. */
 export async function stopLabServers(): Promise<void> {
   for (const server of redisServers.values()) await server.stop()
   redisServers.clear()
+  for (const c of clusters.values()) await c.stop()
+  clusters.clear()
 }
 
 const redisTarget = (name: string, persistence: Persistence): Target => ({
@@ -155,6 +170,37 @@ export const TARGETS: Record<string, Target> = {
       cleanup: () => removeZkTree(`/${namespace}`),
     }),
   },
+  'zookeeper-3': {
+    name: 'zookeeper-3',
+    shared: false,
+    restartable: true,
+    networked: true,
+    prepare: async (namespace) => {
+      const ensemble = await cluster('zookeeper-3', zookeeperEnsemble)
+      const hosts = ensemble.url.replace('zookeeper://', '')
+      return {
+        url: `${ensemble.url}/${namespace}?sessionTimeoutMs=4000`,
+        cleanup: () => removeZkTree(`/${namespace}`, hosts),
+        restartServer: (downMs) => ensemble.killLeader(downMs),
+        pauseServer: (ms) => ensemble.pauseLeader(ms),
+      }
+    },
+  },
+  'etcd-3': {
+    name: 'etcd-3',
+    shared: false,
+    restartable: true,
+    networked: true,
+    prepare: async (namespace, dataRoot) => {
+      const members = await cluster('etcd-3', () => etcdCluster(dataRoot))
+      return {
+        url: `${members.url}?prefix=${namespace}`,
+        cleanup: () => deleteEtcdPrefix(namespace, members.url.replace('etcd://', '')),
+        restartServer: (downMs) => members.killLeader(downMs),
+        pauseServer: (ms) => members.pauseLeader(ms),
+      }
+    },
+  },
   etcd: {
     name: 'etcd',
     shared: true,
@@ -168,9 +214,9 @@ export const TARGETS: Record<string, Target> = {
 }
 
 /** Removes a ZooKeeper subtree the run created (the chroot of its lock). */
-export async function removeZkTree(path: string): Promise<void> {
+export async function removeZkTree(path: string, hosts = ZK): Promise<void> {
   const { default: zookeeper } = await import('node-zookeeper-client')
-  const client = zookeeper.createClient(ZK)
+  const client = zookeeper.createClient(hosts)
   await new Promise<void>((resolve) => {
     client.once('connected', () => resolve())
     client.connect()
@@ -181,9 +227,9 @@ export async function removeZkTree(path: string): Promise<void> {
   client.close()
 }
 
-async function deleteEtcdPrefix(prefix: string): Promise<void> {
+async function deleteEtcdPrefix(prefix: string, hosts = ETCD): Promise<void> {
   const { Etcd3 } = await import('etcd3')
-  const client = new Etcd3({ hosts: `http://${ETCD}` })
+  const client = new Etcd3({ hosts: hosts.split(',').map((h) => `http://${h}`) })
   await client.delete().prefix(prefix)
   client.close()
 }
