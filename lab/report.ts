@@ -164,12 +164,16 @@ export function writeResults(resultsDir: string, path: string, note: string, smo
     '',
     '## Runs',
     '',
+    'Each run links its timeline (one row per client: critical sections, red where two overlapped; grey while',
+    'paused, orange while cut off from the lock service; | a write the resource accepted, × one the fence refused).',
+    '',
     '| run | sections | overlaps | stale acc./rej. | lost updates | faults | seconds |',
     '| --- | --- | --- | --- | --- | --- | --- |',
-    ...summaries.map(
-      (s) =>
-        `| ${s.run} | ${s.sections} | ${s.overlaps} | ${s.staleAccepted}/${s.staleRejected} | ${s.lostUpdates} | ${s.faults} | ${s.seconds} |`,
-    ),
+    ...summaries.map((s) => {
+      const link = figure(resultsDir, smoke ? undefined : join(dirname(path), 'figures'), s.run)
+      const name = link === '' ? s.run : `[${s.run}](figures/${s.run}.svg)`
+      return `| ${name} | ${s.sections} | ${s.overlaps} | ${s.staleAccepted}/${s.staleRejected} | ${s.lostUpdates} | ${s.faults} | ${s.seconds} |`
+    }),
     '',
   ].join('\n')
   writeFileSync(path, text)
