@@ -47,10 +47,17 @@ const planned: Planned[] = []
 const prefix = smoke ? 'smoke-' : ''
 for (const seed of Array.from({ length: seeds }, (_, i) => i + 1)) {
   for (const target of Object.values(TARGETS)) {
-    // The smoke runs one scenario per backend; the AOF variant is the same backend.
-    if (smoke && target.name === 'redis-aof-always') continue
+    // The AOF variants and the three-member clusters differ from the single servers only when a server fails:
+    // they run the server scenarios (and the baseline) alone.
+    const aofVariant = target.name.startsWith('redis-aof')
+    const serverVariant = aofVariant || target.name.endsWith('-3')
+    // The smoke keeps to one server per engine: the AOF variants and the three-member clusters stay out of it.
+    if (smoke && (aofVariant || target.name.endsWith('-3'))) continue
     const scenarios = (smoke ? SCENARIOS.filter((d) => d.id === 'T3') : SCENARIOS).filter(
-      (d) => d.id !== 'S9' || target.restartable,
+      (d) =>
+        (d.needs !== 'server' || target.restartable) &&
+        (d.needs !== 'network' || target.networked) &&
+        (!serverVariant || d.needs === 'server' || d.id === 'T1'),
     )
     for (const def of scenarios) {
       for (const fencing of smoke ? [true] : [false, true]) {
@@ -87,7 +94,7 @@ for (const seed of Array.from({ length: seeds }, (_, i) => i + 1)) {
 
 /**
  * What makes a latchkey run fail the lab: with fencing on the resource must never take a stale write nor lose
- * an update, tokens must never go back, and a run must get work done.
+ * an update (where the backend gives tokens), tokens must never go back, and a run must get work done.
  */
 function violations(s: RunSummary): string[] {
   if (s.strategy !== 'latchkey') return []
@@ -96,8 +103,11 @@ function violations(s: RunSummary): string[] {
   // A fault scenario in which no fault struck proves nothing.
   if (s.scenario !== 'T1' && s.faults === 0) found.push('no fault struck')
   if (s.tokenRegressions > 0) found.push(`${s.tokenRegressions} token regressions`)
-  if (s.fencing && s.staleAccepted > 0) found.push(`${s.staleAccepted} stale writes accepted with fencing on`)
-  if (s.fencing && s.lostUpdates > 0) found.push(`${s.lostUpdates} lost updates with fencing on`)
+  // A backend that hands out no fencing token (RedLock; the session-held advisory and GET_LOCK locks) cannot be
+  // saved by the fence: its stale writes are the measured result of the cell, not a defect of the run.
+  const fenced = s.tokensChecked > 0
+  if (fenced && s.fencing && s.staleAccepted > 0) found.push(`${s.staleAccepted} stale writes accepted with fencing on`)
+  if (fenced && s.fencing && s.lostUpdates > 0) found.push(`${s.lostUpdates} lost updates with fencing on`)
   return found.map((f) => `${s.run}: ${f}`)
 }
 
@@ -126,7 +136,7 @@ try {
       continue
     }
     try {
-      const restartServer = prepared.restartServer
+      const { restartServer, pauseServer } = prepared
       await runScenario({
         ...p,
         url: prepared.url,
@@ -136,6 +146,7 @@ try {
         csMs,
         namespace,
         ...(restartServer === undefined ? {} : { restartServer }),
+        ...(pauseServer === undefined ? {} : { pauseServer }),
       })
       const summary = checkRun(runDir(p.run))
       console.log(formatSummary(summary))

@@ -1,6 +1,8 @@
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
+import { lagCdfSvg } from './checker/lag-cdf.js'
 import type { RunSummary } from './checker/summarize.js'
+import { NOT_RUN } from './not-run.js'
 import { NAIVE, SCENARIOS } from './scenarios.js'
 
 /** Every `summary.json` under `resultsDir`. */
@@ -25,7 +27,28 @@ function cell(runs: RunSummary[]): string {
   const onText =
     on.length === 0 ? 'on –' : `on ${sum(on, (s) => s.staleAccepted)} (${sum(on, (s) => s.staleRejected)} rej.)`
   const unwarned = sum(runs, (s) => s.unwarnedOverlaps ?? 0)
-  return `${per1000} (${unwarned} unwarned) · ${offText} · ${onText} · n=${runs.length}`
+  const unavailable = `unav. ${median(runs.map((s) => s.unavailableP50Ms))}/${Math.max(0, ...runs.map((s) => s.unavailableMaxMs))} ms`
+  return `${per1000} (${unwarned} unwarned) · ${offText} · ${onText} · ${unavailable} · n=${runs.length}`
+}
+
+function median(values: number[]): number {
+  if (values.length === 0) return 0
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.floor((sorted.length - 1) / 2)]!
+}
+
+/**
+ * T18 (a zombie release or renewal) needs no fault of its own: in every T2 run the paused holder wakes up after
+ * its successor was granted the lock and calls release() and renews. Had either touched the successor's lock, a
+ * third client would have entered while the successor was inside: an overlap in which nobody was paused ("clean").
+ */
+function zombieRow(latchkey: RunSummary[], backends: string[]): string {
+  const cells = backends.map((b) => {
+    const runs = latchkey.filter((s) => s.scenario === 'T2' && s.backend === b)
+    if (runs.length === 0) return '–'
+    return `${sum(runs, (s) => s.cleanOverlaps ?? 0)} overlaps without a paused client, over ${sum(runs, (s) => s.faults)} zombie holders · n=${runs.length}`
+  })
+  return `| T18 zombie release/renewal after a successor took the lock (from the T2 runs) | ${cells.join(' | ')} |`
 }
 
 /** The safety matrix as a Markdown table (scenario x backend), latchkey runs only. */
@@ -36,10 +59,11 @@ export function matrix(summaries: RunSummary[]): string {
     const cells = backends.map((b) => cell(latchkey.filter((s) => s.scenario === d.id && s.backend === b)))
     return `| ${d.id} ${d.title} | ${cells.join(' | ')} |`
   })
+  if (latchkey.some((s) => s.scenario === 'T2')) rows.push(zombieRow(latchkey, backends))
   const liveness = backends.map((b) => {
     const runs = latchkey.filter((s) => s.backend === b)
     const lags = runs.filter((s) => s.losses > 0)
-    return `| ${b} | ${Math.max(0, ...runs.map((s) => s.unavailableMaxMs))} | ${lags.length === 0 ? '–' : Math.max(...lags.map((s) => s.lossLagMaxMs))} | ${sum(
+    return `| ${b} | ${median(runs.map((s) => s.unavailableP50Ms))} / ${Math.max(0, ...runs.map((s) => s.unavailableMaxMs))} | ${lags.length === 0 ? '–' : Math.max(...lags.map((s) => s.lossLagMaxMs))} | ${sum(
       runs.filter((s) => !s.fencing),
       (s) => s.lostUpdates,
     )} / ${sum(
@@ -52,10 +76,24 @@ export function matrix(summaries: RunSummary[]): string {
     `| --- | ${backends.map(() => '---').join(' | ')} |`,
     ...rows,
     '',
-    '| backend | unavailable max (ms) | loss-signal lag after a successor, max (ms) | lost updates, fencing off / on | token regressions |',
+    '| backend | unavailable p50 / max (ms) | loss-signal lag after a successor, max (ms) | lost updates, fencing off / on | token regressions |',
     '| --- | --- | --- | --- | --- |',
     ...liveness,
   ].join('\n')
+}
+
+/** Writes the loss-lag CDF figure of the latchkey runs and returns the Markdown that shows it. */
+function lagCdf(summaries: RunSummary[], figuresDir: string): string {
+  const byBackend = new Map<string, number[]>()
+  for (const s of summaries) {
+    if (s.strategy !== 'latchkey') continue
+    byBackend.set(s.backend, [...(byBackend.get(s.backend) ?? []), ...(s.lossLagsMs ?? [])])
+  }
+  const svg = lagCdfSvg(byBackend)
+  if (svg === '') return ''
+  mkdirSync(figuresDir, { recursive: true })
+  writeFileSync(join(figuresDir, 'loss-lag-cdf.svg'), svg)
+  return '![loss-detection lag CDF per backend](figures/loss-lag-cdf.svg)'
 }
 
 /** Copies a run's timeline into lab/figures (tracked) and returns a Markdown link to it, or '' without one. */
@@ -99,6 +137,7 @@ export function verdicts(summaries: RunSummary[], resultsDir = '', figuresDir?: 
 export function writeResults(resultsDir: string, path: string, note: string, smoke: boolean): string {
   const summaries = readSummaries(resultsDir).filter((s) => s.run.startsWith('smoke-') === smoke)
   const table = matrix(summaries)
+  const cdf = smoke ? '' : lagCdf(summaries, join(dirname(path), 'figures'))
   const text = [
     '# latchkey safety lab: results so far',
     '',
@@ -113,18 +152,28 @@ export function writeResults(resultsDir: string, path: string, note: string, smo
     '',
     table,
     '',
+    cdf,
+    '',
+    '## Cells of the plan not measured here',
+    '',
+    ...NOT_RUN.map((n) => `- **${n.cells}**: ${n.why}`),
+    '',
     '## The naive algorithms',
     '',
     verdicts(summaries, resultsDir, smoke ? undefined : join(dirname(path), 'figures')),
     '',
     '## Runs',
     '',
+    'Each run links its timeline (one row per client: critical sections, red where two overlapped; grey while',
+    'paused, orange while cut off from the lock service; | a write the resource accepted, × one the fence refused).',
+    '',
     '| run | sections | overlaps | stale acc./rej. | lost updates | faults | seconds |',
     '| --- | --- | --- | --- | --- | --- | --- |',
-    ...summaries.map(
-      (s) =>
-        `| ${s.run} | ${s.sections} | ${s.overlaps} | ${s.staleAccepted}/${s.staleRejected} | ${s.lostUpdates} | ${s.faults} | ${s.seconds} |`,
-    ),
+    ...summaries.map((s) => {
+      const link = figure(resultsDir, smoke ? undefined : join(dirname(path), 'figures'), s.run)
+      const name = link === '' ? s.run : `[${s.run}](figures/${s.run}.svg)`
+      return `| ${name} | ${s.sections} | ${s.overlaps} | ${s.staleAccepted}/${s.staleRejected} | ${s.lostUpdates} | ${s.faults} | ${s.seconds} |`
+    }),
     '',
   ].join('\n')
   writeFileSync(path, text)

@@ -6,6 +6,8 @@ export interface ScenarioDef {
   id: string
   title: string
   fault: (ttlMs: number) => FaultSpec
+  /** `server`: only on servers the lab owns (it kills or freezes them); `network`: only where a client talks to the lock service over TCP. */
+  needs?: 'server' | 'network'
 }
 
 const none: FaultSpec = { kind: 'none', at: '', everyMs: 0, durationMs: [0, 0] }
@@ -26,14 +28,44 @@ export const SCENARIOS: ScenarioDef[] = [
     fault: (ttl) => pause('in-cs', ttl),
   },
   {
+    id: 'T4',
+    title: "holder's event loop blocked past its lease right after entering (no timer or renewal runs)",
+    fault: (ttl) => ({ ...pause('enter', ttl), kind: 'starve' }),
+  },
+  {
+    id: 'T5',
+    title: "the lock service's replies to a client held 1.5-3x the TTL just as it asks for the lock",
+    fault: (ttl) => ({ ...pause('acquire', ttl), kind: 'stall-reply' }),
+    needs: 'network',
+  },
+  {
+    id: 'T6',
+    title: "holder's write held in flight 1.5-3x the TTL; it gives up waiting, releases, the write lands later",
+    fault: (ttl) => ({ ...pause('write', ttl), kind: 'delay-write' }),
+  },
+  {
+    id: 'T7',
+    title: 'holder cut off from the lock service 2-5x the TTL (silent partition, then healed)',
+    fault: (ttl) => ({ kind: 'partition', at: 'enter', everyMs: 2 * ttl, durationMs: [2 * ttl, 5 * ttl] }),
+    needs: 'network',
+  },
+  {
+    id: 'T10',
+    title: 'lock server frozen (SIGSTOP) 1.5-3x the TTL as a client enters (RedLock: 3 of 5 nodes)',
+    fault: (ttl) => ({ ...pause('enter', ttl), kind: 'server-pause' }),
+    needs: 'server',
+  },
+  {
     id: 'K9',
     title: 'holder killed -9 inside the critical section (replaced by a new client)',
     fault: (ttl) => ({ kind: 'kill', at: 'enter', everyMs: 2 * ttl, durationMs: [0, 0] }),
   },
   {
     id: 'S9',
-    title: 'lock server killed -9 as a client enters, restarted 0-0.1 s later (servers the lab owns)',
+    title:
+      'lock server killed -9 as a client enters, restarted 0-0.1 s later (T11 without persistence: redis, RedLock 3 of 5 nodes; T12 with AOF)',
     fault: (ttl) => ({ kind: 'server-kill', at: 'enter', everyMs: 2 * ttl, durationMs: [0, 100] }),
+    needs: 'server',
   },
 ]
 

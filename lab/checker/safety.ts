@@ -63,7 +63,7 @@ export interface StaleWrite {
 
 /**
  * Stale writes, defined from the referee's view and not from tokens (so backends without a fence are judged the
- * same way): a write by P when the latest enter was by someone else. With fencing on, `accepted` says whether
+ * same way): a write by P when the latest admitted enter was by someone else. With fencing on, `accepted` says whether
  * the fence let it through.
  */
 export function findStaleWrites(referee: HistoryEvent[]): StaleWrite[] {
@@ -71,7 +71,8 @@ export function findStaleWrites(referee: HistoryEvent[]): StaleWrite[] {
   const stale: StaleWrite[] = []
   for (const event of referee) {
     const who = event.client ?? '?'
-    if (event.f === 'enter') latest = who
+    // An enter the fence turned away gave its client nothing: the writer it would supersede still owns the resource.
+    if (event.f === 'enter' && event.accepted !== false) latest = who
     else if (event.f === 'write' && latest !== undefined && latest !== who) {
       stale.push({
         t: event.t,

@@ -34,6 +34,8 @@ export interface RunSummary {
   losses: number
   lossLagP50Ms: number
   lossLagMaxMs: number
+  /** Every loss-signal lag of the run (ms; negative: noticed before anyone else got the lock), for the CDF. */
+  lossLagsMs: number[]
   unavailableMaxMs: number
   unavailableP50Ms: number
   acquisitions: number
@@ -44,6 +46,17 @@ export interface RunSummary {
   firstStaleAccepted: StaleWrite | undefined
   excerpt: HistoryEvent[]
 }
+
+/** The nemesis events that mark a fault striking (the others mark its end). */
+const FAULT_EVENTS = new Set([
+  'pause',
+  'kill',
+  'server-kill',
+  'server-pause',
+  'partition',
+  'stall-reply',
+  'delay-write',
+])
 
 const count = (events: HistoryEvent[], f: string, type: string): number =>
   events.filter((e) => e.f === f && e.type === type).length
@@ -77,8 +90,7 @@ export function summarize(loaded: LoadedRun): RunSummary {
     fencing: meta.fencing,
     ttlMs: meta.ttlMs,
     seconds: Math.round((meta.endedAt - meta.startedAt) / 100) / 10,
-    faults: events.filter((e) => e.proc === 'nemesis' && (e.f === 'pause' || e.f === 'kill' || e.f === 'server-kill'))
-      .length,
+    faults: events.filter((e) => e.proc === 'nemesis' && FAULT_EVENTS.has(e.f)).length,
     sections,
     overlaps: overlaps.length,
     cleanOverlaps: overlaps.filter((o) => o.clean).length,
@@ -94,6 +106,7 @@ export function summarize(loaded: LoadedRun): RunSummary {
     losses: lags.length,
     lossLagP50Ms: Math.round(percentile(lags, 50)),
     lossLagMaxMs: Math.round(Math.max(0, ...lags)),
+    lossLagsMs: lags.map((lag) => Math.round(lag)),
     unavailableMaxMs: Math.round(Math.max(0, ...windows)),
     unavailableP50Ms: Math.round(percentile(windows, 50)),
     acquisitions: count(clients, 'acquire', 'ok'),

@@ -28,8 +28,10 @@ export function timelineSvg(events: HistoryEvent[], startedAt: number, endedAt: 
   for (const e of events) {
     const who = subject(e)
     if (!clients.includes(who)) continue
-    if (e.proc === 'nemesis' && e.f === 'pause') pausedAt.set(who, e.t)
+    if (e.proc === 'nemesis' && (e.f === 'pause' || e.f === 'partition' || e.f === 'stall-reply'))
+      pausedAt.set(who, e.t)
     else if (e.proc === 'nemesis' && e.f === 'resume') band(who, pausedAt.get(who) ?? e.t, e.t, '#ccc')
+    else if (e.proc === 'nemesis' && e.f === 'heal') band(who, pausedAt.get(who) ?? e.t, e.t, '#fc8')
     else if (e.proc === 'nemesis' && e.f === 'kill') band(who, e.t, endedAt, '#eee')
     else if (e.proc !== 'referee') continue
     else if (e.f === 'enter') open.set(who, e.t)
@@ -57,7 +59,7 @@ export function timelineSvg(events: HistoryEvent[], startedAt: number, endedAt: 
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" font-family="sans-serif">`,
     `<title>${title.replace(/[<&]/g, '')}</title>`,
-    `<text x="4" y="14" font-size="12">${title.replace(/[<&]/g, '')}: sections (red: overlapped), grey: paused/killed, | write accepted, × rejected</text>`,
+    `<text x="4" y="14" font-size="12">${title.replace(/[<&]/g, '')}: sections (red: overlapped), grey: paused/killed, orange: cut off from the lock service, | write accepted, × rejected</text>`,
     ...shapes,
     ...labels,
     '</svg>',

@@ -34,6 +34,7 @@ function request(body: Body): Promise<RunnerReply> {
   })
 }
 
+const WRITE_TIMEOUT_MS = Math.max(200, Math.round(config.ttlMs / 2))
 const point = async (name: string): Promise<void> => void (await request({ kind: 'point', name }))
 const make = STRATEGIES[config.strategy]
 if (make === undefined) throw new RangeError(`lab client: unknown strategy ${JSON.stringify(config.strategy)}`)
@@ -44,8 +45,10 @@ async function criticalSection(held: Held): Promise<void> {
   history.log('invoke', 'read', { token })
   const read = await request({ kind: 'read', token })
   history.log(read.accepted ? 'ok' : 'fail', 'read', { token, value: read.value ?? -1 })
+  // A long synchronous computation: nothing else of this process runs (timers, renewals, replies) until it ends.
+  if (read.starveMs !== undefined) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, read.starveMs)
   if (!read.accepted) return
-  await sleep(rng.int(config.csMs[0], config.csMs[1]))
+  await sleep(read.workMs ?? rng.int(config.csMs[0], config.csMs[1]))
   if (!(await held.stillValid())) {
     history.log('info', 'skip-write', { token, error: 'no longer valid before writing' })
     return
@@ -53,11 +56,14 @@ async function criticalSection(held: Held): Promise<void> {
   await point('in-cs')
   const value = (read.value ?? 0) + 1
   history.log('invoke', 'write', { token, value })
-  const write = await request({ kind: 'write', token, value })
-  history.log(write.accepted ? 'ok' : 'fail', 'write', { token, value })
+  // A write that gets no answer in time is indeterminate (info): it may still land, which is the delay-write fault.
+  const write = await Promise.race([request({ kind: 'write', token, value }), sleep(WRITE_TIMEOUT_MS)])
+  if (write === undefined) history.log('info', 'write', { token, value, error: 'no answer, outcome unknown' })
+  else history.log(write.accepted ? 'ok' : 'fail', 'write', { token, value })
 }
 
 while (!stopping) {
+  await point('acquire')
   history.log('invoke', 'acquire')
   let held: Held
   try {

@@ -12,6 +12,10 @@ export interface RunnerReply {
   id: number
   accepted: boolean
   value?: number
+  /** The nemesis's `starve` fault: block the event loop this long before going on. */
+  starveMs?: number
+  /** A long job: stay in the critical section this long (the fault strikes while the holder works on). */
+  workMs?: number
 }
 
 /** Runner -> client: finish the current critical section and exit. */

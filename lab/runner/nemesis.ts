@@ -2,16 +2,36 @@ import type { ChildProcess } from 'node:child_process'
 import { sleep } from '../lib/clock.js'
 import { HistoryWriter } from '../lib/history.js'
 import { seededRng } from '../lib/rng.js'
+import type { ProxyMode } from './fault-proxy.js'
 
 /**
- * A fault: `pause` (SIGSTOP, then SIGCONT after the drawn duration) or `kill` (SIGKILL, the runner spawns a fresh
- * client), or `server-kill` (SIGKILL of the lock server as a client enters, restarted after the drawn duration). `at` is where a
- * client fault strikes: `enter` (a client that just entered the critical section: a holder paused at
- * an arbitrary point, scenario T2), or a named pause point of the client (`in-cs`: after the validity check,
- * before the write, scenario T3; `after-setnx`; `after-get`).
+ * A fault:
+ * - `pause`: SIGSTOP of the client, SIGCONT after the drawn duration (a GC or VM pause: its timers freeze too);
+ * - `starve`: the client blocks its own event loop for the duration (a long synchronous computation: the process
+ *   runs, but no timer, renewal or reply is handled until it ends);
+ * - `kill`: SIGKILL of the client (the runner spawns a fresh one);
+ * - `server-kill`: SIGKILL of the lock server as a client enters, restarted after the drawn duration;
+ * - `server-pause`: SIGSTOP of the lock server, SIGCONT after the duration (servers the lab owns);
+ * - `partition`: the client's every connection to the lock service holds all traffic both ways for the duration,
+ *   then delivers it (a silent partition that heals; see fault-proxy.ts);
+ * - `stall-reply`: the lock service's replies to the client are held for the duration (a delayed acquire reply);
+ * - `delay-write`: the client's write to the resource is held in flight for the duration; the client's own
+ *   request times out, it leaves and releases, and the write lands later.
+ * `at` is where a client fault strikes: `enter` (a client that just entered the critical section, T2), `write`
+ * (its write request), or a named pause point of the client (`in-cs`: after the validity check, before the write,
+ * T3; `acquire`: just before it asks for the lock; `after-setnx`; `after-get`).
  */
 export interface FaultSpec {
-  kind: 'none' | 'pause' | 'kill' | 'server-kill'
+  kind:
+    | 'none'
+    | 'pause'
+    | 'starve'
+    | 'kill'
+    | 'server-kill'
+    | 'server-pause'
+    | 'partition'
+    | 'stall-reply'
+    | 'delay-write'
   at: string
   /** Mean time between faults. */
   everyMs: number
@@ -40,23 +60,38 @@ export function planFaults(spec: FaultSpec, seed: number, runMs: number): Planne
   }
 }
 
+/** What the nemesis can do to the world beyond the client processes (servers the lab owns, the proxies). */
+export interface NemesisHooks {
+  /** Kills the lock server and starts it again after `downMs`. */
+  restartServer?: (downMs: number) => Promise<void>
+  /** Freezes the lock server for `ms`. */
+  pauseServer?: (ms: number) => Promise<void>
+  /** Sets the mode of every proxy between `proc` and the lock service. */
+  network?: (proc: string, mode: ProxyMode) => void
+}
+
 /** Carries out a plan against the client processes; strikes are logged to the nemesis history. */
 export class Nemesis {
-  private armed: ((proc: string, child: ChildProcess) => boolean) | undefined
+  private armed: ((proc: string, child: ChildProcess) => PlannedFault) | undefined
   private readonly log: HistoryWriter
   private stopped = false
 
   constructor(
     private readonly spec: FaultSpec,
     historyPath: string,
-    private readonly restartServer?: (downMs: number) => Promise<void>,
+    private readonly hooks: NemesisHooks = {},
   ) {
     this.log = new HistoryWriter(historyPath, 'nemesis')
   }
 
-  /** Called by the runner when `proc` reaches `where` (`enter` or a pause point); true when it struck. */
-  strike(where: string, proc: string, child: ChildProcess): boolean {
-    if (this.armed === undefined || where !== this.spec.at) return false
+  /** The fault's kind. */
+  get kind(): FaultSpec['kind'] {
+    return this.spec.kind
+  }
+
+  /** Called by the runner when `proc` reaches `where` (`enter`, `write` or a pause point): the fault that struck. */
+  strike(where: string, proc: string, child: ChildProcess): PlannedFault | undefined {
+    if (this.armed === undefined || where !== this.spec.at) return undefined
     return this.armed(proc, child)
   }
 
@@ -70,21 +105,32 @@ export class Nemesis {
           this.armed = undefined
           this.apply(proc, child, fault)
           resolve({ proc, child })
-          return true
+          return fault
         }
         this.cancel = () => resolve(undefined)
       })
       if (struck === undefined) return
-      if (this.spec.kind === 'server-kill') {
+      const kind = this.spec.kind
+      if (kind === 'server-kill') {
         // Struck when a client had just entered: its lock dies with the server while it works.
-        if (this.restartServer === undefined) throw new TypeError('lab: server-kill needs a server the lab owns')
-        await this.restartServer(fault.durationMs)
+        if (this.hooks.restartServer === undefined) throw new TypeError('lab: server-kill needs a server the lab owns')
+        await this.hooks.restartServer(fault.durationMs)
         this.log.log('info', 'server-up')
-      }
-      if (this.spec.kind === 'pause') {
+      } else if (kind === 'server-pause') {
+        if (this.hooks.pauseServer === undefined) throw new TypeError('lab: server-pause needs a server the lab owns')
+        await this.hooks.pauseServer(fault.durationMs)
+        this.log.log('info', 'server-resume')
+      } else if (kind === 'pause' || kind === 'starve') {
         await sleep(fault.durationMs)
-        struck.child.kill('SIGCONT')
+        if (kind === 'pause') struck.child.kill('SIGCONT')
         this.log.log('info', 'resume', { client: struck.proc })
+      } else if (kind === 'partition' || kind === 'stall-reply') {
+        await sleep(fault.durationMs)
+        this.hooks.network?.(struck.proc, 'pass')
+        this.log.log('info', 'heal', { client: struck.proc })
+      } else if (kind === 'delay-write') {
+        // The runner delivers the held write itself; the next fault waits until it has landed.
+        await sleep(fault.durationMs + 50)
       }
     }
   }
@@ -99,11 +145,20 @@ export class Nemesis {
   }
 
   private apply(proc: string, child: ChildProcess, fault: PlannedFault): void {
-    if (this.spec.kind === 'server-kill') {
-      this.log.log('info', 'server-kill', { client: proc, value: fault.durationMs })
-    } else if (this.spec.kind === 'pause') {
+    const kind = this.spec.kind
+    if (kind === 'server-kill' || kind === 'server-pause') {
+      this.log.log('info', kind, { client: proc, value: fault.durationMs })
+    } else if (kind === 'pause') {
       child.kill('SIGSTOP')
       this.log.log('info', 'pause', { client: proc, value: fault.durationMs })
+    } else if (kind === 'starve') {
+      // The client blocks itself (the runner's reply carries the duration); for the checker it is a pause.
+      this.log.log('info', 'pause', { client: proc, value: fault.durationMs, error: 'event loop starved' })
+    } else if (kind === 'partition' || kind === 'stall-reply') {
+      this.hooks.network?.(proc, kind === 'partition' ? 'stall-both' : 'stall-down')
+      this.log.log('info', kind, { client: proc, value: fault.durationMs })
+    } else if (kind === 'delay-write') {
+      this.log.log('info', 'delay-write', { client: proc, value: fault.durationMs })
     } else {
       child.kill('SIGKILL')
       this.log.log('info', 'kill', { client: proc })

@@ -9,6 +9,8 @@ export interface PrivateRedis {
   port: number
   /** SIGKILL, then a fresh redis-server on the same port and data dir after `downMs`. */
   restart(downMs: number): Promise<void>
+  /** SIGSTOP, then SIGCONT after `ms` (keys expire by wall time, so the pause does not stop their clocks). */
+  pause(ms: number): Promise<void>
   stop(): Promise<void>
 }
 
@@ -45,6 +47,11 @@ export async function startPrivateRedis(
       await kill(child)
       await sleep(downMs)
       child = await launch()
+    },
+    pause: async (ms) => {
+      child.kill('SIGSTOP')
+      await sleep(ms)
+      child.kill('SIGCONT')
     },
     stop: () => kill(child),
   }

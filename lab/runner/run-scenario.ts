@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { nowMs, sleep } from '../lib/clock.js'
 import type { ClientConfig, ClientRequest, RunnerReply } from '../lib/protocol.js'
+import { type FaultProxy, proxiedUrl } from './fault-proxy.js'
 import { type FaultSpec, Nemesis, planFaults } from './nemesis.js'
 import { Referee } from './referee.js'
 
@@ -28,7 +29,12 @@ export interface Scenario {
   namespace: string
   /** Kills the lock server and starts it again after `downMs` (server-kill scenarios). */
   restartServer?: (downMs: number) => Promise<void>
+  /** Freezes the lock server for `ms` (server-pause scenarios). */
+  pauseServer?: (ms: number) => Promise<void>
 }
+
+/** Faults that need each client's traffic to the lock service to go through proxies of its own. */
+const NETWORK_FAULTS = new Set(['partition', 'stall-reply'])
 
 /** Where a run's histories go. */
 export function runDir(run: string): string {
@@ -48,16 +54,32 @@ export async function runScenario(s: Scenario): Promise<string> {
   const children = new Map<string, ChildProcess>()
   let spawned = 0
   let over = false
-  const nemesis = new Nemesis(s.fault, join(dir, 'nemesis.jsonl'), s.restartServer)
+  const proxies = new Map<string, FaultProxy[]>()
+  const nemesis = new Nemesis(s.fault, join(dir, 'nemesis.jsonl'), {
+    ...(s.restartServer === undefined ? {} : { restartServer: s.restartServer }),
+    ...(s.pauseServer === undefined ? {} : { pauseServer: s.pauseServer }),
+    network: (proc, mode) => {
+      for (const proxy of proxies.get(proc) ?? []) proxy.set(mode)
+    },
+  })
+  // Writes the nemesis holds in flight (delay-write); the run waits for them to land before it is judged.
+  const inFlight = new Set<Promise<void>>()
 
-  const spawnClient = (): void => {
+  const spawnClient = async (): Promise<void> => {
     spawned += 1
     const proc = `c${spawned}`
+    let url = s.url
+    if (NETWORK_FAULTS.has(s.fault.kind)) {
+      const proxied = await proxiedUrl(s.url)
+      if (proxied.proxies.length === 0) throw new TypeError(`lab: ${s.backend} has no network to fault`)
+      proxies.set(proc, proxied.proxies)
+      url = proxied.url
+    }
     const config: ClientConfig = {
       proc,
       historyPath: join(dir, `${proc}.jsonl`),
       strategy: s.strategy,
-      url: s.url,
+      url,
       lockName: 'resource',
       namespace: s.namespace,
       ttlMs: s.ttlMs,
@@ -70,8 +92,9 @@ export async function runScenario(s: Scenario): Promise<string> {
     child.once('exit', (code, signal) => {
       children.delete(proc)
       referee.exit(proc, 'died')
+      for (const proxy of proxies.get(proc) ?? []) void proxy.close()
       // A client killed by the nemesis is replaced, so the run keeps its N contenders.
-      if (signal === 'SIGKILL' && !over) setTimeout(spawnClient, 200)
+      if (signal === 'SIGKILL' && !over) setTimeout(() => void spawnClient(), 200)
       else if (code !== 0 && !over) process.stderr.write(`lab: client ${proc} exited with ${code ?? signal}\n`)
     })
   }
@@ -82,32 +105,60 @@ export async function runScenario(s: Scenario): Promise<string> {
     }
     if (m.kind === 'read') {
       const { accepted, value } = await referee.read(proc, m.token)
-      if (nemesis.strike('enter', proc, child) && s.fault.kind === 'kill') return
-      reply({ accepted, value })
+      const fault = nemesis.strike('enter', proc, child)
+      if (fault !== undefined && nemesis.kind === 'kill') return
+      reply({
+        accepted,
+        value,
+        ...(fault === undefined ? {} : faultOnEnter(nemesis.kind, fault.durationMs)),
+      })
     } else if (m.kind === 'write') {
+      const fault = nemesis.strike('write', proc, child)
+      if (fault !== undefined) {
+        // Held in flight: the client's request times out and it moves on; the write lands later, stale.
+        const landing = sleep(fault.durationMs).then(async () => void (await referee.write(proc, m.token, m.value)))
+        inFlight.add(landing)
+        void landing.finally(() => inFlight.delete(landing))
+        return
+      }
       reply({ accepted: await referee.write(proc, m.token, m.value) })
     } else if (m.kind === 'exit') {
       referee.exit(proc)
       reply({ accepted: true })
     } else {
-      if (nemesis.strike(m.name, proc, child) && s.fault.kind === 'kill') return
+      if (nemesis.strike(m.name, proc, child) !== undefined && nemesis.kind === 'kill') return
       reply({ accepted: true })
     }
   }
 
   const started = nowMs()
-  for (let i = 0; i < s.clients; i++) spawnClient()
+  for (let i = 0; i < s.clients; i++) await spawnClient()
   const faults = nemesis.run(planFaults(s.fault, s.seed, s.durationMs))
   await sleep(s.durationMs)
   over = true
   nemesis.stop()
   await faults
+  // A partition still in force is healed, so the clients can say goodbye to the lock service.
+  for (const list of proxies.values()) for (const proxy of list) proxy.set('pass')
   await stopAll(children)
+  await Promise.all(inFlight)
+  for (const list of proxies.values()) for (const proxy of list) await proxy.close()
   writeFileSync(
     join(dir, 'meta.json'),
     `${JSON.stringify({ ...s, restartServer: undefined, startedAt: started, endedAt: nowMs(), finalValue: referee.current, spawned }, null, 2)}\n`,
   )
   return dir
+}
+
+/**
+ * What a fault striking at `enter` asks of the client: a starved event loop blocks itself; a holder cut off from
+ * the lock service, or whose lock server froze, keeps working as long as the fault lasts (a job longer than the
+ * lease), so the fault meets a holder that is still inside.
+ */
+function faultOnEnter(kind: FaultSpec['kind'], durationMs: number): { starveMs?: number; workMs?: number } {
+  if (kind === 'starve') return { starveMs: durationMs }
+  if (kind === 'partition' || kind === 'server-pause') return { workMs: durationMs }
+  return {}
 }
 
 /** Resumes every client (one may be paused), asks it to stop, and kills what is left after a grace period. */

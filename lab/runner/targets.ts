@@ -1,6 +1,7 @@
 import { mkdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { backendFromUrl } from 'latchkey'
+import { type Cluster, etcdCluster, zookeeperEnsemble } from './clusters.js'
 import { type PrivateRedis, startPrivateRedis } from './redis-server.js'
 
 /** Where a lab client's lock lives: a URL its strategy opens, and how to remove what the run left there. */
@@ -9,6 +10,8 @@ export interface Prepared {
   cleanup(): Promise<void>
   /** For a server the lab owns: kill it and start it again (server-kill scenarios). */
   restartServer?: (downMs: number) => Promise<void>
+  /** For a server the lab owns: freeze it for `ms` (server-pause scenarios). */
+  pauseServer?: (ms: number) => Promise<void>
 }
 
 /** A backend the lab can run against. `shared` ones are the machine's shared servers (only our clients pause). */
@@ -17,6 +20,8 @@ export interface Target {
   shared: boolean
   /** The lab owns the server and can kill and restart it. */
   restartable: boolean
+  /** Clients reach the lock service over TCP (a network fault can cut them off); false for an embedded file. */
+  networked: boolean
   prepare(namespace: string, runDataDir: string): Promise<Prepared>
 }
 
@@ -27,34 +32,77 @@ const ETCD = process.env.LAB_ETCD_HOSTS ?? '127.0.0.1:2379'
 /** The private redis-server's port (never the shared 6379). */
 export const LAB_REDIS_PORT = Number(process.env.LAB_REDIS_PORT ?? 26379)
 
-const redisServers = new Map<string, PrivateRedis>()
+type Persistence = 'none' | 'always' | 'everysec'
+const redisServers = new Map<number, PrivateRedis>()
+const PORT_OFFSET: Record<Persistence, number> = { none: 0, always: 1, everysec: 2 }
+/** The RedLock nodes: five independent redis-servers without persistence (the RedLock documentation's setup). */
+const REDLOCK_PORTS = [10, 11, 12, 13, 14].map((offset) => LAB_REDIS_PORT + offset)
+/** How many RedLock nodes a server fault hits: a majority, the least that can break or block the quorum. */
+const REDLOCK_MAJORITY = 3
 
-/** One of the lab's own redis-servers (by AOF policy), started on first use in lab/.data. */
-async function privateRedis(dataRoot: string, persistence: 'none' | 'always'): Promise<PrivateRedis> {
-  const port = LAB_REDIS_PORT + (persistence === 'none' ? 0 : 1)
-  let server = redisServers.get(persistence)
+/** One of the lab's own redis-servers on `port`, started on first use in lab/.data. */
+async function privateRedis(dataRoot: string, port: number, persistence: Persistence): Promise<PrivateRedis> {
+  let server = redisServers.get(port)
   if (server === undefined) {
     server = await startPrivateRedis(port, join(dataRoot, `redis-${port}`), persistence)
-    redisServers.set(persistence, server)
+    redisServers.set(port, server)
   }
   return server
+}
+
+const clusters = new Map<string, Cluster>()
+
+/** A three-member cluster, started on first use and kept for the rest of the lab run. */
+async function cluster(name: string, start: () => Promise<Cluster>): Promise<Cluster> {
+  let found = clusters.get(name)
+  if (found === undefined) {
+    found = await start()
+    clusters.set(name, found)
+  }
+  return found
 }
 
 /** Stops the servers the lab started. */
 export async function stopLabServers(): Promise<void> {
   for (const server of redisServers.values()) await server.stop()
   redisServers.clear()
+  for (const c of clusters.values()) await c.stop()
+  clusters.clear()
 }
 
-const redisTarget = (name: string, persistence: 'none' | 'always'): Target => ({
+const redisTarget = (name: string, persistence: Persistence): Target => ({
   name,
   shared: false,
   restartable: true,
+  networked: true,
   prepare: async (_namespace, dataRoot) => {
-    const server = await privateRedis(dataRoot, persistence)
-    return { url: server.url, cleanup: async () => {}, restartServer: (downMs) => server.restart(downMs) }
+    const server = await privateRedis(dataRoot, LAB_REDIS_PORT + PORT_OFFSET[persistence], persistence)
+    return {
+      url: server.url,
+      cleanup: async () => {},
+      restartServer: (downMs) => server.restart(downMs),
+      pauseServer: (ms) => server.pause(ms),
+    }
   },
 })
+
+/** RedLock over five private nodes; server faults strike a majority of them at once. */
+const redlockTarget: Target = {
+  name: 'redlock',
+  shared: false,
+  restartable: true,
+  networked: true,
+  prepare: async (_namespace, dataRoot) => {
+    const nodes = await Promise.all(REDLOCK_PORTS.map((port) => privateRedis(dataRoot, port, 'none')))
+    const hit = nodes.slice(0, REDLOCK_MAJORITY)
+    return {
+      url: `redlock://${nodes.map((n) => `127.0.0.1:${n.port}`).join(',')}`,
+      cleanup: async () => {},
+      restartServer: async (downMs) => void (await Promise.all(hit.map((n) => n.restart(downMs)))),
+      pauseServer: async (ms) => void (await Promise.all(hit.map((n) => n.pause(ms)))),
+    }
+  },
+}
 
 /** Deletes the rows of one lock key from latchkey's SQL tables (they are shared with other users of the server). */
 async function deleteSqlRows(url: string, key: string, tables: string[]): Promise<void> {
@@ -78,6 +126,7 @@ const sqlTarget = (name: string, base: string, strategy: string): Target => ({
   name,
   shared: true,
   restartable: false,
+  networked: true,
   prepare: async (namespace) => ({
     url: `${base}?strategy=${strategy}`,
     cleanup: () =>
@@ -89,10 +138,13 @@ const sqlTarget = (name: string, base: string, strategy: string): Target => ({
 export const TARGETS: Record<string, Target> = {
   redis: redisTarget('redis', 'none'),
   'redis-aof-always': redisTarget('redis-aof-always', 'always'),
+  'redis-aof-everysec': redisTarget('redis-aof-everysec', 'everysec'),
+  redlock: redlockTarget,
   sqlite: {
     name: 'sqlite',
     shared: false,
     restartable: false,
+    networked: false,
     prepare: async (namespace, dataRoot) => {
       mkdirSync(dataRoot, { recursive: true })
       const file = join(dataRoot, `${namespace}.db`)
@@ -112,15 +164,48 @@ export const TARGETS: Record<string, Target> = {
     name: 'zookeeper',
     shared: true,
     restartable: false,
+    networked: true,
     prepare: async (namespace) => ({
       url: `zookeeper://${ZK}/${namespace}?sessionTimeoutMs=4000`,
       cleanup: () => removeZkTree(`/${namespace}`),
     }),
   },
+  'zookeeper-3': {
+    name: 'zookeeper-3',
+    shared: false,
+    restartable: true,
+    networked: true,
+    prepare: async (namespace) => {
+      const ensemble = await cluster('zookeeper-3', zookeeperEnsemble)
+      const hosts = ensemble.url.replace('zookeeper://', '')
+      return {
+        url: `${ensemble.url}/${namespace}?sessionTimeoutMs=4000`,
+        cleanup: () => removeZkTree(`/${namespace}`, hosts),
+        restartServer: (downMs) => ensemble.killLeader(downMs),
+        pauseServer: (ms) => ensemble.pauseLeader(ms),
+      }
+    },
+  },
+  'etcd-3': {
+    name: 'etcd-3',
+    shared: false,
+    restartable: true,
+    networked: true,
+    prepare: async (namespace, dataRoot) => {
+      const members = await cluster('etcd-3', () => etcdCluster(dataRoot))
+      return {
+        url: `${members.url}?prefix=${namespace}`,
+        cleanup: () => deleteEtcdPrefix(namespace, members.url.replace('etcd://', '')),
+        restartServer: (downMs) => members.killLeader(downMs),
+        pauseServer: (ms) => members.pauseLeader(ms),
+      }
+    },
+  },
   etcd: {
     name: 'etcd',
     shared: true,
     restartable: false,
+    networked: true,
     prepare: async (namespace) => {
       const url = `etcd://${ETCD}?prefix=${namespace}`
       return { url, cleanup: () => deleteEtcdPrefix(namespace) }
@@ -129,9 +214,9 @@ export const TARGETS: Record<string, Target> = {
 }
 
 /** Removes a ZooKeeper subtree the run created (the chroot of its lock). */
-export async function removeZkTree(path: string): Promise<void> {
+export async function removeZkTree(path: string, hosts = ZK): Promise<void> {
   const { default: zookeeper } = await import('node-zookeeper-client')
-  const client = zookeeper.createClient(ZK)
+  const client = zookeeper.createClient(hosts)
   await new Promise<void>((resolve) => {
     client.once('connected', () => resolve())
     client.connect()
@@ -142,9 +227,9 @@ export async function removeZkTree(path: string): Promise<void> {
   client.close()
 }
 
-async function deleteEtcdPrefix(prefix: string): Promise<void> {
+async function deleteEtcdPrefix(prefix: string, hosts = ETCD): Promise<void> {
   const { Etcd3 } = await import('etcd3')
-  const client = new Etcd3({ hosts: `http://${ETCD}` })
+  const client = new Etcd3({ hosts: hosts.split(',').map((h) => `http://${h}`) })
   await client.delete().prefix(prefix)
   client.close()
 }

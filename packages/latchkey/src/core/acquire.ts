@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto'
 import type { AcquireRequest, AcquireResult, Backend } from '../backend/types.js'
 import { isLockError, LockTimeoutError, PermitsMismatchError } from '../errors.js'
 import { backendSilenceError, type Silence, unansweredCause } from './backend-silence.js'
-import { jitter, monotonicNow, sleep } from './clock.js'
+import { driftMs, jitter, monotonicNow, sleep } from './clock.js'
 import type { LockTarget } from './context.js'
 import { emitSafely } from './events.js'
 import { HeldLease } from './lease.js'
@@ -141,6 +141,15 @@ export async function acquireLease(target: LockTarget, settings: AcquireSettings
         if (result?.acquired === true) await releaseQuietly(target, request.owner)
         stop.throwIfStopped()
       }
+      if (result?.acquired === true && monotonicNow() >= leaseDeadline(result, sentAt, settings.ttlMs)) {
+        // A late grant: the answer took longer than the lease lasts (a reply held up in the network, a paused
+        // process), so the server may have expired it already and granted the lock to someone else. Returning it
+        // would hand the caller a lease whose signal aborts at once, after the caller was told it holds the lock.
+        // Give it back (owner-checked, so a successor's lock is safe) and go on waiting.
+        await releaseQuietly(target, request.owner)
+        answeredAt = monotonicNow()
+        result = { acquired: false }
+      }
       if (result?.acquired === true) {
         granted = true
         const leaseStart = Math.min(sentAt, result.grantedAt ?? sentAt)
@@ -194,6 +203,11 @@ export async function acquireLease(target: LockTarget, settings: AcquireSettings
       else void leave()
     }
   }
+}
+
+/** Where a lease granted by `result` to a try sent at `sentAt` ends on this process's clock (as HeldLease times it). */
+function leaseDeadline(result: { grantedAt?: number | undefined }, sentAt: number, ttlMs: number): number {
+  return Math.min(sentAt, result.grantedAt ?? sentAt) + ttlMs - driftMs(ttlMs)
 }
 
 /** Releases the grant of a try abandoned at a deadline, should it answer `acquired` later. */
