@@ -112,7 +112,7 @@ describe.each(backends)('leader election across 5 OS processes: %s', (name, modu
       // Each participant's events alternate elected, revoked, ... (the killed one ends elected).
       for (const p of participants) {
         const events = p.lines.filter((l) => l.type === 'elected' || l.type === 'revoked').map((l) => l.type)
-        events.forEach((type, i) => expect(type).toBe(i % 2 === 0 ? 'elected' : 'revoked'))
+        expect(events).toEqual(events.map((_, i) => (i % 2 === 0 ? 'elected' : 'revoked')))
         if (p !== killed) expect(events.length % 2).toBe(0)
       }
     } finally {
