@@ -1,6 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest'
+import type { Backend } from '../backend/types.js'
 import { memoryBackend } from '../backends/memory/index.js'
 import { LockLostError, LocksClosedError, NotLockHolderError } from '../errors.js'
+import { type Latch, latch } from '../testing/eventually.js'
 import { flakyBackend } from '../testing/flaky-backend.js'
 import type { Leader, LeaderRevoked, LeaderTerm } from './leader-types.js'
 import { createLocks, type Locks, type LocksOptions } from './locks.js'
@@ -21,9 +23,32 @@ function record(leader: Leader, log: string[]): void {
   leader.on('revoked', (r: LeaderRevoked) => log.push(`${leader.id} revoked:${r.reason}:${r.token}`))
 }
 
+/** `inner`, with `release` answering only once `gate` opens (after the release took effect). */
+function slowReleaseReply(inner: Backend, gate: Latch): Backend {
+  return {
+    name: inner.name,
+    capabilities: inner.capabilities,
+    tryAcquire: (...a) => inner.tryAcquire(...a),
+    renew: (...a) => inner.renew(...a),
+    release: async (...a) => {
+      const released = await inner.release(...a)
+      await gate.wait()
+      return released
+    },
+    leaveQueue: (...a) => inner.leaveQueue(...a),
+    isLocked: (...a) => inner.isLocked(...a),
+    forceRelease: (...a) => inner.forceRelease(...a),
+    subscribe: (...a) => (inner.subscribe as NonNullable<Backend['subscribe']>)(...a),
+    close: () => inner.close(),
+  }
+}
+
 describe('leader election (memory backend)', () => {
   it('one of several participants leads; close() hands over at once with a higher token and a new signal', async () => {
-    const backend = memoryBackend()
+    // Releases answer only once a successor is elected (a slow reply): a leader that ended its term only after its
+    // release answered would still lead when the successor is elected.
+    const successorElected = latch()
+    const backend = slowReleaseReply(memoryBackend(), successorElected)
     const log: string[] = []
     const leaders = ['a', 'b', 'c'].map((id) => {
       const leader = locksOver(backend).leader('jobs', { id, ttlMs: 60_000 })
@@ -37,15 +62,24 @@ describe('leader election (memory backend)', () => {
     expect(winner.signal).toBe(first.signal)
     expect(winner.term).toBe(first)
     expect(first.signal.aborted).toBe(false)
+    const rest = leaders.filter((l) => l !== winner)
+    // Whether the old leader still led when a successor was elected: it must have ended its term before releasing.
+    const overlapped: boolean[] = []
+    for (const l of rest) {
+      l.on('elected', () => {
+        overlapped.push(winner.isLeader || !first.signal.aborted)
+        successorElected.open()
+      })
+    }
     await winner.close()
     expect(winner.isLeader).toBe(false)
     expect(first.signal.aborted).toBe(true)
     expect(first.signal.reason).toBeInstanceOf(LocksClosedError)
     // The successor is woken by the release (TTL is a minute): elected() resolves long before any expiry.
-    const rest = leaders.filter((l) => l !== winner)
     const second = await Promise.race(rest.map((l) => l.elected()))
     expect(second.token).toBeGreaterThan(first.token)
     expect(second.signal).not.toBe(first.signal)
+    expect(overlapped).toEqual([false])
     expect(log.slice(0, 3)).toEqual([
       `${first.id} elected:${first.token}`,
       `${first.id} revoked:closed:${first.token}`,
