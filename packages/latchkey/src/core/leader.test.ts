@@ -193,7 +193,22 @@ describe('leader election (memory backend)', () => {
     }
   })
 
-  it('bad options throw before any I/O', () => {
+  it('an elected listener that closes the participant gets elected then revoked, in that order', async () => {
+    const backend = memoryBackend()
+    const log: string[] = []
+    const leader = locksOver(backend).leader('quits', { id: 'q' })
+    record(leader, log)
+    leader.on('elected', () => void leader.close())
+    const term = await leader.elected()
+    await leader.close()
+    expect(log).toEqual([`q elected:${term.token}`, `q revoked:closed:${term.token}`])
+    expect(await locksOver(backend).mutex('quits').isLocked()).toBe(false)
+  })
+
+  it('bad options throw before any I/O', async () => {
+    const leader = locksOver(memoryBackend()).leader('checked')
+    expect(() => leader.elected({ signal: 'no' as never })).toThrow(TypeError)
+    await leader.close()
     const locks = locksOver(memoryBackend())
     expect(() => locks.leader('')).toThrow(RangeError)
     expect(() => locks.leader('x', { id: 5 as never })).toThrow(TypeError)

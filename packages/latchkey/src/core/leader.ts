@@ -13,6 +13,7 @@ import { emitSafely } from './events.js'
 import { LeaderListeners } from './leader-listeners.js'
 import type { Leader, LeaderRevoked, LeaderTerm } from './leader-types.js'
 import type { HeldLease } from './lease.js'
+import { checkOptions, checkSignal } from './validate.js'
 
 /** A term in progress: what it hands out, and the lease behind it. */
 interface CurrentTerm {
@@ -84,10 +85,12 @@ export class LeaderElection implements Leader {
     return this
   }
 
-  elected(options: { signal?: AbortSignal } = {}): Promise<LeaderTerm> {
+  elected(options?: { signal?: AbortSignal }): Promise<LeaderTerm> {
+    const o = checkOptions('options', options)
+    const signal = o.signal === undefined ? undefined : checkSignal('signal', o.signal)
     if (this.current !== undefined) return Promise.resolve(this.current.term)
     if (this.stopper.signal.aborted) return Promise.reject(this.closedError('elected() was called after close()'))
-    return this.listeners.nextTerm(options.signal, this.stopper.signal, () =>
+    return this.listeners.nextTerm(signal, this.stopper.signal, () =>
       this.closedError('close() was called while waiting to be elected'),
     )
   }
@@ -147,25 +150,26 @@ export class LeaderElection implements Leader {
       id: this.id,
     })
     this.current = { term, controller, lease }
+    // Listeners hear `elected` before anything can end the term, so `revoked` never comes first.
+    this.listeners.elected(term)
     const ended = new Promise<void>((resolve) => {
-      const onLost = (): void => {
-        this.endTerm('lost', lease.signal.reason as Error)
-        resolve()
+      // An `elected` listener may have closed the participant already.
+      if (this.current?.term !== term) return resolve()
+      const onLost = (): void => this.endTerm('lost', lease.signal.reason as Error)
+      if (lease.signal.aborted) {
+        onLost()
+        return resolve()
       }
-      if (lease.signal.aborted) onLost()
-      else {
-        lease.signal.addEventListener('abort', onLost, { once: true })
-        controller.signal.addEventListener(
-          'abort',
-          () => {
-            lease.signal.removeEventListener('abort', onLost)
-            resolve()
-          },
-          { once: true },
-        )
-      }
+      lease.signal.addEventListener('abort', onLost, { once: true })
+      controller.signal.addEventListener(
+        'abort',
+        () => {
+          lease.signal.removeEventListener('abort', onLost)
+          resolve()
+        },
+        { once: true },
+      )
     })
-    if (this.current?.term === term) this.listeners.elected(term)
     await ended
     // The term has ended (this participant no longer acts as leader) before anyone else can be granted the lock.
     // A lost lease is released too: the backend may still hold it (a renewal that failed on the way back).
