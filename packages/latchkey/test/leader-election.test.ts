@@ -1,14 +1,17 @@
 /**
- * Leader election across OS processes on the real servers: 5 participant processes contend for one election; the
+ * Leader election across OS processes on the real servers (and one SQLite file): 5 participant processes contend for one election; the
  * leader is killed with SIGKILL (a successor within 2 x TTL), the next one closes (a successor at once, by the
  * release), then all close and exit by themselves. Every leader writes its token to a Redis referee (a fence key)
  * while it leads: no write of a term that still runs may be refused for a higher token (never two leaders at once),
  * and terms' tokens increase in the order they were won.
  */
 import { randomUUID } from 'node:crypto'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Etcd3 } from 'etcd3'
-import { describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it } from 'vitest'
 import { KeyLayout } from '../src/backends/etcd/keys.js'
 import { eventually } from '../src/testing/eventually.js'
 import { ETCD_URL } from './support/etcd-backend-module.js'
@@ -33,6 +36,11 @@ async function cleanupEtcd(namespace: string): Promise<void> {
   }
 }
 
+// The SQLite participants open one file, named by the environment their processes inherit.
+const sqliteDir = mkdtempSync(join(tmpdir(), 'latchkey-leader-'))
+process.env.LATCHKEY_SQLITE_PATH = join(sqliteDir, 'locks.db')
+afterAll(() => rmSync(sqliteDir, { recursive: true, force: true }))
+
 const backends: ReadonlyArray<
   readonly [name: string, module: string, exportName: string, cleanup: (ns: string) => Promise<void>]
 > = [
@@ -41,6 +49,7 @@ const backends: ReadonlyArray<
   ['etcd', support('etcd-backend-module.ts'), 'createBackend', cleanupEtcd],
   ['postgres (table)', support('sql-backends.ts'), 'createPostgresTable', cleanupPostgres],
   ['mysql (table)', support('sql-backends.ts'), 'createMysqlTable', cleanupMysql],
+  ['sqlite', support('sqlite-backend-module.ts'), 'createBackend', async () => undefined],
 ]
 
 const lastOf = (p: Participant, type: LeaderLine['type']): LeaderLine | undefined =>
