@@ -34,6 +34,7 @@ export type {
 } from './backend/types.js'
 export { backendFromUrl } from './backend-url.js'
 export type { LockEvent, LockEventHandler } from './core/events.js'
+export type { Leader, LeaderOptions, LeaderRevoked, LeaderTerm } from './core/leader-types.js'
 export type { Lease } from './core/lease.js'
 export type { AcquireOptions, Lock } from './core/lock.js'
 export { createLocks, type Locks, type LocksOptions } from './core/locks.js'

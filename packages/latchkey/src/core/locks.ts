@@ -6,10 +6,12 @@ import { UnsupportedError } from '../errors.js'
 import { ActiveLeases } from './active-leases.js'
 import type { LocksContext } from './context.js'
 import type { LockEventHandler } from './events.js'
+import type { Leader, LeaderOptions } from './leader-types.js'
 import { LeaseTimers } from './lease-timers.js'
 import { type Lock, LockHandle } from './lock.js'
 import { lockKey } from './lock-key.js'
 import { canonicalHandles, MultiLock } from './multi.js'
+import { openLeader } from './open-leader.js'
 import { type ListOptions, operatorCalls } from './operator.js'
 import {
   checkBoolean,
@@ -84,6 +86,11 @@ export interface Locks {
    * anything was held.
    */
   forceRelease(name: string): Promise<boolean>
+  /**
+   * Joins the leader election `name` (Curator's `LeaderLatch`, etcd's election): contends for the mutex `name` until
+   * `close()`; the holder leads, one term per lease, each with its own `signal` and a higher `token`.
+   */
+  leader(name: string, options?: LeaderOptions): Leader
   /** Releases every lease this instance holds, rejects its pending acquires, stops its timers. Leaves the backend open. */
   close(): Promise<void>
 }
@@ -172,6 +179,7 @@ export function createLocks(options: LocksOptions): Locks {
       return handle(name, 'semaphore', permits)
     },
     multi: (locks: readonly Lock[]) => new MultiLock(canonicalHandles(locks)),
+    leader: (name: string, opts?: LeaderOptions) => openLeader(handle(name, 'mutex'), opts),
     close: () => {
       closing ??= (async () => {
         closer.abort()

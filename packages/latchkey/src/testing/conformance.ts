@@ -2,6 +2,7 @@ import { afterAll, afterEach, describe } from 'vitest'
 import type { Backend } from '../backend/types.js'
 import { inputCases } from './cases-input.js'
 import { kindCases } from './cases-kinds.js'
+import { leaderCases } from './cases-leader.js'
 import { modelCases } from './cases-model.js'
 import { multiCases } from './cases-multi.js'
 import { mutexCases } from './cases-mutex.js'
@@ -13,7 +14,7 @@ import { type ConformanceOptions, createEnv } from './env.js'
 /**
  * Registers the backend conformance suite (vitest) for one backend: mutual exclusion in one process and across
  * OS processes, tryAcquire, timeouts, abort, ownership, expiry, watchdog, lost-lease signal, fencing, reentrancy,
- * fair order, read-write, semaphore, multi, lock-delay, bad input, close() and leaked handles. Cases needing a
+ * fair order, read-write, semaphore, multi, lock-delay, leader election, bad input, close() and leaked handles. Cases needing a
  * capability the backend does not declare are reported as skipped, never edited out.
  *
  * The backend is created once, while the suite is collected, and closed after it.
@@ -47,5 +48,6 @@ export function describeBackendConformance(
     semaphoreCases(env)
     modelCases(env)
     operatorCases(env)
+    leaderCases(env)
   })
 }
