@@ -10,7 +10,7 @@ import type {
   ReleaseSubscription,
   RenewRequest,
 } from '../../backend/types.js'
-import { acquireInTable, type LiveSummary, precheckBusy } from './sql-table-grant.js'
+import { acquireInTable, precheckBusy, readLiveSummary } from './sql-table-grant.js'
 import { MissingLockRow, tableTx } from './sql-table-tx.js'
 import type { SqlSession, TableDialect } from './table-dialect.js'
 
@@ -48,7 +48,9 @@ export class SqlTableBackend extends BackendBase {
     await this.migrate()
     const key = stateKey(request)
     if (request.kind === 'mutex' || request.kind === 'semaphore') {
-      const busy = precheckBusy(request, await this.summary(key, request.owner))
+      const { pool, sql } = this.dialect
+      const live = await readLiveSummary(pool, sql.summary, this.dialect.encodeKey(key), request.owner)
+      const busy = precheckBusy(request, live)
       if (busy !== undefined) return busy
     }
     const acquire = () => {
@@ -126,23 +128,6 @@ export class SqlTableBackend extends BackendBase {
   /** The key and owner values of a holder or waiter row. */
   private holder(request: HolderRef): unknown[] {
     return [this.dialect.encodeKey(stateKey(request)), request.owner]
-  }
-
-  private async summary(key: string, owner: string): Promise<LiveSummary> {
-    const { rows } = await this.dialect.pool.run<Record<keyof LiveSummary, number | string>>(this.dialect.sql.summary, [
-      owner,
-      this.dialect.encodeKey(key),
-    ])
-    const r = rows[0]
-    const num = (v: number | string | undefined): number => Number(v ?? 0)
-    return {
-      n: num(r?.n),
-      firstFree: num(r?.firstFree),
-      lastFree: num(r?.lastFree),
-      mine: num(r?.mine) > 0,
-      now: num(r?.now),
-      permits: num(r?.permits),
-    }
   }
 
   /** The dialect's migration, once per backend; a failed one is tried again by the next call. */
