@@ -10,6 +10,7 @@ import type {
   ReleaseSubscription,
   RenewRequest,
 } from '../../backend/types.js'
+import { KeyGate } from './key-gate.js'
 import { acquireInTable, precheckBusy, readLiveSummary } from './sql-table-grant.js'
 import { MissingLockRow, tableTx } from './sql-table-tx.js'
 import type { SqlSession, TableDialect } from './table-dialect.js'
@@ -26,6 +27,8 @@ export class SqlTableBackend extends BackendBase {
   readonly name: string
   override readonly capabilities: BackendCapabilities
   private migrated: Promise<void> | undefined
+  /** One acquire transaction per lock at a time from this process (see KeyGate). */
+  private readonly gate = new KeyGate()
 
   constructor(private readonly dialect: TableDialect) {
     super()
@@ -47,24 +50,30 @@ export class SqlTableBackend extends BackendBase {
   override async tryAcquire(request: AcquireRequest, options?: CallOptions): Promise<AcquireResult> {
     await this.migrate()
     const key = stateKey(request)
-    if (request.kind === 'mutex' || request.kind === 'semaphore') {
-      const { pool, sql } = this.dialect
-      const live = await readLiveSummary(pool, sql.summary, this.dialect.encodeKey(key), request.owner)
-      const busy = precheckBusy(request, live)
+    const prechecked = request.kind === 'mutex' || request.kind === 'semaphore'
+    if (prechecked) {
+      const busy = await this.precheck(request, key)
       if (busy !== undefined) return busy
     }
-    const acquire = () => {
-      options?.signal?.throwIfAborted()
-      return this.transaction((s) => acquireInTable(tableTx(this.dialect, s), request, key))
-    }
-    try {
-      return await acquire()
-    } catch (error) {
-      if (!(error instanceof MissingLockRow)) throw error
-    }
-    // Created in autocommit, outside any transaction (see TableDialect.ensureKeyInTransaction), then tried again.
-    await this.dialect.pool.run(this.dialect.sql.ensureKey, [this.dialect.encodeKey(key)])
-    return acquire()
+    return this.gate.run(key, async (queued) => {
+      // Behind another try of this process: it has probably taken the lock, which a plain read tells.
+      if (queued && prechecked) {
+        const busy = await this.precheck(request, key)
+        if (busy !== undefined) return busy
+      }
+      const acquire = () => {
+        options?.signal?.throwIfAborted()
+        return this.transaction((s) => acquireInTable(tableTx(this.dialect, s), request, key))
+      }
+      try {
+        return await acquire()
+      } catch (error) {
+        if (!(error instanceof MissingLockRow)) throw error
+      }
+      // Created in autocommit, outside any transaction (see TableDialect.ensureKeyInTransaction), then tried again.
+      await this.dialect.pool.run(this.dialect.sql.ensureKey, [this.dialect.encodeKey(key)])
+      return acquire()
+    })
   }
 
   async renew(request: RenewRequest): Promise<boolean> {
@@ -128,6 +137,12 @@ export class SqlTableBackend extends BackendBase {
   /** The key and owner values of a holder or waiter row. */
   private holder(request: HolderRef): unknown[] {
     return [this.dialect.encodeKey(stateKey(request)), request.owner]
+  }
+
+  /** "Held" from a plain read, without a transaction (mutex and semaphore requests); undefined to go on. */
+  private async precheck(request: AcquireRequest, key: string): Promise<AcquireResult | undefined> {
+    const { pool, sql } = this.dialect
+    return precheckBusy(request, await readLiveSummary(pool, sql.summary, this.dialect.encodeKey(key), request.owner))
   }
 
   /** The dialect's migration, once per backend; a failed one is tried again by the next call. */
