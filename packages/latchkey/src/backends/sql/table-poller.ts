@@ -13,10 +13,16 @@ import { WakeSubscription } from '../../backend/local-notifier.js'
 import type { LockKind, ReleaseSubscription } from '../../backend/types.js'
 import type { LiveSummary } from './sql-table-grant.js'
 
-/** The first interval after the holders changed: a busy lock changes hands every few milliseconds. */
+/** The shortest interval, right after the holders changed: a busy lock changes hands every few milliseconds. */
 const FIRST_POLL_MS = 2
-/** The interval doubles while nothing changes, up to this (the core's default `maxPollMs`). */
+/** The longest interval (the core's default `maxPollMs`): a lock held that long is polled this often. */
 const MAX_POLL_MS = 100
+/**
+ * The interval is this fraction of the time since the holders last changed: a lock that changes hands every
+ * 10 ms is polled every 2-3 ms (doubling on every unchanged read would reach 16 ms within two handoffs), one held
+ * for seconds every 100 ms.
+ */
+const SINCE_CHANGE_FRACTION = 1 / 4
 
 /** Reads the occupying holders of one lock (the `summary` statement, without an owner of interest). */
 export type ReadHolders = (key: string) => Promise<LiveSummary>
@@ -54,6 +60,8 @@ class LockWatch {
   private polling = false
   /** What the last poll saw, to tell a lock that changes hands from one held all along. */
   private seen = ''
+  /** When a poll last saw the holders change, or this process released. */
+  private changedAt = Date.now()
 
   constructor(
     private readonly key: string,
@@ -64,6 +72,7 @@ class LockWatch {
   /** A release in this process freed a slot: wake one waiter at once and watch closely again. */
   released(): void {
     this.intervalMs = FIRST_POLL_MS
+    this.changedAt = Date.now()
     // A slot this process knows is free: one more try even while others are out (they were sent before it).
     this.wake(1, true, true)
     this.stop()
@@ -116,7 +125,9 @@ class LockWatch {
     const seen = `${live.n}:${live.firstFree}:${live.lastFree}`
     const changed = seen !== this.seen
     this.seen = seen
-    this.intervalMs = changed ? FIRST_POLL_MS : Math.min(MAX_POLL_MS, this.intervalMs * 2)
+    const now = Date.now()
+    if (changed) this.changedAt = now
+    this.intervalMs = Math.min(MAX_POLL_MS, Math.max(FIRST_POLL_MS, (now - this.changedAt) * SINCE_CHANGE_FRACTION))
     // Mutex holders record no permit count (0): a mutex is free only when nobody occupies it.
     const free = live.n === 0 ? 1 : Math.max(0, live.permits - live.n)
     this.wake(free, changed || live.n === 0)
