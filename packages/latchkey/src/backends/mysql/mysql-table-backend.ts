@@ -80,6 +80,7 @@ function pollingNotifier(pool: SqlPool): TableNotifier {
     args: () => [],
     changed: (key) => poller.changed(key),
     subscribe: (key, kind) => poller.subscribe(key, kind),
+    sawFree: (key) => poller.sawFree(key),
     close: async () => poller.close(),
   }
 }

@@ -51,7 +51,7 @@ export class SqlTableBackend extends BackendBase {
     await this.migrate()
     const key = stateKey(request)
     const prechecked = request.kind === 'mutex' || request.kind === 'semaphore'
-    if (prechecked) {
+    if (prechecked && this.dialect.notifier.sawFree?.(key) !== true) {
       const busy = await this.precheck(request, key)
       if (busy !== undefined) return busy
     }

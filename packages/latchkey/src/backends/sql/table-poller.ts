@@ -60,6 +60,8 @@ class LockWatch {
   private polling = false
   /** What the last poll saw, to tell a lock that changes hands from one held all along. */
   private seen = ''
+  /** Waiters woken for a slot seen free whose try has not yet come: that many tries may skip their read. */
+  private freeWakes = 0
   /** When a poll last saw the holders change, or this process released. */
   private changedAt = Date.now()
 
@@ -87,6 +89,13 @@ class LockWatch {
     this.timer.unref()
   }
 
+  /** Whether a try may skip its read of the holders: a waiter was just woken for a slot seen free. */
+  takeFreeWake(): boolean {
+    if (this.freeWakes === 0) return false
+    this.freeWakes--
+    return true
+  }
+
   stop(): void {
     clearTimeout(this.timer)
     this.timer = undefined
@@ -111,6 +120,8 @@ class LockWatch {
         this.polling = false
         this.intervalMs = Math.min(MAX_POLL_MS, this.intervalMs * 2)
         this.wake(1, true)
+        // Nothing was seen free: the woken try reads for itself.
+        this.freeWakes = 0
         this.schedule()
       },
     )
@@ -130,6 +141,7 @@ class LockWatch {
     this.intervalMs = Math.min(MAX_POLL_MS, Math.max(FIRST_POLL_MS, (now - this.changedAt) * SINCE_CHANGE_FRACTION))
     // Mutex holders record no permit count (0): a mutex is free only when nobody occupies it.
     const free = live.n === 0 ? 1 : Math.max(0, live.permits - live.n)
+    if (free === 0) this.freeWakes = 0
     this.wake(free, changed || live.n === 0)
     // A holder that never releases frees its slot when its lease (and lock-delay) runs out.
     const untilFree = live.n > 0 && live.firstFree > live.now ? live.firstFree - live.now + 1 : Number.POSITIVE_INFINITY
@@ -149,6 +161,7 @@ class LockWatch {
         if (w.onePerSlot && !w.trying && !w.pending && w.waiting === pass) {
           w.nudge()
           left--
+          if (slots > 0) this.freeWakes = Math.min(this.freeWakes + 1, this.waiters.size)
         }
       }
     }
@@ -186,6 +199,14 @@ export class TablePoller {
     watch.waiters.add(waiter)
     watch.schedule()
     return waiter
+  }
+
+  /**
+   * True (once per waiter woken for a slot seen free) when a try of `key` may go straight to its transaction:
+   * the read before it would repeat the poll that woke it. Only an optimisation: the transaction decides.
+   */
+  sawFree(key: string): boolean {
+    return this.watches.get(key)?.takeFreeWake() ?? false
   }
 
   /** A release, leave or forced release in this process changed the lock's rows. */
