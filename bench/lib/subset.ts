@@ -1,7 +1,8 @@
 /**
  * A part of the report on its own (the per-backend scripts: redis-locks.ts, sql-locks.ts, ...): the matrix
  * for a few contenders, printed as Markdown tables. Needs the servers running (scripts/servers.sh start);
- * starts only a private redis-server. Contenders whose server does not answer are listed as skipped.
+ * starts only a private redis-server. Contenders whose server does not answer are listed as skipped. BENCH_ONLY,
+ * BENCH_CONCURRENCY and BENCH_WAITERS narrow it like the full run (bench/lib/config.ts).
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -28,7 +29,8 @@ export async function runSubset(title: string, ids: readonly string[], base: str
   const namespace = runNamespace()
   const pool = await WorkerPool.start(cfg.workers)
   try {
-    const defs = catalog(servers).filter((d) => ids.includes(d.id))
+    // BENCH_ONLY narrows the subset further (e.g. BENCH_ONLY=mariadb-table,mariadb-get_lock BENCH_CONCURRENCY=-).
+    const defs = catalog(servers).filter((d) => ids.includes(d.id) && (cfg.only === undefined || cfg.only.has(d.id)))
     const { ok, skipped } = await available(pool, defs, namespace)
     const cells = await runMatrix(pool, ok, cfg.matrix, namespace, (l) => process.stderr.write(`${l}\n`))
     const s = summarise(cells)

@@ -53,7 +53,9 @@ const STRATEGIES: readonly MysqlStrategy[] = ['table', 'get_lock', 'for_update']
  * | `'get_lock'` | mutex | none | this process | `GET_LOCK` on a pinned connection; a dropped connection is a lost lease |
  * | `'for_update'` | mutex | native | this process | an open transaction holding `FOR UPDATE` on a pinned connection |
  *
- * Waiters in this process are woken on release; other processes poll (jittered, bounded by the lease).
+ * Waiters in this process are woken on release. Of releases elsewhere, `'table'` learns from one poll per waited-for
+ * lock and process (every 2 ms while it changes hands, backing off to 100 ms), which wakes one waiter per free slot; the session
+ * strategies' waiters poll (jittered, bounded by the lease).
  * The pool is never closed by the backend; `close()` gives back the connections it pinned.
  *
  * @example

@@ -1,6 +1,7 @@
-import { LocalNotifier } from '../../backend/local-notifier.js'
 import { SqlTableBackend } from '../sql/sql-table-backend.js'
+import { readLiveSummary } from '../sql/sql-table-grant.js'
 import type { SqlPool, SqlSession, TableDialect, TableNotifier } from '../sql/table-dialect.js'
+import { TablePoller } from '../sql/table-poller.js'
 import { isFatal, type MysqlConnection, type MysqlResultHeader, type MysqlRunner, matchedRows } from './mysql-client.js'
 import { MYSQL_INSPECT_SQL } from './mysql-inspect-sql.js'
 import { MYSQL_ADD_PERMITS, MYSQL_HAS_PERMITS, MYSQL_MIGRATION_STATEMENTS, TABLE_SQL } from './mysql-schema.js'
@@ -16,7 +17,8 @@ import { MYSQL_ADD_PERMITS, MYSQL_HAS_PERMITS, MYSQL_MIGRATION_STATEMENTS, TABLE
  * inside it, so no transaction holds a shared duplicate-key lock that it later tries to upgrade (the classic
  * three-inserter deadlock). The remaining row locks are always taken in one order (lock row, holders,
  * waiters), so no cycle can form. Needs `binlog_format` ROW or MIXED if binary logging is on (InnoDB refuses
- * READ COMMITTED with STATEMENT). Other processes learn of a release by polling; this one is woken at once.
+ * READ COMMITTED with STATEMENT). A release in this process wakes one of its waiters at once; each process learns
+ * of releases elsewhere from one poll per waited-for lock ({@link TablePoller}), not one per waiter.
  */
 export class MysqlTableBackend extends SqlTableBackend {
   constructor(db: MysqlRunner) {
@@ -32,11 +34,13 @@ export function mysqlTableDialect(db: MysqlRunner): TableDialect {
   }
   return {
     name: 'mysql',
-    notifications: 'process',
+    // Every process's own poller wakes its waiters on a release anywhere (see pollingNotifier), so to the core
+    // releases are announced: it tries on its own only after its long fallback pause or the holder's expiry.
+    notifications: 'global',
     pool,
     sql: TABLE_SQL,
     inspect: MYSQL_INSPECT_SQL,
-    notifier: localNotifier(),
+    notifier: pollingNotifier(pool),
     encodeKey: (key) => key,
     // Applies to the next transaction only, so the pool connection's own session level is untouched.
     begin: ['SET TRANSACTION ISOLATION LEVEL READ COMMITTED', 'START TRANSACTION'],
@@ -67,13 +71,18 @@ function session(c: MysqlConnection): SqlSession {
   }
 }
 
-/** MySQL has no server push: a release wakes this process's waiters, the others poll. */
-function localNotifier(): TableNotifier {
-  const notifier = new LocalNotifier()
+/**
+ * MySQL has no server push: one {@link TablePoller} per backend reads each waited-for lock's holders once per
+ * interval for all of this process's waiters and wakes as many as there are free slots; a release in this
+ * process wakes one at once.
+ */
+function pollingNotifier(pool: SqlPool): TableNotifier {
+  const poller = new TablePoller((key) => readLiveSummary(pool, TABLE_SQL.summary, key, ''))
   return {
     args: () => [],
-    changed: (key) => notifier.notify(key),
-    subscribe: (key, kind) => notifier.subscribe(key, kind),
-    close: async () => undefined,
+    changed: (key) => poller.changed(key),
+    subscribe: (key, kind) => poller.subscribe(key, kind),
+    sawFree: (key) => poller.sawFree(key),
+    close: async () => poller.close(),
   }
 }

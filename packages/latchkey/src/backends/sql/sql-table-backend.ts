@@ -12,7 +12,8 @@ import type {
   RenewRequest,
 } from '../../backend/types.js'
 import { UnsupportedError } from '../../errors.js'
-import { acquireInTable, type LiveSummary, precheckBusy } from './sql-table-grant.js'
+import { KeyGate } from './key-gate.js'
+import { acquireInTable, precheckBusy, readLiveSummary } from './sql-table-grant.js'
 import { MissingLockRow, tableTx } from './sql-table-tx.js'
 import type { SqlSession, TableDialect } from './table-dialect.js'
 import { type InspectDeps, inspectTable, listTable } from './table-inspect.js'
@@ -29,6 +30,8 @@ export class SqlTableBackend extends BackendBase {
   readonly name: string
   override readonly capabilities: BackendCapabilities
   private migrated: Promise<void> | undefined
+  /** One acquire transaction per lock at a time from this process (see KeyGate). */
+  private readonly gate = new KeyGate()
 
   constructor(private readonly dialect: TableDialect) {
     super()
@@ -54,22 +57,30 @@ export class SqlTableBackend extends BackendBase {
   override async tryAcquire(request: AcquireRequest, options?: CallOptions): Promise<AcquireResult> {
     await this.migrate()
     const key = stateKey(request)
-    if (request.kind === 'mutex' || request.kind === 'semaphore') {
-      const busy = precheckBusy(request, await this.summary(key, request.owner))
+    const prechecked = request.kind === 'mutex' || request.kind === 'semaphore'
+    if (prechecked && this.dialect.notifier.sawFree?.(key) !== true) {
+      const busy = await this.precheck(request, key)
       if (busy !== undefined) return busy
     }
-    const acquire = () => {
-      options?.signal?.throwIfAborted()
-      return this.transaction((s) => acquireInTable(tableTx(this.dialect, s), request, key))
-    }
-    try {
-      return await acquire()
-    } catch (error) {
-      if (!(error instanceof MissingLockRow)) throw error
-    }
-    // Created in autocommit, outside any transaction (see TableDialect.ensureKeyInTransaction), then tried again.
-    await this.dialect.pool.run(this.dialect.sql.ensureKey, [this.dialect.encodeKey(key)])
-    return acquire()
+    return this.gate.run(key, async (queued) => {
+      // Behind another try of this process: it has probably taken the lock, which a plain read tells.
+      if (queued && prechecked) {
+        const busy = await this.precheck(request, key)
+        if (busy !== undefined) return busy
+      }
+      const acquire = () => {
+        options?.signal?.throwIfAborted()
+        return this.transaction((s) => acquireInTable(tableTx(this.dialect, s), request, key))
+      }
+      try {
+        return await acquire()
+      } catch (error) {
+        if (!(error instanceof MissingLockRow)) throw error
+      }
+      // Created in autocommit, outside any transaction (see TableDialect.ensureKeyInTransaction), then tried again.
+      await this.dialect.pool.run(this.dialect.sql.ensureKey, [this.dialect.encodeKey(key)])
+      return acquire()
+    })
   }
 
   async renew(request: RenewRequest): Promise<boolean> {
@@ -156,21 +167,10 @@ export class SqlTableBackend extends BackendBase {
     return [this.dialect.encodeKey(stateKey(request)), request.owner]
   }
 
-  private async summary(key: string, owner: string): Promise<LiveSummary> {
-    const { rows } = await this.dialect.pool.run<Record<keyof LiveSummary, number | string>>(this.dialect.sql.summary, [
-      owner,
-      this.dialect.encodeKey(key),
-    ])
-    const r = rows[0]
-    const num = (v: number | string | undefined): number => Number(v ?? 0)
-    return {
-      n: num(r?.n),
-      firstFree: num(r?.firstFree),
-      lastFree: num(r?.lastFree),
-      mine: num(r?.mine) > 0,
-      now: num(r?.now),
-      permits: num(r?.permits),
-    }
+  /** "Held" from a plain read, without a transaction (mutex and semaphore requests); undefined to go on. */
+  private async precheck(request: AcquireRequest, key: string): Promise<AcquireResult | undefined> {
+    const { pool, sql } = this.dialect
+    return precheckBusy(request, await readLiveSummary(pool, sql.summary, this.dialect.encodeKey(key), request.owner))
   }
 
   /** The dialect's migration, once per backend; a failed one is tried again by the next call. */

@@ -6,6 +6,7 @@
  */
 import { decideGrant, type HolderState, occupies, type WaiterState } from '../../backend/grant-rules.js'
 import type { AcquireRequest, AcquireResult } from '../../backend/types.js'
+import type { SqlSession } from './table-dialect.js'
 
 /** The per-lock counters kept on the lock's serialisation row. Both only ever go up. */
 export interface LockCounters {
@@ -91,6 +92,29 @@ export interface LiveSummary {
   readonly now: number
   /** The largest permit count recorded by those holders (0: none recorded). */
   readonly permits: number
+}
+
+/**
+ * Reads the {@link LiveSummary} of the lock whose key is `encodedKey` with the dialect's `summary` statement, in
+ * autocommit (`owner`: whose row `mine` looks for; '' for none).
+ */
+export async function readLiveSummary(
+  pool: SqlSession,
+  summary: string,
+  encodedKey: unknown,
+  owner: string,
+): Promise<LiveSummary> {
+  const { rows } = await pool.run<Record<keyof LiveSummary, number | string>>(summary, [owner, encodedKey])
+  const r = rows[0]
+  const num = (v: number | string | undefined): number => Number(v ?? 0)
+  return {
+    n: num(r?.n),
+    firstFree: num(r?.firstFree),
+    lastFree: num(r?.lastFree),
+    mine: num(r?.mine) > 0,
+    now: num(r?.now),
+    permits: num(r?.permits),
+  }
 }
 
 /**

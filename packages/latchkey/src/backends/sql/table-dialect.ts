@@ -31,6 +31,11 @@ export interface TableNotifier {
   /** Called after a release, leave or forced release changed rows (a no-op where the statement announced it). */
   changed(key: string): void
   subscribe(key: string, kind: LockKind): ReleaseSubscription
+  /**
+   * Optional: true when a try of `key` may skip the read that tells a taken lock without a transaction, because
+   * the notifier woke it for a slot it has just seen free (the read would repeat it).
+   */
+  sawFree?(key: string): boolean
   /** Stops listening; the pool is not the notifier's to close. */
   close(): Promise<void>
 }
