@@ -15,6 +15,10 @@
  *
  *   npm run build && npx tsx bench/tx-outbox-bench.ts [--messages=3000] [--size=256] [--keys=500] [--batch=100]
  *     [--partitions=8] [--rounds=2] [--db=postgres,mysql,sqlite] [--latency=200]
+ *     [--baseline=/path/to/another/build/outbox/index.js]
+ *
+ * `--baseline` adds relay cells of another build of `latchkey-tx/outbox` (e.g. the main checkout's dist), so a
+ * change to the relay is measured against the code before it in the same run.
  *
  * Printed, never asserted. Needs RabbitMQ on LATCHKEY_RABBITMQ_URL (default amqp://guest:guest@127.0.0.1:5672).
  */
@@ -25,7 +29,8 @@ import { join } from 'node:path'
 import { setTimeout as delay } from 'node:timers/promises'
 import amqp from 'amqplib'
 import Database from 'better-sqlite3'
-import { createOutbox, type Outbox, rabbitPublisher } from 'latchkey-tx/outbox'
+import type { Outbox } from 'latchkey-tx/outbox'
+import * as current from 'latchkey-tx/outbox'
 import mysql from 'mysql2/promise'
 import pg from 'pg'
 import { ascending, fmt, percentile } from './lib/stats.js'
@@ -43,6 +48,9 @@ const PARTITIONS = Number(flag('partitions') ?? 8)
 const ROUNDS = Number(flag('rounds') ?? 2)
 const LATENCY_N = Number(flag('latency') ?? 200)
 const DBS = (flag('db') ?? 'postgres,mysql,sqlite').split(',') as Dialect[]
+const BASELINE = flag('baseline')
+type OutboxModule = Pick<typeof current, 'createOutbox' | 'rabbitPublisher'>
+const baseline: OutboxModule | undefined = BASELINE === undefined ? undefined : await import(BASELINE)
 type Dialect = 'postgres' | 'mysql' | 'sqlite'
 
 const load = () =>
@@ -204,7 +212,8 @@ const startMs = new Map<Dialect, number>()
 /** Per dialect and round: messages/s from the first published wave to the last (the relay's start left out). */
 const steady = new Map<Dialect, number[]>()
 
-async function relayRun(dialect: Dialect): Promise<number> {
+async function relayRun(dialect: Dialect, lib: OutboxModule = current): Promise<number> {
+  const { createOutbox, rabbitPublisher } = lib
   const target = openTarget(dialect, `bench_ob_${tag}_${randomBytes(2).toString('hex')}_`)
   const outbox = createOutbox({ store: target.store, partitions: PARTITIONS })
   try {
@@ -223,7 +232,7 @@ async function relayRun(dialect: Dialect): Promise<number> {
       pollMs: 20,
       onEvent: (e) => {
         if (e.type === 'published') {
-          if (published === 0) {
+          if (published === 0 && lib === current) {
             startMs.set(dialect, performance.now() - started)
             firstWave = e.ids.length
           }
@@ -236,7 +245,10 @@ async function relayRun(dialect: Dialect): Promise<number> {
     const ended = performance.now()
     const seconds = (ended - started) / 1000
     const first = startMs.get(dialect) ?? 0
-    steady.set(dialect, [...(steady.get(dialect) ?? []), (MESSAGES - firstWave) / ((ended - started - first) / 1000)])
+    if (lib === current) {
+      const rate = (MESSAGES - firstWave) / ((ended - started - first) / 1000)
+      steady.set(dialect, [...(steady.get(dialect) ?? []), rate])
+    }
     await relay.close()
     return MESSAGES / seconds
   } finally {
@@ -247,6 +259,7 @@ async function relayRun(dialect: Dialect): Promise<number> {
 
 /** Latency: LATENCY_N rows added one per transaction at ~100/s while a relay (pollMs 20) runs. */
 async function latency(dialect: Dialect): Promise<{ p50: number; p99: number; n: number }> {
+  const { createOutbox, rabbitPublisher } = current
   const target = openTarget(dialect, `bench_ob_${tag}_${randomBytes(2).toString('hex')}_`)
   const outbox = createOutbox({ store: target.store, partitions: PARTITIONS })
   const seen: number[] = []
@@ -280,6 +293,13 @@ try {
     { label: `bare amqplib loop, 1 window of ${BATCH} in flight`, run: () => bare(1), rates: [] },
     { label: `bare amqplib loop, ${PARTITIONS} windows of ${BATCH} in flight`, run: () => bare(PARTITIONS), rates: [] },
     ...DBS.map((d) => ({ label: `outbox relay, ${d} table`, run: () => relayRun(d), rates: [] as number[] })),
+    ...(baseline === undefined
+      ? []
+      : DBS.map((d) => ({
+          label: `outbox relay before this change (--baseline), ${d} table`,
+          run: () => relayRun(d, baseline),
+          rates: [] as number[],
+        }))),
   ]
   for (let r = 0; r < ROUNDS; r++) {
     for (const cell of cells) cell.rates.push(await cell.run())

@@ -154,38 +154,64 @@ export class OutboxRelay {
     }
   }
 
-  /** One pass over a partition's oldest pending rows; true when it published or recorded something. */
+  /**
+   * One pass over a partition's oldest pending rows; true when it published or recorded something. A wave's
+   * mark runs while the next wave is published (one mark in flight at most, settled before the next one starts
+   * and before the pass ends): a key's next row still goes out only after the previous one's confirm, so order
+   * per key is unchanged, and a crash before a mark lands re-sends confirmed rows in their order, as a crash
+   * between confirm and mark always did.
+   */
   private async drainPartition(partition: number, lease: Lease): Promise<boolean> {
     const queues = await this.readQueues(partition)
     let progressed = false
-    while (queues.size > 0 && !lease.signal.aborted && !this.closed) {
-      // One wave: the oldest unsent row of every key, so no key ever has two rows in flight.
-      const wave = [...queues.values()].map((queue) => queue[0] as PendingRow)
-      const outcomes = await this.o.publisher.publish(wave)
-      crashPoint('after-confirm')
-      const sent = wave.filter((_, i) => outcomes[i] === 'ok')
-      if (sent.length > 0) {
-        await this.markSent(sent)
-        this.emit({ type: 'published', partition, ids: sent.map((row) => row.id) })
-        progressed = true
-      }
-      let unavailable: Error | undefined
-      for (const [i, row] of wave.entries()) {
-        const outcome: PublishOutcome = outcomes[i] ?? new Error('publisher returned no outcome')
-        const queue = queues.get(row.key) as PendingRow[]
-        if (outcome === 'ok') {
-          queue.shift()
-          if (queue.length === 0) queues.delete(row.key)
-        } else if ((outcome as { code?: unknown }).code === UNAVAILABLE) {
-          unavailable = outcome
-        } else {
-          queues.delete(row.key) // its later rows wait for this one's retry
-          await this.recordFailure(partition, row, outcome)
+    let marking: Promise<Error | undefined> = Promise.resolve(undefined)
+    const settleMark = async () => {
+      const error = await marking
+      marking = Promise.resolve(undefined)
+      if (error !== undefined) throw error
+    }
+    try {
+      while (queues.size > 0 && !lease.signal.aborted && !this.closed) {
+        // One wave: the oldest unsent row of every key, so no key ever has two rows in flight.
+        const wave = [...queues.values()].map((queue) => queue[0] as PendingRow)
+        const outcomes = await this.o.publisher.publish(wave)
+        crashPoint('after-confirm')
+        await settleMark()
+        const sent = wave.filter((_, i) => outcomes[i] === 'ok')
+        if (sent.length > 0) {
+          const ids = sent.map((row) => row.id)
+          marking = this.markSent(sent).then(
+            () => {
+              this.emit({ type: 'published', partition, ids })
+              return undefined
+            },
+            (error: unknown) => asError(error),
+          )
           progressed = true
         }
+        let unavailable: Error | undefined
+        for (const [i, row] of wave.entries()) {
+          const outcome: PublishOutcome = outcomes[i] ?? new Error('publisher returned no outcome')
+          const queue = queues.get(row.key) as PendingRow[]
+          if (outcome === 'ok') {
+            queue.shift()
+            if (queue.length === 0) queues.delete(row.key)
+          } else if ((outcome as { code?: unknown }).code === UNAVAILABLE) {
+            unavailable = outcome
+          } else {
+            queues.delete(row.key) // its later rows wait for this one's retry
+            await this.recordFailure(partition, row, outcome)
+            progressed = true
+          }
+        }
+        // No broker: the rows keep their attempts; the relay as a whole backs off (in run()).
+        if (unavailable !== undefined) throw unavailable
       }
-      // No broker: the rows keep their attempts; the relay as a whole backs off (in run()).
-      if (unavailable !== undefined) throw unavailable
+      await settleMark()
+    } finally {
+      // Never a mark left running past the pass (a released partition's next holder must see it landed); its
+      // error is dropped only when another one is already on its way out.
+      await marking
     }
     return progressed
   }

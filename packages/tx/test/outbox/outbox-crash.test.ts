@@ -56,8 +56,9 @@ describe('outbox relay killed with SIGKILL (postgres)', () => {
       }
       await broker.consume(inboxEffect(db, inbox))
 
-      // The two partitions drain concurrently, one wave at a time each: by the third wave one partition has
-      // reached its second, so its first wave is marked sent when the process dies.
+      // The two partitions drain concurrently, and a wave's mark lands while the partition's next wave is
+      // published (settled before the one after): by the fifth wave one partition has reached its third, so its
+      // first wave is marked sent when the process dies.
       child = spawn(process.execPath, ['--import', 'tsx', CHILD], {
         env: {
           ...process.env,
@@ -65,7 +66,7 @@ describe('outbox relay killed with SIGKILL (postgres)', () => {
           EXCHANGE: broker.exchange,
           PARTITIONS: String(PARTITIONS),
           LEASE_TTL_MS: '1000',
-          LATCHKEY_TX_CRASH_AT: `${point}:3`,
+          LATCHKEY_TX_CRASH_AT: `${point}:5`,
         },
         stdio: ['ignore', 'pipe', 'inherit'],
       })
