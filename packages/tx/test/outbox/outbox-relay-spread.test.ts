@@ -1,6 +1,7 @@
 /**
- * Three relay processes share one outbox's partitions instead of one taking them all: each ends up holding
- * `ceil(partitions / live relays)`. A kill -9 of one of them frees its partitions (its leases expire and its
+ * Relay processes share one outbox's partitions instead of one taking them all: each ends up holding
+ * `ceil(partitions / live relays)`; two relays hold three each, and when a third joins they give one each back
+ * to it. A kill -9 of one of them frees its partitions (its leases expire and its
  * heartbeat goes stale), and the two survivors take them over. Meanwhile messages keep coming: every message is
  * delivered at least once, takes effect exactly once through the inbox, and each key's effects keep insert
  * order. PostgreSQL holds the business rows, the outbox, the inbox, the heartbeats and the partition leases.
@@ -25,6 +26,8 @@ interface RelayProcess {
   readonly child: ChildProcess
   readonly held: Set<number>
   readonly published: Set<string>
+  /** Partitions given back on purpose (to a relay that joined). */
+  released: number
 }
 
 function startRelay(store: string, exchange: string): RelayProcess {
@@ -32,13 +35,14 @@ function startRelay(store: string, exchange: string): RelayProcess {
     env: { ...process.env, STORE: store, EXCHANGE: exchange, PARTITIONS: String(PARTITIONS), LEASE_TTL_MS: '1000' },
     stdio: ['ignore', 'pipe', 'inherit'],
   })
-  const relay: RelayProcess = { child, held: new Set(), published: new Set() }
+  const relay: RelayProcess = { child, held: new Set(), published: new Set(), released: 0 }
   createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (line) => {
     const event = JSON.parse(line) as { type: string; partition?: number; ids?: string[] }
     if (event.type === 'partition-acquired') relay.held.add(event.partition as number)
     if (event.type === 'partition-lost' || event.type === 'partition-released') {
       relay.held.delete(event.partition as number)
     }
+    if (event.type === 'partition-released') relay.released++
     if (event.type === 'published') for (const id of event.ids ?? []) relay.published.add(id)
   })
   return relay
@@ -74,7 +78,7 @@ describe('outbox relays spread the partitions (postgres, 3 processes)', () => {
     await db.drop(['effects', 'outbox', 'outbox_relays', 'inbox'])
   })
 
-  it('each relay holds a share; a killed relay’s partitions are taken over; delivered, once in effect, in key order', async () => {
+  it('each relay holds a share, a joining relay is given some, a killed relay’s are taken over; delivered, once in effect, in key order', async () => {
     await broker.consume(inboxEffect(db, inbox))
     const expected = new Map(KEYS.map((key) => [key, [] as string[]]))
     let i = 0
@@ -86,16 +90,26 @@ describe('outbox relays spread the partitions (postgres, 3 processes)', () => {
         expected.get(key)?.push(id)
       }
     }
-    relays = [0, 1, 2].map(() => startRelay(db.store, broker.exchange))
+    // Two relays first: ceil(6 / 2) = 3 each.
+    relays = [0, 1].map(() => startRelay(db.store, broker.exchange))
+    await eventually(
+      'each of the 2 relays to hold 3 partitions',
+      () => relays.every((r) => r.held.size === 3) && new Set(relays.flatMap((r) => [...r.held])).size === PARTITIONS,
+      30_000,
+    )
+    await addSome(16)
+    // A third joins: the first two give one partition each back, ceil(6 / 3) = 2 each, every partition held by
+    // exactly one relay.
+    relays.push(startRelay(db.store, broker.exchange))
     const [victim, ...survivors] = relays as [RelayProcess, RelayProcess, RelayProcess]
-
-    // Spread: ceil(6 / 3) = 2 each, every partition held by exactly one relay.
     await eventually(
       'each of the 3 relays to hold 2 partitions, all 6 held',
       () => relays.every((r) => r.held.size === 2) && new Set(relays.flatMap((r) => [...r.held])).size === PARTITIONS,
       30_000,
     )
-    await addSome(48)
+    expect(relays[0]?.released).toBeGreaterThan(0)
+    expect(relays[1]?.released).toBeGreaterThan(0)
+    await addSome(32)
     await eventually('the first messages to be published', async () => {
       const rows = await db.sql(`SELECT 1 FROM ${db.prefix}outbox WHERE status <> 'sent'`)
       return rows.length === 0
@@ -133,8 +147,9 @@ describe('outbox relays spread the partitions (postgres, 3 processes)', () => {
     expect(repeated).toEqual([])
     expect(order).toEqual(expected)
     expect(new Set(broker.deliveries.map((d) => d.id)).size).toBe(total)
-    // Messages published after the kill came from the survivors only.
-    const late = [...expected.values()].flat().filter((id) => Number(id.split('-')[1]) >= 96)
+    // Messages added after the kill were published by the survivors only.
+    const late = [...expected.values()].flat().filter((id) => Number(id.split('-')[1]) >= 48)
+    expect(late).toHaveLength(64)
     expect(late.every((id) => survivors.some((r) => r.published.has(id)))).toBe(true)
   }, 120_000)
 })
