@@ -14,6 +14,9 @@ ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 DIR="$ROOT/.data/rabbitmq"
 PORT="${LATCHKEY_RABBITMQ_PORT:-5672}"
 TIMEOUT_S="${LATCHKEY_RABBITMQ_START_TIMEOUT_S:-120}"
+# One marker per port: stopping a private node must never make "stop" on 5672 think it started the machine's broker.
+MARKER="$DIR/started-by-script"
+[ "$PORT" = 5672 ] || MARKER="$DIR/started-by-script-$PORT"
 
 die() { echo "rabbitmq.sh: $*" >&2; exit 1; }
 
@@ -54,7 +57,7 @@ launch() {
   # The machine's own start command (see the environment notes); as root, Debian's wrapper runs it as rabbitmq.
   rabbitmq-server -detached >>"$DIR/start.log" 2>&1 \
     || die "rabbitmq-server -detached failed (see $DIR/start.log and /var/log/rabbitmq/)"
-  date -u +%FT%TZ >"$DIR/started-by-script"
+  date -u +%FT%TZ >"$MARKER"
 }
 
 wait_ready() {
@@ -75,9 +78,9 @@ case "${1:-}" in
     echo "RabbitMQ on 127.0.0.1:$PORT (LATCHKEY_RABBITMQ_URL=amqp://guest:guest@127.0.0.1:$PORT)"
     ;;
   stop)
-    if [ -f "$DIR/started-by-script" ]; then
+    if [ -f "$MARKER" ]; then
       ctl -q stop
-      rm -f "$DIR/started-by-script"
+      rm -f "$MARKER"
       echo "RabbitMQ stopped"
     else
       echo "rabbitmq.sh: RabbitMQ was not started by this script; leaving it running"

@@ -115,17 +115,24 @@ export function rabbitPublisher(options: RabbitPublisherOptions): OutboxPublishe
     async publish(messages: readonly OutgoingMessage[]): Promise<PublishOutcome[]> {
       if (closed) return messages.map(() => unavailable(new Error('publisher closed')))
       let current: Link
+      // Several partitions publish concurrently: only the caller that saw the link die replaces it; the others
+      // wait for that replacement rather than opening connections of their own.
+      let pending: Promise<Link> | undefined
       try {
-        link ??= connect()
-        current = await link
+        pending = link ??= connect()
+        current = await pending
         if (current.dead) {
           // A lost connection, or a channel the broker closed (e.g. a missing exchange): start afresh.
-          current.connection.close().catch(() => undefined)
-          link = connect()
-          current = await link
+          if (link === pending) {
+            current.connection.close().catch(() => undefined)
+            link = connect()
+          }
+          pending = link ?? connect()
+          link = pending
+          current = await pending
         }
       } catch (error) {
-        link = undefined
+        if (link === pending) link = undefined
         return messages.map(() => unavailable(error))
       }
       const confirms = messages.map((message) => confirmOne(current, exchange, message))
@@ -137,8 +144,9 @@ export function rabbitPublisher(options: RabbitPublisherOptions): OutboxPublishe
       const settled = await Promise.race([Promise.all(confirms), timeout])
       clearTimeout(timer)
       if (settled === 'timeout') {
-        // Late confirms of this channel can no longer be matched: start afresh on the next publish.
-        link = undefined
+        // Late confirms of this channel can no longer be matched: start afresh on the next publish (unless a
+        // concurrent publish already did).
+        if (link === pending) link = undefined
         current.connection.close().catch(() => undefined)
         return messages.map(() => new TxError(`latchkey-tx: no confirm from RabbitMQ within ${timeoutMs} ms`))
       }

@@ -24,6 +24,8 @@ export interface RelayOptions {
 export type RelayEvent =
   | { type: 'partition-acquired'; partition: number }
   | { type: 'partition-lost'; partition: number }
+  /** Given back on purpose: above this relay's share once another relay joined. */
+  | { type: 'partition-released'; partition: number }
   | { type: 'published'; partition: number; ids: readonly string[] }
   | { type: 'failed'; partition: number; id: string; attempts: number; error: Error; retryAt: number }
   | { type: 'dead'; partition: number; id: string; attempts: number; error: Error }

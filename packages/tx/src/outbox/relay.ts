@@ -2,6 +2,8 @@ import { createLocks, type Lease, type Locks } from 'latchkey'
 import { TxError } from '../errors.js'
 import type { Row } from '../store/sql-driver.js'
 import { crashPoint } from './crash-point.js'
+import { partitionOf } from './partition.js'
+import { RelayMembership } from './relay-membership.js'
 import {
   backoffDelay,
   type RelayEvent,
@@ -23,16 +25,22 @@ const UNAVAILABLE = 'PUBLISHER_UNAVAILABLE'
 
 /**
  * Publishes committed outbox rows. Each partition is held through a latchkey lease on the outbox's own database,
- * so among several relays (processes) one at a time publishes a partition. Within a partition, a key's rows go
- * out one at a time in insert order, the next only after the broker confirmed the previous one; rows of different
- * keys are pipelined together. A row is marked sent only after its confirm, so a crash means a re-send, never a
- * loss. Runs until `close()`.
+ * so among several relays (processes) one at a time publishes a partition. Relays split the partitions: each
+ * holds at most `ceil(partitions / live relays)` (live relays counted from a heartbeat table), gives extras back
+ * when another relay joins and takes more when one leaves or dies. Within a partition, a key's rows go out one at
+ * a time in insert order, the next only after the broker confirmed the previous one; rows of different keys are
+ * pipelined together, and the held partitions are drained concurrently. A row is marked sent only after its
+ * confirm, so a crash means a re-send, never a loss. Runs until `close()`.
  */
 export class OutboxRelay {
   private readonly o: ResolvedRelayOptions
   private readonly locks: Locks
   private readonly leases = new Map<number, Lease>()
   private readonly table: string
+  private readonly membership: RelayMembership
+  /** Where this relay starts looking for free partitions, so relays starting together try different ones first. */
+  private readonly firstPartition: number
+  private lastScan = 0
   private closed = false
   private wake: (() => void) | undefined
   private readonly loop: Promise<void>
@@ -47,6 +55,8 @@ export class OutboxRelay {
     this.o = resolveRelayOptions(options)
     this.table = `${db.prefix}outbox`
     this.locks = createLocks({ backend: db.lockBackend(), namespace: `${db.prefix}outbox`, ttlMs: this.o.leaseTtlMs })
+    this.membership = new RelayMembership(db, this.o.leaseTtlMs)
+    this.firstPartition = partitionOf(this.membership.id, partitions)
     this.loop = this.run()
   }
 
@@ -60,6 +70,7 @@ export class OutboxRelay {
     this.closed = true
     this.wake?.()
     await this.loop
+    await this.membership.leave()
     await this.locks.close()
     this.leases.clear()
     await this.o.publisher.close().catch(() => undefined)
@@ -79,12 +90,15 @@ export class OutboxRelay {
     while (!this.closed) {
       try {
         await this.db.ensure(outboxSchema(this.db.dialect, this.db.prefix))
-        await this.acquirePartitions()
-        let busy = false
-        for (const [partition, lease] of this.leases) {
-          if (this.closed) break
-          if (await this.drainPartition(partition, lease)) busy = true
-        }
+        await this.rebalance()
+        // Partitions drain concurrently: each has its own wave of confirms in flight. Every drain is awaited
+        // (allSettled) before the next pass, so a partition never has two drains at once.
+        const drains = await Promise.allSettled(
+          [...this.leases].map(([partition, lease]) => this.drainPartition(partition, lease)),
+        )
+        const failed = drains.find((d): d is PromiseRejectedResult => d.status === 'rejected')
+        if (failed !== undefined) throw failed.reason
+        const busy = drains.some((d) => d.status === 'fulfilled' && d.value)
         outages = 0
         if (!busy) await this.pause(this.o.pollMs)
       } catch (error) {
@@ -106,14 +120,33 @@ export class OutboxRelay {
     })
   }
 
-  private async acquirePartitions(): Promise<void> {
-    for (let partition = 0; partition < this.partitions && !this.closed; partition++) {
-      const held = this.leases.get(partition)
-      if (held !== undefined && !held.signal.aborted) continue
-      if (held !== undefined) {
-        this.leases.delete(partition)
-        this.emit({ type: 'partition-lost', partition })
-      }
+  /**
+   * Drops lost leases, gives back partitions above this relay's share (so a relay that joined can take them) and
+   * takes free ones up to the share. Free partitions are looked for at most every `max(pollMs, leaseTtlMs / 3)`
+   * while this relay holds some, since each look is a database round trip per partition.
+   */
+  private async rebalance(): Promise<void> {
+    for (const [partition, lease] of this.leases) {
+      if (!lease.signal.aborted) continue
+      this.leases.delete(partition)
+      this.membership.stale()
+      this.emit({ type: 'partition-lost', partition })
+    }
+    const share = Math.ceil(this.partitions / (await this.membership.liveRelays()))
+    for (const partition of this.heldPartitions.reverse()) {
+      if (this.leases.size <= share) break
+      const lease = this.leases.get(partition) as Lease
+      this.leases.delete(partition)
+      await lease.release().catch(() => undefined) // a lease already lost needs no release
+      this.emit({ type: 'partition-released', partition })
+    }
+    const now = Date.now()
+    const every = Math.max(this.o.pollMs, this.o.leaseTtlMs / 3)
+    if (this.leases.size >= share || (this.leases.size > 0 && now - this.lastScan < every)) return
+    this.lastScan = now
+    for (let i = 0; i < this.partitions && this.leases.size < share && !this.closed; i++) {
+      const partition = (this.firstPartition + i) % this.partitions
+      if (this.leases.has(partition)) continue
       const lease = await this.locks.mutex(`p${partition}`).tryAcquire()
       if (lease === undefined) continue
       this.leases.set(partition, lease)
@@ -121,38 +154,64 @@ export class OutboxRelay {
     }
   }
 
-  /** One pass over a partition's oldest pending rows; true when it published or recorded something. */
+  /**
+   * One pass over a partition's oldest pending rows; true when it published or recorded something. A wave's
+   * mark runs while the next wave is published (one mark in flight at most, settled before the next one starts
+   * and before the pass ends): a key's next row still goes out only after the previous one's confirm, so order
+   * per key is unchanged, and a crash before a mark lands re-sends confirmed rows in their order, as a crash
+   * between confirm and mark always did.
+   */
   private async drainPartition(partition: number, lease: Lease): Promise<boolean> {
     const queues = await this.readQueues(partition)
     let progressed = false
-    while (queues.size > 0 && !lease.signal.aborted && !this.closed) {
-      // One wave: the oldest unsent row of every key, so no key ever has two rows in flight.
-      const wave = [...queues.values()].map((queue) => queue[0] as PendingRow)
-      const outcomes = await this.o.publisher.publish(wave)
-      crashPoint('after-confirm')
-      const sent = wave.filter((_, i) => outcomes[i] === 'ok')
-      if (sent.length > 0) {
-        await this.markSent(sent)
-        this.emit({ type: 'published', partition, ids: sent.map((row) => row.id) })
-        progressed = true
-      }
-      let unavailable: Error | undefined
-      for (const [i, row] of wave.entries()) {
-        const outcome: PublishOutcome = outcomes[i] ?? new Error('publisher returned no outcome')
-        const queue = queues.get(row.key) as PendingRow[]
-        if (outcome === 'ok') {
-          queue.shift()
-          if (queue.length === 0) queues.delete(row.key)
-        } else if ((outcome as { code?: unknown }).code === UNAVAILABLE) {
-          unavailable = outcome
-        } else {
-          queues.delete(row.key) // its later rows wait for this one's retry
-          await this.recordFailure(partition, row, outcome)
+    let marking: Promise<Error | undefined> = Promise.resolve(undefined)
+    const settleMark = async () => {
+      const error = await marking
+      marking = Promise.resolve(undefined)
+      if (error !== undefined) throw error
+    }
+    try {
+      while (queues.size > 0 && !lease.signal.aborted && !this.closed) {
+        // One wave: the oldest unsent row of every key, so no key ever has two rows in flight.
+        const wave = [...queues.values()].map((queue) => queue[0] as PendingRow)
+        const outcomes = await this.o.publisher.publish(wave)
+        crashPoint('after-confirm')
+        await settleMark()
+        const sent = wave.filter((_, i) => outcomes[i] === 'ok')
+        if (sent.length > 0) {
+          const ids = sent.map((row) => row.id)
+          marking = this.markSent(sent).then(
+            () => {
+              this.emit({ type: 'published', partition, ids })
+              return undefined
+            },
+            (error: unknown) => asError(error),
+          )
           progressed = true
         }
+        let unavailable: Error | undefined
+        for (const [i, row] of wave.entries()) {
+          const outcome: PublishOutcome = outcomes[i] ?? new Error('publisher returned no outcome')
+          const queue = queues.get(row.key) as PendingRow[]
+          if (outcome === 'ok') {
+            queue.shift()
+            if (queue.length === 0) queues.delete(row.key)
+          } else if ((outcome as { code?: unknown }).code === UNAVAILABLE) {
+            unavailable = outcome
+          } else {
+            queues.delete(row.key) // its later rows wait for this one's retry
+            await this.recordFailure(partition, row, outcome)
+            progressed = true
+          }
+        }
+        // No broker: the rows keep their attempts; the relay as a whole backs off (in run()).
+        if (unavailable !== undefined) throw unavailable
       }
-      // No broker: the rows keep their attempts; the relay as a whole backs off (in run()).
-      if (unavailable !== undefined) throw unavailable
+      await settleMark()
+    } finally {
+      // Never a mark left running past the pass (a released partition's next holder must see it landed); its
+      // error is dropped only when another one is already on its way out.
+      await marking
     }
     return progressed
   }

@@ -38,3 +38,22 @@ export function insertIgnore(dialect: OutboxDialect, table: string, columns: str
   if (dialect === 'sqlite') return `INSERT OR IGNORE INTO ${table} (${columns}) VALUES (${marks})`
   return `INSERT INTO ${table} (${columns}) VALUES (${marks}) ON CONFLICT DO NOTHING`
 }
+
+/**
+ * Idempotent CREATE statement of the relay membership table (`<p>outbox_relays`): one row per running relay with
+ * the time of its last heartbeat, so relays can count each other and split the partitions between them.
+ */
+export function relaysSchema(dialect: OutboxDialect, p: string): string[] {
+  const { key, big, engine } = columnTypes(dialect)
+  return [
+    `CREATE TABLE IF NOT EXISTS ${p}outbox_relays (relay_id ${key} NOT NULL PRIMARY KEY, seen_at ${big} NOT NULL)${engine}`,
+  ]
+}
+
+/** The heartbeat write of a relay: insert its row, or move its `seen_at` forward. */
+export function upsertHeartbeat(dialect: OutboxDialect, table: string): string {
+  if (dialect === 'mysql') {
+    return `INSERT INTO ${table} (relay_id, seen_at) VALUES (?, ?) ON DUPLICATE KEY UPDATE seen_at = VALUES(seen_at)`
+  }
+  return `INSERT INTO ${table} (relay_id, seen_at) VALUES (?, ?) ON CONFLICT (relay_id) DO UPDATE SET seen_at = excluded.seen_at`
+}

@@ -41,7 +41,7 @@ describe('outbox relay when RabbitMQ drops its connection (postgres)', () => {
     await outbox.close()
     await inbox.close()
     await broker.close()
-    await db.drop(['effects', 'outbox', 'inbox'])
+    await db.drop(['effects', 'outbox', 'outbox_relays', 'inbox'])
   })
 
   it('reconnects and delivers everything, once in effect, in key order', async () => {

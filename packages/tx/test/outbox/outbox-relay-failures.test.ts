@@ -30,7 +30,7 @@ describe.each(['sqlite', 'postgres', 'mysql'] as const)('outbox relay failures (
   afterEach(async () => {
     await outbox.close()
     await broker.close()
-    await db.drop(['outbox'])
+    await db.drop(['outbox', 'outbox_relays'])
   })
 
   const row = async (id: string) =>
