@@ -8,7 +8,8 @@
  *   npx tsx bench/redis-uncontended.ts [rounds] [windowMs] [concurrency...]     (defaults 21 250 1 50)
  *
  * BEFORE_DIST=<another build's dist directory> adds that build as a contender (before/after a change, same run);
- * REDISSON=1 adds the Redisson layout. `fenced floor` is the least any fenced, owner-checked Redis lock sends: one
+ * REDISSON=1 adds the Redisson layout; LAYERS=1 adds latchkey's backend driven directly (tryAcquire + release of
+ * the backend contract, no core), so the core's share of the client CPU is the difference. `fenced floor` is the least any fenced, owner-checked Redis lock sends: one
  * script that takes a token and SET NX PX, one that deletes the key if it still holds that token.
  */
 import { randomUUID } from 'node:crypto'
@@ -79,12 +80,41 @@ function fencedFloor(): Contender {
   }
 }
 
+/** The backend contract's calls alone, as the core makes them for an uncontended acquire (subscribed, first try). */
+function backendOnly(): Contender {
+  const client = new Redis(server.url)
+  const backend = redisBackend({ client })
+  return {
+    async acquire(key) {
+      const request = {
+        key: `${ns}-backend:${key}`,
+        kind: 'mutex' as const,
+        owner: randomUUID(),
+        ttlMs: 10_000,
+        permits: 1,
+        lockDelayMs: 0,
+        queue: false,
+        queueTtlMs: 30_000,
+      }
+      const sub = backend.subscribe?.(request)
+      const result = await backend.tryAcquire(request)
+      sub?.close()
+      return result.acquired ? { release: () => backend.release(request) } : undefined
+    },
+    close: async () => {
+      await backend.close()
+      client.disconnect()
+    },
+  }
+}
+
 const contenders: Record<string, Contender> = {
   raw: openPeer('raw', server.url, `${ns}-raw`, 10_000),
   'fenced floor': fencedFloor(),
   latchkey: latchkey('latchkey'),
   'redis-semaphore': openPeer('redis-semaphore', server.url, `${ns}-sem`, 10_000),
 }
+if (process.env.LAYERS === '1') contenders['latchkey backend, no core'] = backendOnly()
 if (process.env.REDISSON === '1') contenders['latchkey redisson layout'] = latchkey('redisson')
 const before = process.env.BEFORE_DIST
 if (before !== undefined) {
