@@ -3,6 +3,7 @@
  * SET NX PX + DEL, the proto-blpop floor) on a private redis-server: the peers part of bench/RESULTS.md on its own.
  *
  *   npx tsx bench/redis-locks.ts      (BENCH_QUICK=1 for one short run; `npm run bench` for the whole report)
+ *   BENCH_ONLY=raw,redis,redis-semaphore BENCH_WAITERS=- npx tsx bench/redis-locks.ts   (the uncontended cells only)
  */
 import { runSubset } from './lib/subset.js'
 

@@ -18,8 +18,8 @@ import { runNamespace } from './contender.js'
 import { WorkerPool } from './pool.js'
 
 /**
- * Runs the matrix for `ids` (BENCH_QUICK=1 for short cells and one run) and prints one table per scenario,
- * ratios against `base`.
+ * Runs the matrix for `ids` (BENCH_QUICK=1 for short cells and one run; BENCH_ONLY, BENCH_CONCURRENCY and
+ * BENCH_WAITERS narrow it as in lib/config.ts) and prints one table per scenario, ratios against `base`.
  */
 export async function runSubset(title: string, ids: readonly string[], base: string): Promise<void> {
   const cfg = runConfig()
@@ -29,7 +29,8 @@ export async function runSubset(title: string, ids: readonly string[], base: str
   const namespace = runNamespace()
   const pool = await WorkerPool.start(cfg.workers)
   try {
-    // BENCH_ONLY narrows the subset further (e.g. BENCH_ONLY=mariadb-table,mariadb-get_lock BENCH_CONCURRENCY=-).
+    // BENCH_ONLY narrows the subset further (e.g. BENCH_ONLY=mariadb-table,mariadb-get_lock BENCH_CONCURRENCY=-, or
+    // raw,redis,redis-semaphore for the uncontended Redis cells).
     const defs = catalog(servers).filter((d) => ids.includes(d.id) && (cfg.only === undefined || cfg.only.has(d.id)))
     const { ok, skipped } = await available(pool, defs, namespace)
     const cells = await runMatrix(pool, ok, cfg.matrix, namespace, (l) => process.stderr.write(`${l}\n`))

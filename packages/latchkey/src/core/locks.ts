@@ -153,10 +153,13 @@ export function createLocks(options: LocksOptions): Locks {
     throw new UnsupportedError(`The ${backend.name} backend does not support lockDelayMs; leave it at 0`)
   }
 
+  // A handle is made per call on hot paths (`locks.mutex(name).acquire()`): the escaped namespace is made once.
+  const keyPrefix = lockKey(namespace, '')
   const handle = (name: unknown, kind: LockKind, permits = 1): LockHandle => {
     const checked = checkName('name', name)
-    const key = lockKey(namespace, checked)
-    if (Buffer.byteLength(key) > MAX_NAME_BYTES) {
+    const key = namespace === '' ? checked : keyPrefix + checked
+    // A UTF-16 code unit is at most 3 UTF-8 bytes: short keys need no byte count.
+    if (key.length * 3 > MAX_NAME_BYTES && Buffer.byteLength(key) > MAX_NAME_BYTES) {
       throw new RangeError(
         `latchkey: namespace + name must be at most ${MAX_NAME_BYTES} bytes, received ${Buffer.byteLength(key)} bytes`,
       )

@@ -20,6 +20,7 @@ import { adaptClient, isReplyError, type RedisClientLike, type RedisCommander } 
 import { CommandDeadlines } from './command-deadlines.js'
 import { KeyCache, type KeyLayout, layoutNamed, type RedisLayoutName } from './key-layout.js'
 import { type LuaScript, runScript } from './lua-script.js'
+import { RecentContention } from './recent-contention.js'
 import { holdersFrom, lockKeysFromScan, waitersFrom } from './redis-inspect.js'
 import { ReleaseNotifier } from './release-notifier.js'
 import type { RedisReleaseSubscription } from './release-subscription.js'
@@ -87,6 +88,11 @@ export class RedisBackend extends BackendBase {
   private readonly replicas: { replicas: number; timeoutMs: number } | undefined
   private readonly publishAlways: string
   private readonly scripts: RedisScripts
+  /**
+   * Latchkey layout only (the holders hash is the records hash): locks whose mutex acquires and releases still
+   * take the short scripts. Undefined for the Redisson layout, whose hash Java clients share.
+   */
+  private readonly contention: RecentContention | undefined
 
   constructor(options: RedisBackendOptions) {
     super()
@@ -99,6 +105,7 @@ export class RedisBackend extends BackendBase {
     // Redisson's RFencedLock INCRs the same counter key and would restart an expired one at 1.
     const fenceIdleMs = this.layout.name === 'redisson' ? 0 : (options.fenceIdleTtlMs ?? DEFAULT_FENCE_IDLE_MS)
     this.scripts = scriptsFor(fenceIdleMs)
+    this.contention = this.layout.name === 'latchkey' ? new RecentContention(WATCH_TTL_MS) : undefined
     this.notifier = new ReleaseNotifier(
       this.commander,
       options.subscriberLingerMs ?? 10_000,
@@ -107,11 +114,27 @@ export class RedisBackend extends BackendBase {
   }
 
   async tryAcquire(request: AcquireRequest): Promise<AcquireResult> {
-    const { keys, channel } = this.keys.keysOf(request)
+    const { keys, channel, id } = this.keys.keysOf(request)
     const field = this.layout.fieldOf(request.owner)
     const sub = this.notifier.claim(field, channel)
     if (sub?.granted !== undefined) return this.takeHandoff(request, sub)
     const mode = request.queue ? 'q' : sub === undefined ? '-' : sub.triedAt === 0 ? 'f' : 'w'
+    // A grant that arrives after the caller was told "unavailable" (timed out, resent on reconnect) has no
+    // holder: give it back at once instead of letting it block everyone for a whole TTL.
+    const orphan = (late: AcquireReply) => {
+      if (late.granted) this.releaseGrant(request, late.token).catch(() => undefined)
+    }
+    // Latchkey layout: a mutex's first try takes the short script unless the lock was lately seen contended here.
+    const watched = this.contention !== undefined && request.kind === 'mutex'
+    if (watched && (mode === '-' || mode === 'f') && !this.contention?.has(id)) {
+      // The common case: free. Only a held lock needs the full script below (one more round trip).
+      const sentAt = performance.now()
+      if (sub !== undefined) sub.triedAt = sentAt
+      const args = [field, String(request.ttlMs), String(request.lockDelayMs)]
+      const reply = await this.run(this.scripts.acquireMutex, [keys[0], keys[6]], args, request, orphan)
+      if (reply.granted) return this.granted(request, reply, sentAt)
+      this.contention?.saw(id)
+    }
     const waitTtl = request.queue ? request.queueTtlMs : WATCH_TTL_MS
     // Packed into one argument: each argument costs the client more than Lua's string.match costs Redis.
     const spec = `${request.kind} ${request.ttlMs} ${request.lockDelayMs} ${request.permits} ${mode} ${waitTtl}`
@@ -119,25 +142,33 @@ export class RedisBackend extends BackendBase {
     // in scripts/handoff.lua).
     const wake = this.notifier.wakeChannel
     const args = wake !== undefined && (mode === 'w' || mode === 'f') ? [field, spec, wake] : [field, spec]
-    // A grant that arrives after the caller was told "unavailable" (timed out, resent on reconnect) has no
-    // holder: give it back at once instead of letting it block everyone for a whole TTL.
-    const orphan = (late: AcquireReply) => {
-      if (late.granted) this.releaseGrant(request, late.token).catch(() => undefined)
-    }
     const sentAt = performance.now()
     if (sub !== undefined) sub.triedAt = sentAt
     const reply = await this.run(this.scripts.acquire, keys, args, request, orphan)
     if (!reply.granted) {
       if (reply.permitsInForce !== undefined) return { acquired: false, permitsInForce: reply.permitsInForce }
+      if (watched) this.contention?.saw(id)
       if (sub !== undefined) this.notifier.waiting(sub)
       return { acquired: false, retryAfterMs: reply.retryAfterMs }
     }
-    const token = BigInt(reply.token)
-    if (this.replicas !== undefined) await this.replicated(request, () => this.releaseGrant(request, reply.token))
-    // Granted earlier by a release (see handoff in scripts/handoff.lua): the lease started `ttl - remaining`
-    // before this try ran (in whole server milliseconds, hence one more).
-    if (reply.remainingMs === undefined) return { acquired: true, token }
-    return { acquired: true, token, grantedAt: sentAt - (request.ttlMs - reply.remainingMs) - 1 }
+    return this.granted(request, reply, sentAt)
+  }
+
+  /**
+   * The result of a try that `reply` granted, `sentAt` being when the try was sent. Not async without replicas
+   * to wait for: a promise returned from `tryAcquire` would cost the hot path two more microtask turns.
+   */
+  private granted(
+    request: AcquireRequest,
+    reply: AcquireReply & { granted: true },
+    sentAt: number,
+  ): AcquireResult | Promise<AcquireResult> {
+    if (this.replicas !== undefined) {
+      return this.replicated(request, () => this.releaseGrant(request, reply.token)).then(() =>
+        grantResult(request, reply, sentAt),
+      )
+    }
+    return grantResult(request, reply, sentAt)
   }
 
   /**
@@ -160,9 +191,16 @@ export class RedisBackend extends BackendBase {
   }
 
   async release(request: HolderRef): Promise<boolean> {
-    const { keys, channel } = this.keys.keysOf(request)
-    const args = [this.layout.fieldOf(request.owner), channel, this.publishAlways]
-    return this.run(this.scripts.release, keys, args, request)
+    const { keys, channel, id } = this.keys.keysOf(request)
+    const field = this.layout.fieldOf(request.owner)
+    // Latchkey layout: a mutex nobody waits for is released by the short script, unless the lock was lately seen
+    // contended here (then someone likely waits, and the full script hands the lock over in one round trip).
+    if (this.contention !== undefined && request.kind === 'mutex' && !this.contention.has(id)) {
+      const done = await this.run(this.scripts.releaseMutex, [keys[0], keys[3], keys[4]], [field], request)
+      if (done !== 'waited') return done === 'released'
+      this.contention.saw(id)
+    }
+    return this.run(this.scripts.release, keys, [field, channel, this.publishAlways], request)
   }
 
   /** Gives back the grant `token` of `request.owner`, unless the owner was granted again since. */
@@ -270,6 +308,16 @@ export class RedisBackend extends BackendBase {
       { lockName: ref.key },
     )
   }
+}
+
+/**
+ * A grant as the core sees it. Granted earlier by a release (see handoff in scripts/handoff.lua): the lease started
+ * `ttl - remaining` before this try ran (in whole server milliseconds, hence one more).
+ */
+function grantResult(request: AcquireRequest, reply: AcquireReply & { granted: true }, sentAt: number): AcquireResult {
+  const token = BigInt(reply.token)
+  if (reply.remainingMs === undefined) return { acquired: true, token }
+  return { acquired: true, token, grantedAt: sentAt - (request.ttlMs - reply.remainingMs) - 1 }
 }
 
 /** Connection failures and transient server states are retryable; other error replies are bugs: rethrown. */

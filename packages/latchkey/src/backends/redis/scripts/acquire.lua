@@ -16,21 +16,10 @@ if kind == nil then return redis.error_reply('latchkey: bad acquire arguments') 
 ttl, delay, permits, wait_ttl = tonumber(ttl), tonumber(delay), tonumber(permits), tonumber(wait_ttl)
 
 -- The uncontended case first, before the shared functions below are created (each closure costs Redis per
--- call): a mutex's first try (nothing of it registered) on a free lock in the latchkey layout is granted with
--- four commands (five with the fencing counter's idle expiry). It does what the general rules below do in that
--- case: the token of next_fence, the record of put, the expiry of keep_until.
-if kind == 'mutex' and (mode == '-' or mode == 'f') and KEYS[2] == KEYS[1] and redis.call('EXISTS', KEYS[1]) == 0 then
-  local T = redis.call('TIME')
-  local n = redis.call('INCR', KEYS[7])
-  if n == 1 then
-    n = tonumber(T[1]) * 1000000 + tonumber(T[2])
-    redis.call('SET', KEYS[7], string.format('%d', n))
-  end
-  if FENCE_IDLE_MS > 0 then redis.call('PEXPIRE', KEYS[7], FENCE_IDLE_MS) end
-  local exp = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000) + ttl
-  redis.call('HSET', KEYS[1], field, string.format('mutex|%d|%d|%d', exp, exp + delay, n))
-  redis.call('PEXPIRE', KEYS[1], ttl + delay)
-  return '1 ' .. string.format('%d', n)
+-- call): a mutex's first try (nothing of it registered) on a free lock in the latchkey layout.
+if kind == 'mutex' and (mode == '-' or mode == 'f') and KEYS[2] == KEYS[1] then
+  local M, F = KEYS[1], KEYS[7]
+--#include free-mutex.lua
 end
 
 --#include base.lua

@@ -1,7 +1,8 @@
 /**
  * The Redis backend's scripts: one `.lua` file per primitive of the backend contract (acquire, release, renew,
  * leave-queue, is-locked, force-release), which `--#include` the shared parts they need (base.lua, holders.lua,
- * grant.lua, handoff.lua). To read one expanded: `readLuaFile(new URL('./acquire.lua', import.meta.url))`.
+ * grant.lua, handoff.lua, free-mutex.lua), plus the uncontended mutex's own short acquire and release
+ * (acquire-mutex.lua, release-mutex.lua). To read one expanded: `readLuaFile(new URL('./acquire.lua', import.meta.url))`.
  */
 import { type LuaScript, luaScript, readLuaFile } from '../lua-script.js'
 import type { InspectReply } from '../redis-inspect.js'
@@ -15,8 +16,12 @@ export type AcquireReply =
 /** Every script of the Redis backend, each with its reply. */
 export interface RedisScripts {
   readonly acquire: LuaScript<AcquireReply>
+  /** A free mutex's grant in the latchkey layout (never registers a wait): as `acquire`. */
+  readonly acquireMutex: LuaScript<AcquireReply>
   /** True when the caller's lease was dropped. */
   readonly release: LuaScript<boolean>
+  /** A mutex's release in the latchkey layout when nobody waits. */
+  readonly releaseMutex: LuaScript<MutexRelease>
   /** True when the lease was extended. */
   readonly renew: LuaScript<boolean>
   /** How many registrations were removed. */
@@ -27,6 +32,9 @@ export interface RedisScripts {
   /** The raw records of one family (redis-inspect.ts reads them). */
   readonly inspect: LuaScript<InspectReply>
 }
+
+/** release-mutex.lua's reply: the lease was dropped, was not held, or someone waits (nothing done: run `release`). */
+export type MutexRelease = 'released' | 'not-held' | 'waited'
 
 /** How long a fencing counter outlives the last token it issued, by default: 24 hours. */
 export const DEFAULT_FENCE_IDLE_MS = 86_400_000
@@ -48,12 +56,18 @@ function inspectReply(raw: unknown): InspectReply {
 }
 
 const isOne = (raw: unknown): boolean => Number(raw) === 1
+const mutexRelease = (raw: unknown): MutexRelease => {
+  const n = Number(raw)
+  return n === 1 ? 'released' : n === 2 ? 'waited' : 'not-held'
+}
 const count = (raw: unknown): number => Number(raw)
 
 const read = (file: string) => readLuaFile(new URL(`./${file}.lua`, import.meta.url))
 const SOURCES = {
   acquire: read('acquire'),
+  acquireMutex: read('acquire-mutex'),
   release: read('release'),
+  releaseMutex: read('release-mutex'),
   renew: read('renew'),
   leaveQueue: read('leave-queue'),
   isLocked: read('is-locked'),
@@ -77,7 +91,9 @@ export function scriptsFor(fenceIdleMs: number): RedisScripts {
     const source = (name: keyof typeof SOURCES) => withFenceIdle(fenceIdleMs, SOURCES[name])
     scripts = Object.freeze({
       acquire: luaScript('acquire', source('acquire'), acquireReply),
+      acquireMutex: luaScript('acquireMutex', source('acquireMutex'), acquireReply),
       release: luaScript('release', source('release'), isOne),
+      releaseMutex: luaScript('releaseMutex', source('releaseMutex'), mutexRelease),
       renew: luaScript('renew', source('renew'), isOne),
       leaveQueue: luaScript('leaveQueue', source('leaveQueue'), count),
       isLocked: luaScript('isLocked', source('isLocked'), isOne),

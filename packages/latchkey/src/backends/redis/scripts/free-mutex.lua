@@ -1,0 +1,18 @@
+-- A free mutex of the latchkey layout granted: when M does not exist (no holder, no lock-delay left), the token of
+-- next_fence, the record of put and the expiry of keep_until in five commands (four without the counter's idle
+-- expiry), as the general rules of acquire.lua would grant it. Expects the locals M, F (KEYS[1] and KEYS[7] of
+-- base.lua), field, ttl and delay (numbers). Included before any function is created (each closure costs Redis per
+-- call) by acquire.lua and acquire-mutex.lua; replies as acquire.lua does.
+if redis.call('EXISTS', M) == 0 then
+  local T = redis.call('TIME')
+  local n = redis.call('INCR', F)
+  if n == 1 then
+    n = tonumber(T[1]) * 1000000 + tonumber(T[2])
+    redis.call('SET', F, string.format('%d', n))
+  end
+  if FENCE_IDLE_MS > 0 then redis.call('PEXPIRE', F, FENCE_IDLE_MS) end
+  local exp = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000) + ttl
+  redis.call('HSET', M, field, string.format('mutex|%d|%d|%d', exp, exp + delay, n))
+  redis.call('PEXPIRE', M, ttl + delay)
+  return '1 ' .. string.format('%d', n)
+end
