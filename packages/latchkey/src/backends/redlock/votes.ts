@@ -7,6 +7,8 @@ export type Attempt =
   | { readonly kind: 'acquired' }
   | { readonly kind: 'held'; readonly retryAfterMs: number | undefined }
   | { readonly kind: 'split' }
+  /** Try again at once: this owner leads a split round, or a node still had a holder whose release was announced. */
+  | { readonly kind: 'soon' }
 
 /** The ACQUIRE script's reply meaning "granted on this node". */
 export const granted = (v: unknown): boolean => Array.isArray(v) && Number(v[0]) === 1
@@ -40,4 +42,36 @@ export function heldOrSplit(votes: readonly Vote[], quorum: number): Attempt {
     return { kind: 'held', retryAfterMs: at !== undefined && at >= 0 ? at : undefined }
   }
   return { kind: 'split' }
+}
+
+/**
+ * Who won most nodes in a failed round, as every contender sees it: `leader` has strictly more nodes than any other
+ * owner (undefined on a tie), counting `me`'s grants and, on the other nodes, the holders they named. Holders for
+ * which `gone` is true (their release was announced) are not counted, and `stale` says whether there were any.
+ */
+export function plurality(
+  votes: readonly Vote[],
+  me: string,
+  gone: (holder: string) => boolean,
+): { leader: string | undefined; stale: boolean } {
+  const counts = new Map<string, number>()
+  let stale = false
+  for (const v of votes) {
+    if (v.state !== 'ok' || !Array.isArray(v.value)) continue
+    const owner = granted(v.value) ? me : String(v.value[2])
+    if (owner !== me && gone(owner)) {
+      stale = true
+      continue
+    }
+    counts.set(owner, (counts.get(owner) ?? 0) + 1)
+  }
+  let leader: string | undefined
+  let best = 0
+  for (const [owner, n] of counts) {
+    if (n > best) {
+      best = n
+      leader = owner
+    } else if (n === best) leader = undefined
+  }
+  return { leader, stale }
 }

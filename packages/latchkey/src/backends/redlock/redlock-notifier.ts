@@ -1,0 +1,156 @@
+/**
+ * RedLock release notifications: one subscriber connection per node per backend, opened on the first wait. A
+ * release publishes the released owner on every node's channel of the lock (scripts/release.lua); the first of
+ * those messages to arrive wakes ONE local waiter, the longest-waiting, and the other nodes' copies are ignored.
+ * So a release costs one RedLock round per process instead of one per waiter (a herd of split votes), and the
+ * waiters of a process are served in order of arrival. Any node suffices: a release goes to every node, so a
+ * message is lost only if it is lost on all of them, and a lost one costs at most the core's fallback pause.
+ */
+import type { SubscriberConnection } from '../redis/client-adapter.js'
+import { RedlockChannel, RedlockSubscription } from './redlock-subscription.js'
+
+/** Opens one node's subscriber connection (see RedlockNode.openSubscriber). */
+export type SubscriberOpener = (
+  onMessage: (channel: string, message: string) => void,
+  onError: (e: unknown) => void,
+) => SubscriberConnection
+
+/** How many released owners per channel are remembered to drop the other nodes' copies of a message. */
+const REMEMBERED = 8
+
+/** Subscribes lazily, wakes one waiter per release, unsubscribes a channel after it has been idle a while. */
+export class RedlockNotifier {
+  private readonly connections: (SubscriberConnection | undefined)[]
+  private readonly channels = new Map<string, RedlockChannel>()
+  private readonly byOwner = new Map<string, RedlockSubscription>()
+  /** Unsubscribes idle channels; runs only while some channel is idle. */
+  private sweeper: NodeJS.Timeout | undefined
+  private closed = false
+
+  constructor(
+    private readonly openers: readonly SubscriberOpener[],
+    private readonly lingerMs: number,
+  ) {
+    this.connections = openers.map(() => undefined)
+  }
+
+  /** Opens the subscription of the waiting acquire `owner` on `channel`, subscribing the channel if needed. */
+  subscribe(channel: string, owner: string): RedlockSubscription {
+    let group = this.channels.get(channel)
+    if (group === undefined) {
+      group = new RedlockChannel(channel, this.openers.length)
+      this.channels.set(channel, group)
+    }
+    group.idleSince = undefined
+    const sub = new RedlockSubscription(group, owner, (s) => this.detach(s))
+    group.subs.add(sub)
+    this.byOwner.set(owner, sub)
+    this.listen(group)
+    return sub
+  }
+
+  /** The open subscription of the waiting acquire `owner`, if it has one. */
+  subscriptionOf(owner: string): RedlockSubscription | undefined {
+    return this.byOwner.get(owner)
+  }
+
+  /** Whether a release of `owner` on `channel` has been announced (its key may linger on a slow node). */
+  wasReleased(channel: string, owner: string): boolean {
+    return this.channels.get(channel)?.released.includes(owner) === true
+  }
+
+  /** One message from a node: the owner whose lease was released. */
+  dispatch(channel: string, owner: string): void {
+    const group = this.channels.get(channel)
+    if (group === undefined || group.released.includes(owner)) return
+    group.released.push(owner)
+    if (group.released.length > REMEMBERED) group.released.shift()
+    this.wakeOne(group)
+  }
+
+  async close(): Promise<void> {
+    this.closed = true
+    clearInterval(this.sweeper)
+    this.sweeper = undefined
+    for (const group of this.channels.values()) for (const sub of group.subs) sub.fire()
+    this.channels.clear()
+    this.byOwner.clear()
+    const open = this.connections.filter((c) => c !== undefined)
+    this.connections.fill(undefined)
+    await Promise.all(open.map((c) => c.close().catch(() => undefined)))
+  }
+
+  /**
+   * Wakes the longest-waiting subscription that has not been woken yet. One whose try is in flight is marked, so
+   * it tries again at once should that try lose: it is still first in line.
+   */
+  private wakeOne(group: RedlockChannel): void {
+    for (const sub of group.subs) {
+      if (!sub.owesTry) {
+        sub.fire()
+        return
+      }
+    }
+  }
+
+  /**
+   * SUBSCRIBEs the channel on every node where it is not (yet): a node that failed it before (down, restarted)
+   * is asked again by the next waiter. Each acknowledgement wakes one waiter, since a release published before
+   * it went unseen on that node.
+   */
+  private listen(group: RedlockChannel): void {
+    if (this.closed) return
+    this.openers.forEach((open, i) => {
+      if (group.subscribed[i] !== undefined) return
+      let connection = this.connections[i]
+      if (connection === undefined) {
+        // Errors on a subscriber (mostly reconnect attempts) are not fatal: waits fall back to their timers, and
+        // the command connections report the outage.
+        connection = open(
+          (channel, message) => this.dispatch(channel, message),
+          () => undefined,
+        )
+        this.connections[i] = connection
+      }
+      group.subscribed[i] = connection.subscribe(group.name).then(
+        () => this.wakeOne(group),
+        () => {
+          group.subscribed[i] = undefined
+        },
+      )
+    })
+  }
+
+  private detach(sub: RedlockSubscription): void {
+    const group = sub.channel
+    group.subs.delete(sub)
+    if (this.byOwner.get(sub.owner) === sub) this.byOwner.delete(sub.owner)
+    // A woken waiter leaving without retrying (acquired by its try in flight, timed out, aborted) must not
+    // swallow the wake.
+    if (sub.owesTry) this.wakeOne(group)
+    if (group.subs.size === 0 && this.channels.get(group.name) === group) {
+      group.idleSince = performance.now()
+      this.sweeper ??= setInterval(() => this.sweep(), Math.max(50, this.lingerMs / 2)).unref()
+    }
+  }
+
+  private sweep(): void {
+    const now = performance.now()
+    let idle = 0
+    for (const group of this.channels.values()) {
+      if (group.idleSince === undefined || group.subs.size > 0) continue
+      if (now - group.idleSince < this.lingerMs) {
+        idle++
+        continue
+      }
+      this.channels.delete(group.name)
+      group.subscribed.forEach((asked, i) => {
+        if (asked !== undefined) this.connections[i]?.unsubscribe(group.name).catch(() => undefined)
+      })
+    }
+    if (idle === 0) {
+      clearInterval(this.sweeper)
+      this.sweeper = undefined
+    }
+  }
+}

@@ -1,0 +1,56 @@
+import type { ReleaseSubscription } from '../../backend/types.js'
+import { WakeableSubscription } from '../../backend/wakeable-subscription.js'
+
+/** The local waiters of one RedLock channel (one lock) and the state of its SUBSCRIBE on each node. */
+export class RedlockChannel {
+  /** Open subscriptions in order of arrival: the oldest is woken first. */
+  readonly subs = new Set<RedlockSubscription>()
+  /** Per node: the SUBSCRIBE is under way or acknowledged (undefined: not asked, or it failed). */
+  readonly subscribed: (Promise<void> | undefined)[]
+  /**
+   * Owners whose release this process has already seen, newest last: every node publishes each release, and
+   * only the first of those messages wakes a waiter. A few, not one, since two releases' messages can interleave.
+   */
+  readonly released: string[] = []
+  /** When the last subscription closed (the channel is unsubscribed after lingering idle). */
+  idleSince: number | undefined
+
+  constructor(
+    readonly name: string,
+    nodes: number,
+  ) {
+    this.subscribed = Array.from({ length: nodes }, () => undefined)
+  }
+}
+
+/**
+ * One waiting acquire's view of release messages. The notifier (redlock-notifier.ts) wakes one subscription
+ * per release, the longest-waiting, so a release costs one RedLock round per process, not one per waiter.
+ */
+export class RedlockSubscription extends WakeableSubscription implements ReleaseSubscription {
+  /** Woken and not yet retried: if it closes now, the wake is passed on to the next waiter. */
+  owesTry = false
+  /** Its poll timer does not by itself keep the process alive. */
+  protected override readonly unrefTimer = true
+
+  constructor(
+    readonly channel: RedlockChannel,
+    readonly owner: string,
+    private readonly detach: (sub: RedlockSubscription) => void,
+  ) {
+    super()
+  }
+
+  fire(): void {
+    this.owesTry = true
+    if (this.wake !== undefined) this.wake()
+    else this.pending = true
+  }
+
+  close(): void {
+    if (this.closed) return
+    this.closed = true
+    this.wake?.()
+    this.detach(this)
+  }
+}
