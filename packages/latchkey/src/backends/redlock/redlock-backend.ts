@@ -97,9 +97,21 @@ export class RedlockBackend extends BackendBase {
   async tryAcquire(request: AcquireRequest): Promise<AcquireResult> {
     this.checkKind(request)
     // This try answers the wake, if one woke it: a later release must wake someone (again).
-    const sub = this.notifier?.subscriptionOf(request.owner)
-    if (sub !== undefined) sub.owesTry = false
+    const notifier = this.notifier
+    const sub = notifier?.subscriptionOf(request.owner)
+    const sentAt = performance.now()
+    if (sub !== undefined && notifier !== undefined) {
+      const blockedMs = notifier.blockedFor(sub, sentAt)
+      if (blockedMs !== undefined) return { acquired: false, retryAfterMs: blockedMs }
+      sub.owesTry = false
+    }
     const result = await this.attempt(request, sub !== undefined)
+    if (sub !== undefined && notifier !== undefined) {
+      if (result.kind === 'acquired') notifier.polled(sub, sentAt, request.owner, sentAt + request.ttlMs)
+      else if (result.kind === 'held' && result.holder !== undefined && result.retryAfterMs !== undefined) {
+        notifier.polled(sub, sentAt, result.holder, sentAt + result.retryAfterMs)
+      } else notifier.polled(sub, sentAt, undefined, 0)
+    }
     if (result.kind === 'acquired') return { acquired: true, token: 0n }
     if (result.kind === 'held') return { acquired: false, retryAfterMs: result.retryAfterMs }
     if (result.kind === 'soon') return { acquired: false, retryAfterMs: SOON_MS }

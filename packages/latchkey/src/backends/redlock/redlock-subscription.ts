@@ -12,6 +12,16 @@ export class RedlockChannel {
    * only the first of those messages wakes a waiter. A few, not one, since two releases' messages can interleave.
    */
   readonly released: string[] = []
+  /** When the first node acknowledged the SUBSCRIBE (monotonic ms): rounds sent after it are seen released. */
+  subscribedAt: number | undefined
+  /**
+   * The holder the last round sent after {@link subscribedAt} found on a majority, and until when at the latest
+   * (its keys' expiry, or our own lease's end): waiters that were not woken need not ask the nodes again while
+   * its release has not been announced (see RedlockNotifier.blockedFor).
+   */
+  blocked: { readonly holder: string; readonly until: number } | undefined
+  /** When this process last sent a round for this lock (monotonic ms). */
+  polledAt = 0
   /** When the last subscription closed (the channel is unsubscribed after lingering idle). */
   idleSince: number | undefined
 

@@ -5,7 +5,7 @@ import type { Vote } from './fan-out.js'
 /** How one acquisition round ended (when it did not throw). */
 export type Attempt =
   | { readonly kind: 'acquired' }
-  | { readonly kind: 'held'; readonly retryAfterMs: number | undefined }
+  | { readonly kind: 'held'; readonly retryAfterMs: number | undefined; readonly holder?: string }
   | { readonly kind: 'split' }
   /** Try again at once: this owner leads a split round, or a node still had a holder whose release was announced. */
   | { readonly kind: 'soon' }
@@ -33,13 +33,13 @@ export function heldOrSplit(votes: readonly Vote[], quorum: number): Attempt {
     pttls.push(Number(v.value[1]))
     byOwner.set(holder, pttls)
   }
-  for (const pttls of byOwner.values()) {
+  for (const [holder, pttls] of byOwner) {
     if (pttls.length < quorum) continue
     // The lock frees up once enough of the holder's keys expire that it no longer has a majority.
     pttls.sort((a, b) => a - b)
     const mustExpire = pttls.length - (quorum - 1)
     const at = pttls[mustExpire - 1]
-    return { kind: 'held', retryAfterMs: at !== undefined && at >= 0 ? at : undefined }
+    return { kind: 'held', retryAfterMs: at !== undefined && at >= 0 ? at : undefined, holder }
   }
   return { kind: 'split' }
 }
