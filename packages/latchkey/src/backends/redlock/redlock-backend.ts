@@ -187,10 +187,17 @@ export class RedlockBackend extends BackendBase {
         return { kind: 'soon' }
       }
     }
-    this.leads.delete(request.owner)
-    await this.undo(key, request.owner, votes, request.ttlMs)
-    if (view.stale) return { kind: 'soon' }
-    return heldOrSplit(votes, this.settings.quorum)
+    // A leader that stops leading announces it, so that the contenders that stood back for it try again.
+    const wasLeading = this.leads.delete(request.owner)
+    await this.undo(key, request.owner, votes, request.ttlMs, wasLeading ? channel : undefined)
+    const result = heldOrSplit(votes, this.settings.quorum)
+    if (result.kind === 'held') return result
+    if (waiting && view.leader !== undefined && view.leader !== request.owner) {
+      // Stand back for the leader like for a holder: the release of its lease (or its giving up) is announced,
+      // and this waiter's process is woken then. Retrying on a timer instead makes every split a herd.
+      return { kind: 'held', retryAfterMs: request.ttlMs, holder: view.leader }
+    }
+    return view.stale ? { kind: 'soon' } : result
   }
 
   /**
@@ -237,7 +244,9 @@ export class RedlockBackend extends BackendBase {
   override async leaveQueue(request: HolderRef): Promise<void> {
     if (!this.leads.delete(request.owner)) return
     this.checkKind(request)
-    await fanOut(this.nodes, (node) => node.run(RELEASE, this.key(request), [request.owner]), this.timing(0))
+    // Announced: the contenders that stood back for this leader (see lost) try again.
+    const args = [request.owner, this.channel(request)]
+    await fanOut(this.nodes, (node) => node.run(RELEASE, this.key(request), args), this.timing(0))
   }
 
   /** Held when a majority of nodes have the key. */

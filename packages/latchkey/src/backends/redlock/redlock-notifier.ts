@@ -75,7 +75,9 @@ export class RedlockNotifier {
   blockedFor(sub: RedlockSubscription, now: number): number | undefined {
     const group = sub.channel
     const blocked = group.blocked
-    if (sub.owesTry || blocked === undefined || now >= blocked.until) return undefined
+    if (sub.owesTry || blocked === undefined || group.subscribedAt === undefined || now >= blocked.until) {
+      return undefined
+    }
     if (now - group.polledAt >= POLL_EVERY_MS || group.released.includes(blocked.holder)) return undefined
     return blocked.until - now
   }
@@ -84,8 +86,8 @@ export class RedlockNotifier {
   polled(sub: RedlockSubscription, sentAt: number, holder: string | undefined, until: number): void {
     const group = sub.channel
     group.polledAt = Math.max(group.polledAt, sentAt)
-    const since = group.subscribedAt
-    if (since === undefined || sentAt < since) return
+    // Recorded even before the SUBSCRIBE is acknowledged (each acknowledgement wakes a waiter, whose round then
+    // refreshes it), but used only after: see blockedFor.
     group.blocked = holder === undefined ? undefined : { holder, until }
   }
 

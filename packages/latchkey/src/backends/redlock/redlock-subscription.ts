@@ -15,9 +15,9 @@ export class RedlockChannel {
   /** When the first node acknowledged the SUBSCRIBE (monotonic ms): rounds sent after it are seen released. */
   subscribedAt: number | undefined
   /**
-   * The holder the last round sent after {@link subscribedAt} found on a majority, and until when at the latest
-   * (its keys' expiry, or our own lease's end): waiters that were not woken need not ask the nodes again while
-   * its release has not been announced (see RedlockNotifier.blockedFor).
+   * What blocks the lock as this process's last round found it: the holder of a majority (until its keys' expiry,
+   * or our own lease's end), or the leader of a split round that this process stood back for. Waiters that were
+   * not woken need not ask the nodes again while its release has not been announced (RedlockNotifier.blockedFor).
    */
   blocked: { readonly holder: string; readonly until: number } | undefined
   /** When this process last sent a round for this lock (monotonic ms). */

@@ -45,8 +45,9 @@ export function heldOrSplit(votes: readonly Vote[], quorum: number): Attempt {
 }
 
 /**
- * Who won most nodes in a failed round, as every contender sees it: `leader` has strictly more nodes than any other
- * owner (undefined on a tie), counting `me`'s grants and, on the other nodes, the holders they named. Holders for
+ * Who won most nodes in a failed round, as every contender sees it: `leader` has the most nodes, ties going to the
+ * smallest owner id, so that contenders who saw the same votes agree; undefined when no node named a live owner.
+ * It counts `me`'s grants and, on the other nodes, the holders they named. Holders for
  * which `gone` is true (their release was announced) are not counted, and `stale` says whether there were any.
  */
 export function plurality(
@@ -68,10 +69,10 @@ export function plurality(
   let leader: string | undefined
   let best = 0
   for (const [owner, n] of counts) {
-    if (n > best) {
+    if (n > best || (n === best && leader !== undefined && owner < leader)) {
       best = n
       leader = owner
-    } else if (n === best) leader = undefined
+    }
   }
   return { leader, stale }
 }
