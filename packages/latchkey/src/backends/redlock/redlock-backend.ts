@@ -107,6 +107,7 @@ export class RedlockBackend extends BackendBase {
     }
     const result = await this.attempt(request, sub !== undefined)
     if (sub !== undefined && notifier !== undefined) {
+      sub.retrying = result.kind === 'soon' || result.kind === 'split'
       if (result.kind === 'acquired') notifier.polled(sub, sentAt, request.owner, sentAt + request.ttlMs)
       else if (result.kind === 'held' && result.holder !== undefined && result.retryAfterMs !== undefined) {
         notifier.polled(sub, sentAt, result.holder, sentAt + result.retryAfterMs)
@@ -178,7 +179,8 @@ export class RedlockBackend extends BackendBase {
   private async lost(request: AcquireRequest, key: string, votes: readonly Vote[], waiting: boolean): Promise<Attempt> {
     const channel = this.channel(request)
     const notifier = this.notifier
-    const stale = (holder: string) => notifier?.wasReleased(channel, holder) === true
+    const now = performance.now()
+    const stale = (holder: string) => notifier?.isGone(channel, holder, now) === true
     const view = plurality(votes, request.owner, stale)
     if (waiting && view.leader === request.owner) {
       const leads = (this.leads.get(request.owner) ?? 0) + 1
@@ -195,6 +197,8 @@ export class RedlockBackend extends BackendBase {
     if (waiting && view.leader !== undefined && view.leader !== request.owner) {
       // Stand back for the leader like for a holder: the release of its lease (or its giving up) is announced,
       // and this waiter's process is woken then. Retrying on a timer instead makes every split a herd.
+      const sub = notifier?.subscriptionOf(request.owner)
+      if (sub !== undefined) notifier?.standBack(sub, view.leader, now)
       return { kind: 'held', retryAfterMs: request.ttlMs, holder: view.leader }
     }
     return view.stale ? { kind: 'soon' } : result

@@ -61,11 +61,6 @@ export class RedlockNotifier {
     return this.byOwner.get(owner)
   }
 
-  /** Whether a release of `owner` on `channel` has been announced (its key may linger on a slow node). */
-  wasReleased(channel: string, owner: string): boolean {
-    return this.channels.get(channel)?.released.includes(owner) === true
-  }
-
   /**
    * For a try of `sub` that no release woke (its first, or a fallback timer's): how long the holder found by this
    * process's last round goes on blocking it, when that holder's release has not been announced and this process
@@ -75,11 +70,28 @@ export class RedlockNotifier {
   blockedFor(sub: RedlockSubscription, now: number): number | undefined {
     const group = sub.channel
     const blocked = group.blocked
-    if (sub.owesTry || blocked === undefined || group.subscribedAt === undefined || now >= blocked.until) {
-      return undefined
-    }
-    if (now - group.polledAt >= POLL_EVERY_MS || group.released.includes(blocked.holder)) return undefined
+    if (sub.owesTry || sub.retrying || blocked === undefined || group.subscribedAt === undefined) return undefined
+    if (now >= blocked.until || now - group.polledAt >= POLL_EVERY_MS) return undefined
+    if (group.released.includes(blocked.holder)) return undefined
     return blocked.until - now
+  }
+
+  /**
+   * Whether `owner`, a split round's leader, is to be ignored: announced released, or led for longer than
+   * {@link POLL_EVERY_MS} without winning (its process died or its view differs), so a dead leader's minority of
+   * keys does not hold everyone back until it expires.
+   */
+  isGone(channel: string, owner: string, now: number): boolean {
+    const group = this.channels.get(channel)
+    if (group === undefined) return false
+    if (group.released.includes(owner)) return true
+    return group.leader?.owner === owner && now - group.leader.since >= POLL_EVERY_MS
+  }
+
+  /** Records that this process stands back for the split round's leader `owner`. */
+  standBack(sub: RedlockSubscription, owner: string, now: number): void {
+    const group = sub.channel
+    if (group.leader?.owner !== owner) group.leader = { owner, since: now }
   }
 
   /** Records a round of `sub` sent at `sentAt`: found `holder` holding until `until`, or nobody (undefined). */

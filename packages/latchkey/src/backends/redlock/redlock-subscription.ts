@@ -20,6 +20,8 @@ export class RedlockChannel {
    * not woken need not ask the nodes again while its release has not been announced (RedlockNotifier.blockedFor).
    */
   blocked: { readonly holder: string; readonly until: number } | undefined
+  /** The split round's leader this process stands back for, and since when (a leader that died stays stuck). */
+  leader: { readonly owner: string; readonly since: number } | undefined
   /** When this process last sent a round for this lock (monotonic ms). */
   polledAt = 0
   /** When the last subscription closed (the channel is unsubscribed after lingering idle). */
@@ -40,6 +42,11 @@ export class RedlockChannel {
 export class RedlockSubscription extends WakeableSubscription implements ReleaseSubscription {
   /** Woken and not yet retried: if it closes now, the wake is passed on to the next waiter. */
   owesTry = false
+  /**
+   * Its last round asked to be retried on a timer (a split round it leads or nobody leads, a release racing it):
+   * the next try goes to the nodes even if no release woke it.
+   */
+  retrying = false
   /** Its poll timer does not by itself keep the process alive. */
   protected override readonly unrefTimer = true
 
