@@ -70,7 +70,14 @@ export class RedlockNotifier {
   blockedFor(sub: RedlockSubscription, now: number): number | undefined {
     const group = sub.channel
     const blocked = group.blocked
-    if (sub.owesTry || sub.retrying || blocked === undefined || group.subscribedAt === undefined) return undefined
+    const newcomer = !sub.tried
+    sub.tried = true
+    if (sub.owesTry || sub.retrying || group.subscribedAt === undefined) return undefined
+    // A newcomer behind waiters of its own process queues behind them instead of barging in: the oldest is woken
+    // by the next release (then the next oldest), and the process still asks the nodes once a second.
+    const queued = newcomer && group.subs.values().next().value !== sub
+    if (queued && now - group.polledAt < POLL_EVERY_MS) return POLL_EVERY_MS
+    if (blocked === undefined) return undefined
     if (now >= blocked.until || now - group.polledAt >= POLL_EVERY_MS) return undefined
     if (group.released.includes(blocked.holder)) return undefined
     return blocked.until - now

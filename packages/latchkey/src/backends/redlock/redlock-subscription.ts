@@ -47,6 +47,8 @@ export class RedlockSubscription extends WakeableSubscription implements Release
    * the next try goes to the nodes even if no release woke it.
    */
   retrying = false
+  /** Has sent a round (or answered one from what the process knew): no longer a newcomer. */
+  tried = false
   /** Its poll timer does not by itself keep the process alive. */
   protected override readonly unrefTimer = true
 
