@@ -170,11 +170,11 @@ export class RedlockBackend extends BackendBase {
   /**
    * A round a majority answered without granting. A holder whose release was announced but whose key a node still
    * had (the release is on its way there) is counted as gone, and the round is retried at once. Among the
-   * remaining contenders, every one of which sees the same votes, the one with strictly more nodes than any other
-   * (the plurality leader) keeps its keys and tries again at once while the others give theirs back: a split vote
-   * then costs one more round instead of everyone backing off. Only a waiting acquire leads, since only its end
-   * is reported to the backend (leaveQueue gives the keys back), and only {@link MAX_LEADS} rounds in a row, in
-   * case two contenders' views differ (a node timed out for one of them).
+   * remaining contenders, every one of which sees the same votes, the one with most nodes (ties to the smallest
+   * owner id: the plurality leader) keeps its keys and tries again at once while the others give theirs back and
+   * stand back for it as for a holder: a split vote then costs one more round instead of everyone backing off.
+   * Only a waiting acquire leads, since only its end is reported to the backend (leaveQueue gives the keys back),
+   * and only {@link MAX_LEADS} rounds in a row, in case two contenders' views differ (a node timed out for one).
    */
   private async lost(request: AcquireRequest, key: string, votes: readonly Vote[], waiting: boolean): Promise<Attempt> {
     const channel = this.channel(request)
@@ -193,7 +193,8 @@ export class RedlockBackend extends BackendBase {
     const wasLeading = this.leads.delete(request.owner)
     await this.undo(key, request.owner, votes, request.ttlMs, wasLeading ? channel : undefined)
     const result = heldOrSplit(votes, this.settings.quorum)
-    if (result.kind === 'held') return result
+    // A majority still naming a holder whose release was announced: the release has not reached those nodes yet.
+    if (result.kind === 'held') return result.holder !== undefined && stale(result.holder) ? { kind: 'soon' } : result
     if (waiting && view.leader !== undefined && view.leader !== request.owner) {
       // Stand back for the leader like for a holder: the release of its lease (or its giving up) is announced,
       // and this waiter's process is woken then. Retrying on a timer instead makes every split a herd.
