@@ -132,16 +132,12 @@ export class RedlockNotifier {
   }
 
   /**
-   * Wakes the longest-waiting subscription that has not been woken yet. One whose try is in flight is marked, so
-   * it tries again at once should that try lose: it is still first in line.
+   * Wakes the longest-waiting subscription, even one whose try is in flight (it tries again at once should that try
+   * lose): waking the next one instead would make two waiters of one process race for one release, and the
+   * younger could win.
    */
   private wakeOne(group: RedlockChannel): void {
-    for (const sub of group.subs) {
-      if (!sub.owesTry) {
-        sub.fire()
-        return
-      }
-    }
+    group.subs.values().next().value?.fire()
   }
 
   /**
