@@ -6,4 +6,8 @@
  */
 import { runSubset } from './lib/subset.js'
 
-await runSubset('RedLock (5 nodes) beside single-node Redis', ['redlock', 'redis'], 'redis')
+await runSubset(
+  'RedLock (5 nodes) beside redlock 5.0-beta and single-node Redis',
+  ['redlock', 'redlock5', 'redis'],
+  'redis',
+)

@@ -50,7 +50,8 @@ export const REDLOCK_KEY_PREFIX = 'latchkey:redlock:'
  * node, timed-out ones included. Extend needs a majority; release is compare-and-delete everywhere.
  * Nodes that do not answer make calls fail with `QuorumNotReachedError`, which names each node's outcome.
  * Capabilities: mutex only, `fencing: 'none'` (tokens are `0n`, and `requireFencing: true` throws
- * `UnsupportedError`), no release notifications (waiters poll with the core's jittered backoff), server clocks.
+ * `UnsupportedError`), release notifications (a release publishes on every node; one subscriber connection per
+ * node per backend wakes the longest-waiting local waiter, see README "Release notifications"), server clocks.
  *
  * ## When to use RedLock (and when not)
  *
@@ -76,7 +77,7 @@ export const REDLOCK_KEY_PREFIX = 'latchkey:redlock:'
  *   only `fsync always` also survives a power loss. Replicas with failover do not help: replication is
  *   asynchronous, which is the problem RedLock was built to avoid.
  * - **It is not faster than one Redis.** Every call goes to N nodes and waits for the slowest of a majority, and
- *   without release notifications waiters poll. A single `redisBackend` also has fencing, fair locks, read-write
+ *   every handoff is a release round plus an acquire round over N nodes. A single `redisBackend` also has fencing, fair locks, read-write
  *   locks, semaphores and pushed release notifications. Choose RedLock only for the availability of a majority of
  *   independent masters.
  *

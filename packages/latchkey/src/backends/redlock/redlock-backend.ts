@@ -5,13 +5,22 @@
  */
 import { BackendBase, defineCapabilities } from '../../backend/backend-base.js'
 import type { ListRequest, LockInspection, LockSummary } from '../../backend/inspection.js'
-import type { AcquireRequest, AcquireResult, HolderRef, LockRef, RenewRequest } from '../../backend/types.js'
+import type {
+  AcquireRequest,
+  AcquireResult,
+  BackendCapabilities,
+  HolderRef,
+  LockRef,
+  ReleaseSubscription,
+  RenewRequest,
+} from '../../backend/types.js'
 import { QuorumNotReachedError, UnsupportedError } from '../../errors.js'
 import { type FanOutTiming, fanOut, tally, type Vote } from './fan-out.js'
 import { inspectRedlock, listRedlock, type RedlockInspectDeps } from './redlock-inspect.js'
 import type { RedlockNode } from './redlock-node.js'
+import { RedlockNotifier, type SubscriberOpener } from './redlock-notifier.js'
 import { ACQUIRE, EXISTS, FORCE_DELETE, RELEASE, RENEW } from './scripts/index.js'
-import { type Attempt, granted, heldOrSplit, outcome } from './votes.js'
+import { type Attempt, granted, heldOrSplit, outcome, plurality } from './votes.js'
 
 /** Resolved settings of a {@link RedlockBackend}. */
 export interface RedlockSettings {
@@ -39,18 +48,46 @@ const FIRST_CONTACT_MS = 1_000
 
 const isOne = (v: unknown) => Number(v) === 1
 
+/** How long an idle lock's channel stays subscribed, so that a hot lock does not re-subscribe. */
+const SUBSCRIBER_LINGER_MS = 10_000
+
+/**
+ * How soon to try again when the round's view is about to change: the plurality leader keeps its keys while the
+ * others give theirs back, or a node still had the key of a holder whose release was announced.
+ */
+const SOON_MS = 1
+
+/** Rounds in a row a plurality leader keeps its keys; then it gives them back like everyone (views may differ). */
+const MAX_LEADS = 3
+
 /** The RedLock backend; build it with `redlockBackend()`. */
 export class RedlockBackend extends BackendBase {
   readonly name = 'redlock'
-  override readonly capabilities = defineCapabilities({ inspect: true, list: true })
-  // Every default: mutex only, no notifications, server clocks, and no fencing, because there is no sound token
-  // across independent masters: each node could count, but a restarted node or a different majority would hand
-  // out a lower number (see README "When to use RedLock").
+  // Mutex only, server clocks, and no fencing, because there is no sound token across independent masters: each
+  // node could count, but a restarted node or a different majority would hand out a lower number (see README
+  // "When to use RedLock"). Releases are pushed when every client can open a subscriber connection.
+  override readonly capabilities: BackendCapabilities
+  /** Undefined when a client cannot duplicate itself: waiters then poll. */
+  private readonly notifier: RedlockNotifier | undefined
+  /**
+   * Release notifications of `ref`'s lock for the waiting acquire `owner`; absent (the core polls) when a client
+   * cannot open a subscriber connection.
+   */
+  readonly subscribe?: (ref: LockRef, owner?: string) => ReleaseSubscription
+  /** Waiting owners that kept their keys as a split round's plurality leader, with how many rounds in a row. */
+  private readonly leads = new Map<string, number>()
+
   constructor(
     private readonly nodes: readonly RedlockNode[],
     private readonly settings: RedlockSettings,
   ) {
     super()
+    const openers = nodes.map((n) => n.openSubscriber)
+    const all = openers.every((o) => o !== undefined)
+    this.notifier = all ? new RedlockNotifier(openers as SubscriberOpener[], SUBSCRIBER_LINGER_MS) : undefined
+    this.capabilities = defineCapabilities({ notifications: all ? 'global' : 'none', inspect: true, list: true })
+    const notifier = this.notifier
+    if (notifier !== undefined) this.subscribe = (ref, owner) => notifier.subscribe(this.channel(ref), owner ?? '')
   }
 
   /**
@@ -61,9 +98,26 @@ export class RedlockBackend extends BackendBase {
    */
   async tryAcquire(request: AcquireRequest): Promise<AcquireResult> {
     this.checkKind(request)
-    const result = await this.attempt(request)
+    // This try answers the wake, if one woke it: a later release must wake someone (again).
+    const notifier = this.notifier
+    const sub = notifier?.subscriptionOf(request.owner)
+    const sentAt = performance.now()
+    if (sub !== undefined && notifier !== undefined) {
+      const blockedMs = notifier.blockedFor(sub, sentAt)
+      if (blockedMs !== undefined) return { acquired: false, retryAfterMs: blockedMs }
+      sub.owesTry = false
+    }
+    const result = await this.attempt(request, sub !== undefined)
+    if (sub !== undefined && notifier !== undefined) {
+      sub.retrying = result.kind === 'soon' || result.kind === 'split'
+      if (result.kind === 'acquired') notifier.polled(sub, sentAt, request.owner, sentAt + request.ttlMs)
+      else if (result.kind === 'held' && result.holder !== undefined && result.retryAfterMs !== undefined) {
+        notifier.polled(sub, sentAt, result.holder, sentAt + result.retryAfterMs)
+      } else notifier.polled(sub, sentAt, undefined, 0)
+    }
     if (result.kind === 'acquired') return { acquired: true, token: 0n }
     if (result.kind === 'held') return { acquired: false, retryAfterMs: result.retryAfterMs }
+    if (result.kind === 'soon') return { acquired: false, retryAfterMs: SOON_MS }
     return { acquired: false, retryAfterMs: Math.random() * this.settings.retryDelayMs }
   }
 
@@ -76,7 +130,7 @@ export class RedlockBackend extends BackendBase {
    * than the margin) before it. The validity check below only refuses a lease that is already (nearly) over when the
    * majority answers.
    */
-  private async attempt(request: AcquireRequest): Promise<Attempt> {
+  private async attempt(request: AcquireRequest, waiting: boolean): Promise<Attempt> {
     const { quorum } = this.settings
     const key = this.key(request)
     const start = performance.now()
@@ -92,8 +146,12 @@ export class RedlockBackend extends BackendBase {
     const t = tally(votes, granted)
     if (t.yes >= quorum) {
       const drift = request.ttlMs * this.settings.driftFactor + 2
-      if (request.ttlMs - elapsed - drift > 0) return { kind: 'acquired' }
-      await this.undo(key, request.owner, votes, request.ttlMs)
+      if (request.ttlMs - elapsed - drift > 0) {
+        this.leads.delete(request.owner)
+        return { kind: 'acquired' }
+      }
+      // A majority held it, if only for a moment: announce its release like any other.
+      await this.undo(key, request.owner, votes, request.ttlMs, this.channel(request))
       throw this.quorumError(
         `RedLock got "${request.key}" on ${t.yes} of ${this.nodes.length} nodes, but only after ${Math.round(elapsed)} ms of a ${request.ttlMs} ms lease: no validity left. Raise ttlMs or lower nodeTimeoutMs`,
         votes,
@@ -101,8 +159,8 @@ export class RedlockBackend extends BackendBase {
         request.key,
       )
     }
+    if (t.answered >= quorum) return this.lost(request, key, votes, waiting)
     await this.undo(key, request.owner, votes, request.ttlMs)
-    if (t.answered >= quorum) return heldOrSplit(votes, quorum)
     throw this.quorumError(
       `RedLock could not reach a quorum for "${request.key}": ${quorum} of ${this.nodes.length} nodes needed, only ${t.answered} answered`,
       votes,
@@ -112,17 +170,64 @@ export class RedlockBackend extends BackendBase {
   }
 
   /**
+   * A round a majority answered without granting. A holder whose release was announced but whose key a node still
+   * had (the release is on its way there) is counted as gone, and the round is retried at once. Among the
+   * remaining contenders, every one of which sees the same votes, the one with most nodes (ties to the smallest
+   * owner id: the plurality leader) keeps its keys and tries again at once while the others give theirs back and
+   * stand back for it as for a holder: a split vote then costs one more round instead of everyone backing off.
+   * Only a waiting acquire leads, since only its end is reported to the backend (leaveQueue gives the keys back),
+   * and only {@link MAX_LEADS} rounds in a row, in case two contenders' views differ (a node timed out for one).
+   */
+  private async lost(request: AcquireRequest, key: string, votes: readonly Vote[], waiting: boolean): Promise<Attempt> {
+    const channel = this.channel(request)
+    const notifier = this.notifier
+    const now = performance.now()
+    const stale = (holder: string) => notifier?.isGone(channel, holder, now) === true
+    const view = plurality(votes, request.owner, stale)
+    if (waiting && view.leader === request.owner) {
+      const leads = (this.leads.get(request.owner) ?? 0) + 1
+      if (leads <= MAX_LEADS) {
+        this.leads.set(request.owner, leads)
+        return { kind: 'soon' }
+      }
+    }
+    // A leader that stops leading announces it, so that the contenders that stood back for it try again.
+    const wasLeading = this.leads.delete(request.owner)
+    await this.undo(key, request.owner, votes, request.ttlMs, wasLeading ? channel : undefined)
+    const result = heldOrSplit(votes, this.settings.quorum)
+    // A majority still naming a holder whose release was announced: the release has not reached those nodes yet.
+    if (result.kind === 'held') return result.holder !== undefined && stale(result.holder) ? { kind: 'soon' } : result
+    if (waiting && view.leader !== undefined && view.leader !== request.owner) {
+      // Stand back for the leader like for a holder: the release of its lease (or its giving up) is announced,
+      // and this waiter's process is woken then. Retrying on a timer instead makes every split a herd.
+      const sub = notifier?.subscriptionOf(request.owner)
+      if (sub !== undefined) notifier?.standBack(sub, view.leader, now)
+      return { kind: 'held', retryAfterMs: request.ttlMs, holder: view.leader }
+    }
+    return view.stale ? { kind: 'soon' } : result
+  }
+
+  /**
    * After a failed round: compare-and-delete on every node that may hold our value, i.e. all but those that
    * answered "held by another" (there it would be a no-op). Nodes that timed out are included on purpose: the SET
    * may have run and only its reply been lost. Best effort: a node that fails this too keeps our key until its
    * PX expiry, which blocks nobody unless a majority is left that way (then at most one TTL).
    */
-  private async undo(key: string, owner: string, votes: readonly Vote[], ttlMs: number): Promise<void> {
+  private async undo(
+    key: string,
+    owner: string,
+    votes: readonly Vote[],
+    ttlMs: number,
+    announceOn?: string,
+  ): Promise<void> {
     const targets = this.nodes.filter((_, i) => {
       const v = votes[i]
       return !(v?.state === 'ok' && !granted(v.value))
     })
-    await fanOut(targets, (node) => node.run(RELEASE, key, [owner]), this.timing(ttlMs))
+    // A minority of keys given back is not a release anyone waits for (the contenders retry on their own), so it
+    // is announced only when `announceOn` says so.
+    const args = announceOn === undefined ? [owner] : [owner, announceOn]
+    await fanOut(targets, (node) => node.run(RELEASE, key, args), this.timing(ttlMs))
   }
 
   /** Extends on a majority, comparing the owner on each node; false once a majority says it is not ours. */
@@ -132,14 +237,24 @@ export class RedlockBackend extends BackendBase {
     return this.majority(run, request.ttlMs, request.key, 'extend')
   }
 
-  /** Compare-and-delete on every node; true when a majority had our value. */
+  /** Compare-and-delete on every node, announcing the release there; true when a majority had our value. */
   async release(request: HolderRef): Promise<boolean> {
     this.checkKind(request)
-    return this.majority((node) => node.run(RELEASE, this.key(request), [request.owner]), 0, request.key, 'release')
+    const args = [request.owner, this.channel(request)]
+    return this.majority((node) => node.run(RELEASE, this.key(request), args), 0, request.key, 'release')
   }
 
-  /** Nothing to leave: RedLock has no waiter queue (mutex only). */
-  override async leaveQueue(): Promise<void> {}
+  /**
+   * RedLock has no waiter queue; a waiter that gives up while it keeps the keys of a split round it led (see
+   * {@link lost}) gives them back.
+   */
+  override async leaveQueue(request: HolderRef): Promise<void> {
+    if (!this.leads.delete(request.owner)) return
+    this.checkKind(request)
+    // Announced: the contenders that stood back for this leader (see lost) try again.
+    const args = [request.owner, this.channel(request)]
+    await fanOut(this.nodes, (node) => node.run(RELEASE, this.key(request), args), this.timing(0))
+  }
 
   /** Held when a majority of nodes have the key. */
   async isLocked(ref: LockRef & { readonly permits: number }): Promise<boolean> {
@@ -167,8 +282,10 @@ export class RedlockBackend extends BackendBase {
     return { nodes: this.nodes, quorum, keyPrefix, timing: this.timing(0) }
   }
 
-  /** The clients belong to the application; there is nothing of our own to close. */
-  override async close(): Promise<void> {}
+  /** Closes the subscriber connections the backend opened; the clients belong to the application. */
+  override async close(): Promise<void> {
+    await this.notifier?.close()
+  }
 
   /** Yes from a majority: true; no from more than N - quorum: false; otherwise nobody knows: QuorumNotReachedError. */
   private async majority(
@@ -203,6 +320,11 @@ export class RedlockBackend extends BackendBase {
 
   private key(ref: LockRef): string {
     return this.settings.keyPrefix + ref.key
+  }
+
+  /** The channel on which every node announces the lock's releases (a channel, not a key: no slot, no TTL). */
+  private channel(ref: LockRef): string {
+    return `${this.settings.keyPrefix}${ref.key}:released`
   }
 
   private checkKind(ref: LockRef): void {

@@ -3,7 +3,12 @@
  * imported). Only EVALSHA/EVAL is used, plus the client's own idea of whether it is connected, so a node that is
  * known to be down costs nothing instead of a queued command and a timeout.
  */
-import type { IoredisClientLike, NodeRedisClientLike } from '../redis/client-adapter.js'
+import {
+  adaptClient,
+  type IoredisClientLike,
+  type NodeRedisClientLike,
+  type RedisClientLike,
+} from '../redis/client-adapter.js'
 import {
   clientLibrary,
   type IoredisScripting,
@@ -13,15 +18,18 @@ import {
 } from '../redis/client-kind.js'
 import { type LuaScript, runScript } from '../redis/lua-script.js'
 import { scanNode } from '../redis/redis-scan.js'
+import type { SubscriberOpener } from './redlock-notifier.js'
 
 /**
- * The slice of an ioredis `Redis` client RedLock uses: the Redis backend's without `duplicate` (RedLock does not
- * subscribe). One client per independent master; not a Cluster.
+ * The slice of an ioredis `Redis` client RedLock uses: the Redis backend's, where `duplicate` is optional. With it
+ * (every real client has it) the backend opens one subscriber connection per node for release notifications;
+ * without it waiters poll. One client per independent master; not a Cluster.
  */
-export type RedlockIoredisLike = Omit<IoredisClientLike, 'duplicate'>
+export type RedlockIoredisLike = Omit<IoredisClientLike, 'duplicate'> & Partial<Pick<IoredisClientLike, 'duplicate'>>
 
 /** The slice of a connected node-redis v4/v5 client (`await createClient({ url }).connect()`) RedLock uses. */
-export type RedlockNodeRedisLike = Omit<NodeRedisClientLike, 'duplicate'>
+export type RedlockNodeRedisLike = Omit<NodeRedisClientLike, 'duplicate'> &
+  Partial<Pick<NodeRedisClientLike, 'duplicate'>>
 
 /** A client for one RedLock master. */
 export type RedlockClientLike = RedlockIoredisLike | RedlockNodeRedisLike
@@ -36,6 +44,8 @@ export interface RedlockNode {
   run(script: LuaScript, key: string, args: readonly string[]): Promise<unknown>
   /** The keys matching glob `pattern` on this node (SCAN; operator listings only). */
   scan(pattern: string): Promise<string[]>
+  /** Opens a duplicate connection for SUBSCRIBE; undefined when the client cannot duplicate itself. */
+  readonly openSubscriber: SubscriberOpener | undefined
 }
 
 interface Ioredis extends IoredisScripting {
@@ -76,6 +86,7 @@ export function adaptRedlockClient(client: unknown, index: number): RedlockNode 
   const c = client as Ioredis | NodeRedis
   const label = library === 'ioredis' ? ioredisLabel(c as Ioredis, index) : nodeRedisLabel(c as NodeRedis, index)
   const runner = scriptRunner(c)
+  const canDuplicate = typeof (client as { duplicate?: unknown }).duplicate === 'function'
   return {
     label,
     get offline() {
@@ -92,5 +103,6 @@ export function adaptRedlockClient(client: unknown, index: number): RedlockNode 
         if (any.sendCommand !== undefined) return any.sendCommand(args)
         return Promise.reject(new TypeError(`latchkey: redlock ${label} cannot send SCAN`))
       }, pattern),
+    openSubscriber: canDuplicate ? adaptClient(client as RedisClientLike).openSubscriber : undefined,
   }
 }

@@ -5,8 +5,10 @@ import type { Vote } from './fan-out.js'
 /** How one acquisition round ended (when it did not throw). */
 export type Attempt =
   | { readonly kind: 'acquired' }
-  | { readonly kind: 'held'; readonly retryAfterMs: number | undefined }
+  | { readonly kind: 'held'; readonly retryAfterMs: number | undefined; readonly holder?: string }
   | { readonly kind: 'split' }
+  /** Try again at once: this owner leads a split round, or a node still had a holder whose release was announced. */
+  | { readonly kind: 'soon' }
 
 /** The ACQUIRE script's reply meaning "granted on this node". */
 export const granted = (v: unknown): boolean => Array.isArray(v) && Number(v[0]) === 1
@@ -31,13 +33,46 @@ export function heldOrSplit(votes: readonly Vote[], quorum: number): Attempt {
     pttls.push(Number(v.value[1]))
     byOwner.set(holder, pttls)
   }
-  for (const pttls of byOwner.values()) {
+  for (const [holder, pttls] of byOwner) {
     if (pttls.length < quorum) continue
     // The lock frees up once enough of the holder's keys expire that it no longer has a majority.
     pttls.sort((a, b) => a - b)
     const mustExpire = pttls.length - (quorum - 1)
     const at = pttls[mustExpire - 1]
-    return { kind: 'held', retryAfterMs: at !== undefined && at >= 0 ? at : undefined }
+    return { kind: 'held', retryAfterMs: at !== undefined && at >= 0 ? at : undefined, holder }
   }
   return { kind: 'split' }
+}
+
+/**
+ * Who won most nodes in a failed round, as every contender sees it: `leader` has the most nodes, ties going to the
+ * smallest owner id, so that contenders who saw the same votes agree; undefined when no node named a live owner.
+ * It counts `me`'s grants and, on the other nodes, the holders they named. Holders for
+ * which `gone` is true (their release was announced) are not counted, and `stale` says whether there were any.
+ */
+export function plurality(
+  votes: readonly Vote[],
+  me: string,
+  gone: (holder: string) => boolean,
+): { leader: string | undefined; stale: boolean } {
+  const counts = new Map<string, number>()
+  let stale = false
+  for (const v of votes) {
+    if (v.state !== 'ok' || !Array.isArray(v.value)) continue
+    const owner = granted(v.value) ? me : String(v.value[2])
+    if (owner !== me && gone(owner)) {
+      stale = true
+      continue
+    }
+    counts.set(owner, (counts.get(owner) ?? 0) + 1)
+  }
+  let leader: string | undefined
+  let best = 0
+  for (const [owner, n] of counts) {
+    if (n > best || (n === best && leader !== undefined && owner < leader)) {
+      best = n
+      leader = owner
+    }
+  }
+  return { leader, stale }
 }

@@ -1,0 +1,132 @@
+/**
+ * RedLock release notifications, on the five shared nodes of scripts/servers/redlock.sh: a release wakes a waiter
+ * of another backend instance (another process's connections) instead of its polling, the waiters of one process
+ * are served in order of arrival, and a waiter that kept the keys of a split round it led gives them back when it
+ * gives up.
+ */
+import { afterAll, describe, expect, it } from 'vitest'
+import type { Backend } from '../src/backend/types.js'
+import { REDLOCK_KEY_PREFIX } from '../src/backends/redlock/index.js'
+import { createLocks, type Locks } from '../src/core/locks.js'
+import { eventually } from '../src/testing/index.js'
+import {
+  createRedlockBackend,
+  deleteRedlockKeys,
+  REDLOCK_URLS,
+  redlockIoredis,
+} from './support/redlock-backend-module.js'
+
+const namespace = `rlnotify${process.pid}`
+
+/** The backend with a count of its `tryAcquire` calls. */
+function counted(backend: Backend): { backend: Backend; tries: () => number } {
+  let tries = 0
+  const inner = backend.tryAcquire.bind(backend)
+  const wrapped = Object.assign(Object.create(backend) as Backend, {
+    tryAcquire: (...args: Parameters<Backend['tryAcquire']>) => {
+      tries++
+      return inner(...args)
+    },
+  })
+  return { backend: wrapped, tries: () => tries }
+}
+
+describe('redlock release notifications', () => {
+  const backends: Backend[] = []
+  const locks: Locks[] = []
+  const open = (backend: Backend) => {
+    const l = createLocks({ backend, namespace })
+    locks.push(l)
+    return l
+  }
+
+  afterAll(async () => {
+    for (const l of locks) await l.close()
+    for (const b of backends) await b.close()
+    await deleteRedlockKeys(namespace)
+  })
+
+  it('declares global notifications and wakes a waiter of another instance at the release, without polling', async () => {
+    const holderBackend = createRedlockBackend()
+    const waiterBackend = createRedlockBackend()
+    backends.push(holderBackend, waiterBackend)
+    expect(waiterBackend.capabilities.notifications).toBe('global')
+    const { backend, tries } = counted(waiterBackend)
+    const holder = open(holderBackend)
+    const waiter = open(backend)
+    const lease = await holder.mutex('wake').acquire({ ttlMs: 20_000 })
+    let acquiredAt = 0
+    const waiting = waiter
+      .mutex('wake')
+      .acquire({ waitMs: 15_000 })
+      .then((l) => {
+        acquiredAt = performance.now()
+        return l
+      })
+    // Held for 3 s: a poller (maxPollMs 100) would try about 30 times; a notified waiter a few times at most (its
+    // first try, one after its channel is subscribed, one fallback round a second).
+    await new Promise((resolve) => setTimeout(resolve, 3_000))
+    expect(acquiredAt).toBe(0)
+    const releasedAt = performance.now()
+    await lease.release()
+    const second = await waiting
+    expect(tries()).toBeLessThanOrEqual(6)
+    // Woken by the release, not by the next fallback round (which would come about a second later).
+    expect(acquiredAt - releasedAt).toBeLessThan(700)
+    await second.release()
+  })
+
+  it('serves the waiters of one process in their order of arrival', async () => {
+    const holderBackend = createRedlockBackend()
+    const waiterBackend = createRedlockBackend()
+    backends.push(holderBackend, waiterBackend)
+    const { backend, tries } = counted(waiterBackend)
+    const holder = open(holderBackend)
+    const waiter = open(backend)
+    const lease = await holder.mutex('fifo').acquire({ ttlMs: 20_000 })
+    const order: number[] = []
+    const done: Promise<void>[] = []
+    for (let i = 0; i < 12; i++) {
+      const before = tries()
+      done.push(
+        waiter
+          .mutex('fifo')
+          .acquire({ waitMs: 15_000 })
+          .then(async (l) => {
+            order.push(i)
+            await l.release()
+          }),
+      )
+      // The next waiter arrives once this one has made its first try.
+      await eventually(`waiter ${i} tried`, () => tries() > before)
+    }
+    await lease.release()
+    await Promise.all(done)
+    expect(order).toEqual([...Array(12).keys()])
+  })
+
+  it('a waiter that kept the keys of a split round it led gives them back when it gives up', async () => {
+    const admin = REDLOCK_URLS.map(redlockIoredis)
+    const name = 'led'
+    const key = `${REDLOCK_KEY_PREFIX}${namespace}:${name}`
+    const channel = `${key}:released`
+    const backend = createRedlockBackend()
+    backends.push(backend)
+    const l = open(backend)
+    // x on nodes 0 and 1, y on node 2; x's release is announced (its keys linger, as on nodes the release has not
+    // reached yet). The waiter then gets nodes 3 and 4: more than any live owner, so it leads and keeps them.
+    await Promise.all([0, 1, 2].map((i) => admin[i]?.set(key, i < 2 ? 'x' : 'y', 'PX', 30_000)))
+    const announce = setInterval(() => void admin[0]?.publish(channel, 'x'), 20)
+    try {
+      await expect(l.mutex(name).acquire({ waitMs: 1_500 })).rejects.toMatchObject({ code: 'LOCK_TIMEOUT' })
+      // A round still out at the deadline is answered first, then the keys are given back (in the background).
+      const values = () => Promise.all(admin.map((a) => a.get(key)))
+      await eventually('the kept keys given back', async () => (await values())[3] === null)
+      expect(await values()).toEqual(['x', 'x', 'y', null, null])
+    } finally {
+      clearInterval(announce)
+      await Promise.all(admin.map((a) => a.del(key)))
+      for (const a of admin) a.disconnect()
+    }
+  })
+})
