@@ -11,9 +11,6 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
-    // Two test files at a time: most of a file's time is spent waiting on servers and child processes, and one at a
-    // time the suite outgrew its 15-minute budget on the 2-core machine it runs on.
-    maxWorkers: 2,
     coverage: {
       provider: 'v8',
       include: ['packages/latchkey/src/**/*.ts'],
