@@ -64,13 +64,14 @@ describe('redlock release notifications', () => {
         return l
       })
     // Held for 3 s: a poller (maxPollMs 100) would try about 30 times; a notified waiter a few times at most (its
-    // first try, one after its channel is subscribed, one fallback round a second).
+    // first try, one after its channel is subscribed, one fallback round a second, the one the release wakes: 6),
+    // with room for a round that a slow node split (one CI run counted 7 on a loaded machine).
     await new Promise((resolve) => setTimeout(resolve, 3_000))
     expect(acquiredAt).toBe(0)
     const releasedAt = performance.now()
     await lease.release()
     const second = await waiting
-    expect(tries()).toBeLessThanOrEqual(6)
+    expect(tries()).toBeLessThanOrEqual(10)
     // Woken by the release, not by the next fallback round (which would come about a second later).
     expect(acquiredAt - releasedAt).toBeLessThan(700)
     await second.release()
