@@ -8,6 +8,7 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+. "$ROOT/scripts/lib/wait-for.sh"
 DIR="$ROOT/.data/mariadb"
 PORT="${LATCHKEY_MYSQL_PORT:-3306}"
 DB="${LATCHKEY_MYSQL_DATABASE:-test}"
@@ -40,11 +41,7 @@ launch() {
 }
 
 wait_ready() {
-  local deadline=$((SECONDS + TIMEOUT_S))
-  until answers; do
-    [ $SECONDS -lt $deadline ] || die "MariaDB not answering on 127.0.0.1:$PORT after ${TIMEOUT_S}s (see $DIR/start.log and the server's error log)"
-    sleep 0.3
-  done
+  wait_for "MariaDB not answering on 127.0.0.1:$PORT" "$DIR/start.log and the server's error log" answers
 }
 
 ensure_database() {

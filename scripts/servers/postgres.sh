@@ -12,6 +12,7 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+. "$ROOT/scripts/lib/wait-for.sh"
 DIR="$ROOT/.data/postgres"
 PORT="${LATCHKEY_POSTGRES_PORT:-5432}"
 DB="${LATCHKEY_POSTGRES_DATABASE:-test}"
@@ -41,11 +42,7 @@ launch() {
 }
 
 wait_ready() {
-  local deadline=$((SECONDS + TIMEOUT_S))
-  until answers; do
-    [ $SECONDS -lt $deadline ] || die "PostgreSQL not answering on 127.0.0.1:$PORT after ${TIMEOUT_S}s (see $DIR/start.log)"
-    sleep 0.3
-  done
+  wait_for "PostgreSQL not answering on 127.0.0.1:$PORT" "$DIR/start.log" answers
 }
 
 psql_as_postgres() {

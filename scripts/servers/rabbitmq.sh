@@ -11,6 +11,7 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+. "$ROOT/scripts/lib/wait-for.sh"
 DIR="$ROOT/.data/rabbitmq"
 PORT="${LATCHKEY_RABBITMQ_PORT:-5672}"
 TIMEOUT_S="${LATCHKEY_RABBITMQ_START_TIMEOUT_S:-120}"
@@ -61,11 +62,7 @@ launch() {
 }
 
 wait_ready() {
-  local deadline=$((SECONDS + TIMEOUT_S))
-  until answers; do
-    [ $SECONDS -lt $deadline ] || die "RabbitMQ not answering on 127.0.0.1:$PORT after ${TIMEOUT_S}s (see $DIR/start.log)"
-    sleep 0.5
-  done
+  wait_for "RabbitMQ not answering on 127.0.0.1:$PORT" "$DIR/start.log" answers
 }
 
 case "${1:-}" in

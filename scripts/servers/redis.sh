@@ -9,6 +9,7 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+. "$ROOT/scripts/lib/wait-for.sh"
 PORT="${LATCHKEY_REDIS_PORT:-6379}"
 DIR="$ROOT/.data/redis/$PORT"
 TIMEOUT_S="${LATCHKEY_REDIS_START_TIMEOUT_S:-30}"
@@ -36,11 +37,7 @@ launch() {
 }
 
 wait_ready() {
-  local deadline=$((SECONDS + TIMEOUT_S))
-  until answers; do
-    [ $SECONDS -lt $deadline ] || die "Redis not answering on 127.0.0.1:$PORT after ${TIMEOUT_S}s (see $DIR/redis.log)"
-    sleep 0.2
-  done
+  wait_for "Redis not answering on 127.0.0.1:$PORT" "$DIR/redis.log" answers
 }
 
 stop_server() {

@@ -8,6 +8,7 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+. "$ROOT/scripts/lib/wait-for.sh"
 PORTS="${LATCHKEY_REDLOCK_PORTS:-6381 6382 6383 6384 6385}"
 TIMEOUT_S="${LATCHKEY_REDLOCK_START_TIMEOUT_S:-30}"
 
@@ -34,11 +35,7 @@ launch() {
 }
 
 wait_ready() {
-  local port="$1" deadline=$((SECONDS + TIMEOUT_S))
-  until answers "$port"; do
-    [ $SECONDS -lt $deadline ] || die "node 127.0.0.1:$port not answering after ${TIMEOUT_S}s (see $ROOT/.data/redlock/$port/redis.log)"
-    sleep 0.2
-  done
+  wait_for "node 127.0.0.1:$1 not answering" "$ROOT/.data/redlock/$1/redis.log" answers "$1"
 }
 
 stop_node() {

@@ -9,6 +9,7 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+. "$ROOT/scripts/lib/wait-for.sh"
 DATA="$ROOT/.data/zookeeper"
 PORT="${LATCHKEY_ZK_PORT:-2181}"
 IFS=',' read -r -a EPORTS <<<"${LATCHKEY_ZK_ENSEMBLE_PORTS:-2291,2292,2293}"
@@ -61,12 +62,9 @@ launch() {
 }
 
 wait_serving() {
-  local deadline=$((SECONDS + TIMEOUT_S)) port
+  local port
   for port in "$@"; do
-    until serving "$port"; do
-      [ $SECONDS -lt $deadline ] || die "ZooKeeper on 127.0.0.1:$port not serving after ${TIMEOUT_S}s (see $DATA)"
-      sleep 0.2
-    done
+    wait_for "ZooKeeper on 127.0.0.1:$port not serving" "$DATA" serving "$port"
   done
 }
 
