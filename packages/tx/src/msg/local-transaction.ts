@@ -34,7 +34,7 @@ export async function runLocalTransaction<T>(
 
 /** BEGIN, then the barrier row first: a check-back that came earlier owns the key, and then nothing may commit. */
 async function beginWithBarrierRow(db: object, gid: string, table: string): Promise<OpenTransaction> {
-  const tx = await beginLocal(db, 'doAndSubmit')
+  const tx = await beginLocal(db, 'latchkey-tx: doAndSubmit')
   let inserted: boolean
   try {
     inserted = await barrierSql(tx.trx, table).insertIgnore({ gid, ...MSG_BARRIER, reason: 'msg' })

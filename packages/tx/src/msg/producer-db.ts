@@ -1,131 +1,16 @@
 /**
- * The producer's database as handed to `doAndSubmit(db, …)` and to the check-back: a `pg` Pool, a mysql2 pool
- * (promise API, or the callback one, whose `.promise()` is used) or a better-sqlite3 Database. This file opens
- * one local transaction on it, and creates the barrier table once per handle.
+ * The producer's database as handed to `doAndSubmit(db, …)` and to the check-back (see ../local-db.ts for the
+ * handles accepted and how a local transaction is opened on them). This file creates the barrier table once per
+ * handle and gives the autocommit handle the check-back's statements run on.
  */
 import { barrierSql } from '../barrier/barrier-sql.js'
+import { localDbKind, mysqlPool } from '../local-db.js'
 
-/** One open transaction on the producer's database. */
-export interface OpenTransaction {
-  /** What the business function receives: a pg PoolClient, a mysql2/promise PoolConnection, the sqlite Database. */
-  readonly trx: object
-  commit(): Promise<void>
-  rollback(): Promise<void>
-}
-
-interface PgPoolLike {
-  connect(): Promise<{ query(sql: string): Promise<unknown>; release(destroy?: boolean | Error): void }>
-}
-interface MysqlConnLike {
-  beginTransaction(): Promise<void>
-  commit(): Promise<void>
-  rollback(): Promise<void>
-  release(): void
-  destroy?(): void
-}
-interface MysqlPoolLike {
-  getConnection(): Promise<MysqlConnLike>
-}
-interface SqliteLike {
-  readonly inTransaction: boolean
-  exec(sql: string): unknown
-}
-
-const has = (value: object, name: string) => typeof (value as Record<string, unknown>)[name] === 'function'
+export { beginLocal, type OpenTransaction } from '../local-db.js'
 
 /** The kind of producer database `db` is (no I/O); a TypeError names what is accepted. */
 export function producerKind(db: unknown, who: string): 'sqlite' | 'postgres' | 'mysql' {
-  if (typeof db === 'object' && db !== null) {
-    if (has(db, 'prepare') && has(db, 'exec') && 'inTransaction' in db) return 'sqlite'
-    if (has(db, 'connect') && 'totalCount' in db) return 'postgres'
-    if (has(db, 'getConnection')) return 'mysql'
-  }
-  throw new TypeError(
-    `latchkey-tx: ${who} needs the producer's database: a pg Pool, a mysql2 pool or a better-sqlite3 Database`,
-  )
-}
-
-/** A mysql2 callback pool's promise wrapper (the same pool), or the promise pool itself. */
-function mysqlPool(db: object): MysqlPoolLike {
-  // Only the callback pool has promise(); the promise pool does not.
-  return (has(db, 'promise') ? (db as { promise(): object }).promise() : db) as MysqlPoolLike
-}
-
-/** Begins a transaction on the producer's database. */
-export async function beginLocal(db: object, who: string): Promise<OpenTransaction> {
-  const kind = producerKind(db, who)
-  if (kind === 'sqlite') {
-    const s = db as SqliteLike
-    if (s.inTransaction) {
-      throw new TypeError(`latchkey-tx: ${who}: the better-sqlite3 Database already has a transaction open`)
-    }
-    // IMMEDIATE takes the write lock now: a check-back from another connection waits for this transaction.
-    s.exec('BEGIN IMMEDIATE')
-    return {
-      trx: db,
-      commit: async () => void s.exec('COMMIT'),
-      rollback: async () => {
-        if (s.inTransaction) s.exec('ROLLBACK')
-      },
-    }
-  }
-  if (kind === 'postgres') {
-    const client = await (db as PgPoolLike).connect()
-    try {
-      await client.query('BEGIN')
-    } catch (error) {
-      client.release(true)
-      throw error
-    }
-    return {
-      trx: client,
-      commit: async () => {
-        try {
-          await client.query('COMMIT')
-          client.release()
-        } catch (error) {
-          client.release(true)
-          throw error
-        }
-      },
-      rollback: async () => {
-        try {
-          await client.query('ROLLBACK')
-          client.release()
-        } catch {
-          // The connection is broken: the server rolls the transaction back when it sees it gone.
-          client.release(true)
-        }
-      },
-    }
-  }
-  const conn = await mysqlPool(db).getConnection()
-  try {
-    await conn.beginTransaction()
-  } catch (error) {
-    conn.destroy?.()
-    throw error
-  }
-  return {
-    trx: conn,
-    commit: async () => {
-      try {
-        await conn.commit()
-        conn.release()
-      } catch (error) {
-        conn.destroy?.()
-        throw error
-      }
-    },
-    rollback: async () => {
-      try {
-        await conn.rollback()
-        conn.release()
-      } catch {
-        conn.destroy?.()
-      }
-    },
-  }
+  return localDbKind(db, `latchkey-tx: ${who}: the producer's database`)
 }
 
 /** The handle the barrier statements run on outside a transaction (autocommit). */
