@@ -48,6 +48,26 @@ export async function openParticipant(kind: DbKind, suffix: string, poolSize: nu
   }
 }
 
+/** A pooled connection that runs SQL text (a pg PoolClient, a mysql2/promise PoolConnection). */
+interface PooledConnection {
+  query(sql: string): Promise<unknown>
+  release(): void
+}
+
+/** BEGIN, `body`, COMMIT (ROLLBACK when it throws); the connection goes back to its pool either way. */
+async function inTransaction<C extends PooledConnection>(c: C, body: (c: C) => Promise<unknown>): Promise<void> {
+  try {
+    await c.query('BEGIN')
+    await body(c)
+    await c.query('COMMIT')
+  } catch (error) {
+    await c.query('ROLLBACK').catch(() => undefined)
+    throw error
+  } finally {
+    c.release()
+  }
+}
+
 async function open(kind: DbKind, suffix: string, poolSize: number): Promise<Participant> {
   const acct = `bench_tx_acct_${suffix}`
   const journal = `bench_tx_journal_${suffix}`
@@ -72,20 +92,12 @@ async function open(kind: DbKind, suffix: string, poolSize: number): Promise<Par
     }
     return {
       kind,
-      async branch(writes, key) {
-        const c = await pool.connect()
-        try {
-          await c.query('BEGIN')
-          if (key === undefined) await business(c, writes)
-          else await barrier(c, { ...key, table: barrierTable }, (t) => business(t, writes))
-          await c.query('COMMIT')
-        } catch (error) {
-          await c.query('ROLLBACK').catch(() => undefined)
-          throw error
-        } finally {
-          c.release()
-        }
-      },
+      branch: async (writes, key) =>
+        inTransaction(await pool.connect(), (c) =>
+          key === undefined
+            ? business(c, writes)
+            : barrier(c, { ...key, table: barrierTable }, (t) => business(t, writes)),
+        ),
       async close() {
         await pool.query(`DROP TABLE IF EXISTS ${acct}, ${journal}, ${barrierTable}`)
         await pool.end()
@@ -112,20 +124,12 @@ async function open(kind: DbKind, suffix: string, poolSize: number): Promise<Par
     }
     return {
       kind,
-      async branch(writes, key) {
-        const c = await pool.getConnection()
-        try {
-          await c.query('BEGIN')
-          if (key === undefined) await business(c, writes)
-          else await barrier(c, { ...key, table: barrierTable }, (t) => business(t, writes))
-          await c.query('COMMIT')
-        } catch (error) {
-          await c.query('ROLLBACK').catch(() => undefined)
-          throw error
-        } finally {
-          c.release()
-        }
-      },
+      branch: async (writes, key) =>
+        inTransaction(await pool.getConnection(), (c) =>
+          key === undefined
+            ? business(c, writes)
+            : barrier(c, { ...key, table: barrierTable }, (t) => business(t, writes)),
+        ),
       async close() {
         await pool.query(`DROP TABLE IF EXISTS ${acct}, ${journal}, ${barrierTable}`)
         await pool.end()
