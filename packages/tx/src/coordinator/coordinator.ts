@@ -20,6 +20,7 @@ import { checkFilter, checkRunOptions, checkStore, UNFINISHED } from './checks.j
 import { crashPoint } from './crash-point.js'
 import { Registry, type TxDefinition } from './definition.js'
 import { driveTransaction } from './drive.js'
+import { KIND_TRAITS } from './kind-traits.js'
 import { abortChange, retryChange } from './manual.js'
 import { hasRowLeases, newRecord } from './new-record.js'
 import { type CoordinatorOptions, type ResolvedOptions, resolveOptions } from './options.js'
@@ -74,9 +75,6 @@ export interface Coordinator {
   /** Stops sweeping and driving (unfinished transactions stay in the log for recovery), closes what it opened. */
   close(): Promise<void>
 }
-
-/** The kinds whose create is written together with their first transition (see `start`). */
-const CREATE_WITH_FIRST_WRITE: ReadonlySet<TxKind> = new Set<TxKind>(['saga', 'tcc'])
 
 const lockName = (gid: string) => `tx:${gid}`
 
@@ -172,17 +170,14 @@ class TxCoordinator implements Coordinator {
     const { gid = randomUUID(), wait = true } = checkRunOptions(options, input)
     this.checkOpen()
     await this.ready()
-    const status = def.initialStatus ?? (def.kind === 'tcc' || def.kind === 'xa' ? 'prepared' : 'submitted')
+    const { initial: status, createWithFirstWrite } = KIND_TRAITS[def.kind]
     const deadlineAt = timed ? Date.now() + this.o.timeoutMs : null
     const tx: NewTx = { gid, kind: def.kind, name: def.name, status, input, deadlineAt, branches: def.branches() }
     const created = () => {
       crashPoint('after-log:created')
       this.emit({ type: 'created', gid, kind: def.kind, name: def.name, status })
     }
-    // A saga's or a TCC's first act is a branch call, which is itself logged: their create rides on that write.
-    // The other protocols act before their first write (a message's local transaction, XA's branch connections,
-    // 3PC's votes, a notification's delivery), so the log must hold them first.
-    if (!wait || !CREATE_WITH_FIRST_WRITE.has(def.kind)) {
+    if (!wait || !createWithFirstWrite) {
       // Durably submitted before run() resolves: the create is written on its own.
       const lease = await this.created(tx, true)
       created()

@@ -1,4 +1,4 @@
-import type { BranchOp, TxKind, TxStatus } from '../types.js'
+import type { BranchOp, TxKind } from '../types.js'
 import type { TxRun } from './tx-run.js'
 
 /**
@@ -8,11 +8,6 @@ import type { TxRun } from './tx-run.js'
 export interface TxDefinition {
   readonly kind: TxKind
   readonly name: string
-  /**
-   * The status a new transaction is written with. Default: `prepared` for TCC, `submitted` otherwise; a
-   * transactional message starts `prepared` (its local transaction has not committed yet).
-   */
-  readonly initialStatus?: TxStatus
   /** The branch operations written with a new transaction, in order. */
   branches(): readonly { readonly id: string; readonly op: BranchOp; readonly seq: number }[]
   /** Drives the transaction from whatever state `run` holds to a final (or parked) state. */

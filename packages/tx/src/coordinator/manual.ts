@@ -1,6 +1,7 @@
 import { TxError } from '../errors.js'
 import type { TxChange } from '../store/types.js'
 import type { TxRecord } from '../types.js'
+import { KIND_TRAITS } from './kind-traits.js'
 
 /** The transition `tc.retry(gid)` writes: back to where the transaction was parked, with fresh retry budgets. */
 export function retryChange(record: TxRecord): TxChange {
@@ -26,10 +27,7 @@ export function retryChange(record: TxRecord): TxChange {
  */
 export function abortChange(record: TxRecord): TxChange {
   const phase = record.status === 'parked' ? record.parkedFrom : record.status
-  // A TCC, 3PC or XA forward phase is `prepared`; their `submitted` is the commit decision, never aborted. A
-  // saga's, a message's and a notification's forward phase is `submitted` (aborting those two gives up delivery).
-  const forward = record.kind === 'tcc' || record.kind === '3pc' || record.kind === 'xa' ? 'prepared' : 'submitted'
-  if (phase !== forward) {
+  if (phase !== KIND_TRAITS[record.kind].forward) {
     const hint = record.status === 'parked' ? '; its compensation is parked: fix the cause and tc.retry(gid)' : ''
     throw new TxError(`Transaction ${record.gid} is ${record.status}; only a forward phase can be aborted${hint}`, {
       code: 'NOT_ABORTABLE',

@@ -112,7 +112,6 @@ export function createMsg<I>(
   const def: TxDefinition = {
     kind: 'msg',
     name,
-    initialStatus: 'prepared',
     branches: () => [
       { id: LOCAL, op: 'check-back' as const, seq: 0 },
       ...branches.map((b, i) => ({ id: b.id, op: 'action' as const, seq: i + 1 })),

@@ -67,7 +67,6 @@ export function createThreePhase<I>(
   const def: TxDefinition = {
     kind: '3pc',
     name,
-    initialStatus: 'prepared',
     branches: () => list.flatMap((p, seq) => OPS.map((op) => ({ id: p.id, op, seq }))),
     knows: (ids) => ids.every((id) => list.some((p) => p.id === id)),
     drive: (run) => driveThreePhase(run, list),
