@@ -10,10 +10,9 @@ import type { ListFilter, NewTx, TxChange, TxStore } from '../store/types.js'
 import { createTcc, type Tcc, type TccParticipant } from '../tcc/tcc.js'
 import { createThreePhase, type ThreePhase, type ThreePhaseParticipant } from '../three-phase/three-phase.js'
 import type { TxEvent, TxKind, TxRecord, TxSummary } from '../types.js'
-import type { XaPool } from '../xa/resource.js'
 import { checkXaArgs, type XaBody, xaRecoveryDefinition, xaRunDefinition } from '../xa/xa.js'
 import { sweepOrphans } from '../xa/xa-orphan-sweep.js'
-import { XaResources } from '../xa/xa-resources.js'
+import { checkXaResources, XaResources } from '../xa/xa-resources.js'
 import type { XaDeps } from '../xa/xa-settle.js'
 import { XaUnsupportedError } from '../xa/xa-unsupported-error.js'
 import { checkFilter, checkRunOptions, checkStore, UNFINISHED } from './checks.js'
@@ -365,26 +364,6 @@ class TxCoordinator implements Coordinator {
     })()
     return this.closed
   }
-}
-
-/** Checks `resources` before any I/O: a name → mysql2/promise pool or pg Pool map. */
-function checkXaResources(resources: unknown): Record<string, XaPool> {
-  if (resources === undefined) return {}
-  if (typeof resources !== 'object' || resources === null) {
-    throw new TypeError(`latchkey-tx: resources must be an object { name: pool }, received ${String(resources)}`)
-  }
-  for (const [name, pool] of Object.entries(resources)) {
-    checkId('resource name', name)
-    const p = pool as Record<string, unknown> | null
-    if (
-      typeof p !== 'object' ||
-      p === null ||
-      (typeof p.getConnection !== 'function' && typeof p.connect !== 'function')
-    ) {
-      throw new TypeError(`latchkey-tx: resources.${name} must be a mysql2/promise pool or a pg Pool`)
-    }
-  }
-  return resources as Record<string, XaPool>
 }
 
 const busy = (gid: string) => ({ code: 'TX_BUSY', gid, retryable: true })

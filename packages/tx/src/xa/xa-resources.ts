@@ -1,3 +1,4 @@
+import { checkId } from '../branch.js'
 import { mysqlXaResource } from './mysql-xa.js'
 import { postgresXaResource } from './postgres-xa.js'
 import type { MysqlXaPool, PgXaPool, XaPool, XaResource } from './resource.js'
@@ -9,6 +10,21 @@ export function isXaPool(value: unknown): value is XaPool {
   if (typeof value !== 'object' || value === null) return false
   const v = value as Record<string, unknown>
   return typeof v.getConnection === 'function' || typeof v.connect === 'function'
+}
+
+/** Checks `resources` before any I/O: a name → mysql2/promise pool or pg Pool map. */
+export function checkXaResources(resources: unknown): Record<string, XaPool> {
+  if (resources === undefined) return {}
+  if (typeof resources !== 'object' || resources === null) {
+    throw new TypeError(`latchkey-tx: resources must be an object { name: pool }, received ${String(resources)}`)
+  }
+  for (const [name, pool] of Object.entries(resources)) {
+    checkId('resource name', name)
+    if (!isXaPool(pool)) {
+      throw new TypeError(`latchkey-tx: resources.${name} must be a mysql2/promise pool or a pg Pool`)
+    }
+  }
+  return resources as Record<string, XaPool>
 }
 
 /** The XA adapter of a pool (one per pool object, so its capability check and identity are learned once). */
