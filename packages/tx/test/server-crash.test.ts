@@ -6,7 +6,10 @@ import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { DEFAULT_BARRIER_TABLE } from '../src/barrier/barrier-sql.js'
 import { barrier, ensureBarrierTable } from '../src/barrier/index.js'
+import { runLocalTransaction } from '../src/msg/local-transaction.js'
+import { queryPrepared } from '../src/msg/query-prepared.js'
 import {
   type Dialect,
   MYSQL_URL,
@@ -156,6 +159,64 @@ describe.each(['postgres', 'mysql'] as Dialect[])('latchkey-tx serve killed with
       ])
       expect(participant.callsTo('/api/busi/TccCancel', gid)).toEqual([])
       await second.stop()
+    })
+
+    it('a prepared message survives the kill of the server and of its producer: the new server checks back and delivers only the committed one', async () => {
+      const busi = `${participant.base}/api/busi`
+      // The producer's database, as a DTM producer keeps it: its local transaction writes the message's barrier
+      // row; its QueryPrepared endpoint answers from that row (200 committed, 409 rolled back).
+      const tmp = tempDir()
+      const producer = new Database(join(tmp.dir, 'producer.db'))
+      participant.effect('/api/busi/MsgQuery', async (c) => {
+        const outcome = await queryPrepared(producer, c.gid ?? '')
+        participant.answer('/api/busi/MsgQuery', { status: outcome === 'committed' ? 200 : 409 })
+      })
+      const body = (gid: string) => ({
+        gid,
+        trans_type: 'msg',
+        steps: [{ action: `${busi}/MsgDeliver` }],
+        payloads: ['{"order":1}'],
+        query_prepared: `${busi}/MsgQuery`,
+        timeout_to_fail: 1,
+      })
+      const committed = `${run}-msg-committed`
+      const lost = `${run}-msg-lost`
+      const first = await start()
+      for (const gid of [committed, lost]) expect((await dtm(first.base, 'prepare', body(gid))).status).toBe(200)
+      // One producer commits its local transaction and dies before the submit; the other dies before committing.
+      await runLocalTransaction(
+        producer,
+        committed,
+        DEFAULT_BARRIER_TABLE,
+        () => 'order written',
+        () => undefined,
+      )
+      await first.kill()
+
+      const second = await start()
+      const statusOf = async (gid: string) =>
+        ((await dtm(second.base, `query?gid=${gid}`)).body.transaction as { status: string }).status
+      await eventually(
+        async () => (await statusOf(committed)) === 'succeed' && (await statusOf(lost)) === 'failed',
+        15_000,
+      )
+      expect(participant.callsTo('/api/busi/MsgDeliver', committed).map((c) => `${c.op} ${c.body}`)).toEqual([
+        'action {"order":1}',
+      ])
+      expect(participant.callsTo('/api/busi/MsgDeliver', lost)).toEqual([])
+      // The rolled-back verdict is final: the late producer's local transaction is refused by its barrier row.
+      await expect(
+        runLocalTransaction(
+          producer,
+          lost,
+          DEFAULT_BARRIER_TABLE,
+          () => 'too late',
+          () => undefined,
+        ),
+      ).rejects.toThrow(/already settled it as rolled back/)
+      await second.stop()
+      producer.close()
+      tmp.remove()
     })
   }
 })

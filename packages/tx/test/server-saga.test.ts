@@ -164,11 +164,14 @@ describe('latchkey-tx serve: DTM saga over raw HTTP', () => {
     expect(f.participant.callsTo('/api/busi/Slow', id).length).toBeGreaterThan(1)
   })
 
-  it('refuses what it does not run with a clear 400: msg, xa, a saga without steps, bad JSON', async () => {
-    const msg = await dtm(f.server.base, 'submit', { gid: gid('m'), trans_type: 'msg', steps: [] })
-    expect(msg.status).toBe(400)
-    expect(msg.body.message).toMatch(/msg.*not supported yet/)
-    expect((await dtm(f.server.base, 'prepare', { gid: gid('x'), trans_type: 'xa' })).status).toBe(400)
+  it('refuses what it does not run with a clear 400: xa, workflow, a saga or msg without steps, bad JSON', async () => {
+    const xa = await dtm(f.server.base, 'prepare', { gid: gid('x'), trans_type: 'xa' })
+    expect(xa.status).toBe(400)
+    expect(xa.body.message).toMatch(/xa.*not supported yet/)
+    expect((await dtm(f.server.base, 'submit', { gid: gid('w'), trans_type: 'workflow' })).status).toBe(400)
+    const noSteps = await dtm(f.server.base, 'submit', { gid: gid('m'), trans_type: 'msg', steps: [] })
+    expect(noSteps.status).toBe(400)
+    expect(noSteps.body.message).toMatch(/msg needs at least one step/)
     const empty = await dtm(f.server.base, 'submit', { gid: gid('e'), trans_type: 'saga', steps: [] })
     expect(empty).toMatchObject({ status: 400, body: { dtm_result: 'FAILURE' } })
     expect((await dtm(f.server.base, 'submit', '{not json')).status).toBe(400)

@@ -77,6 +77,25 @@ export interface Coordinator {
 
 const lockName = (gid: string) => `tx:${gid}`
 
+/**
+ * What a service built into this package (the DTM-compatible server) needs beyond the public API: to register a
+ * definition of its own and start transactions of it. Kept off the `Coordinator` interface, so that applications
+ * define transactions only through the protocol builders.
+ */
+export interface CoordinatorInternals {
+  readonly start: Starter
+  register(def: TxDefinition): void
+}
+
+const INTERNALS = new WeakMap<Coordinator, CoordinatorInternals>()
+
+/** The internals of a coordinator made by {@link createCoordinator}. */
+export function internalsOf(tc: Coordinator): CoordinatorInternals {
+  const internals = INTERNALS.get(tc)
+  if (internals === undefined) throw new TypeError('latchkey-tx: not a coordinator made by createCoordinator()')
+  return internals
+}
+
 class TxCoordinator implements Coordinator {
   private readonly o: ResolvedOptions
   private readonly store: TxStore
@@ -107,6 +126,7 @@ class TxCoordinator implements Coordinator {
     }
     // Notifications carry everything in their input: every coordinator can resume them.
     this.registry.add(NOTIFY_DEFINITION)
+    INTERNALS.set(this, { start: this.start, register: (def) => this.registry.add(def) })
     this.xaDeps = { resources: new XaResources(checkXaResources(options.resources)), retry: this.o.retry }
     if (this.o.recover) {
       this.sweep = new RecoverySweep(

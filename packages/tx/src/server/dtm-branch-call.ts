@@ -5,12 +5,13 @@
  * the answer. This differs from `http()` branches (`latchkey-tx/http`), which POST `{ gid, branch, op, input }`.
  */
 import { TxError } from '../errors.js'
+import type { DtmTransType } from './dtm-request.js'
 
 /** One call of a participant. */
 export interface DtmBranchCall {
   readonly url: string
   readonly gid: string
-  readonly transType: 'saga' | 'tcc'
+  readonly transType: DtmTransType
   readonly branchId: string
   readonly op: string
   /** The request body; undefined sends a GET, as DTM does for a branch without payload. */

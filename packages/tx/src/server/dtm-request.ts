@@ -10,10 +10,13 @@ export interface DtmStep {
   readonly compensate: string
 }
 
-/** What the service keeps of a submitted (saga) or prepared (TCC) transaction: stored as its input. */
+/** The transaction types this service runs (DTM's `xa` and `workflow` are refused with a clear 400). */
+export type DtmTransType = 'saga' | 'tcc' | 'msg'
+
+/** What the service keeps of a submitted (saga) or prepared (TCC, message) transaction: stored as its input. */
 export interface DtmTrans {
   readonly gid: string
-  readonly trans_type: 'saga' | 'tcc'
+  readonly trans_type: DtmTransType
   readonly steps: readonly DtmStep[]
   /** The body of each step's calls (DTM sends it to both the action and the compensation). */
   readonly payloads: readonly string[] | null
@@ -23,6 +26,8 @@ export interface DtmTrans {
   readonly retry_interval: number
   readonly wait_result: boolean
   readonly branch_headers: Readonly<Record<string, string>>
+  /** A message's check-back URL (DTM's `QueryPrepared`), asked when no submit came in time; '' for the others. */
+  readonly query_prepared: string
 }
 
 /** A TCC branch registration (`registerBranch`). */
@@ -72,13 +77,13 @@ export function parseGid(value: unknown): string {
   }
 }
 
-/** `trans_type`, checked against what this service runs (msg and xa are refused clearly). */
-export function parseTransType(value: unknown): 'saga' | 'tcc' {
-  if (value === 'saga' || value === 'tcc') return value
-  if (value === 'msg' || value === 'xa' || value === 'workflow') {
-    throw new DtmBadRequest(`trans_type "${value}" is not supported yet by latchkey-tx serve (saga and tcc are)`)
+/** `trans_type`, checked against what this service runs (xa and workflow are refused clearly). */
+export function parseTransType(value: unknown): DtmTransType {
+  if (value === 'saga' || value === 'tcc' || value === 'msg') return value
+  if (value === 'xa' || value === 'workflow') {
+    throw new DtmBadRequest(`trans_type "${value}" is not supported yet by latchkey-tx serve (saga, tcc and msg are)`)
   }
-  throw new DtmBadRequest(`trans_type must be saga or tcc, received ${JSON.stringify(value)}`)
+  throw new DtmBadRequest(`trans_type must be saga, tcc or msg, received ${JSON.stringify(value)}`)
 }
 
 /** The body of `submit` (saga) or `prepare` (tcc). */
@@ -95,7 +100,9 @@ export function parseTrans(body: unknown): DtmTrans {
       compensate: url(`steps[${i}].compensate`, step.compensate),
     }
   })
-  if (trans_type === 'saga' && steps.length === 0) throw new DtmBadRequest('a saga needs at least one step in steps')
+  if (trans_type !== 'tcc' && steps.length === 0) {
+    throw new DtmBadRequest(`a ${trans_type} needs at least one step in steps`)
+  }
   let payloads: string[] | null = null
   // DTM's first SDKs (and its Python client) put each step's body in the step as `data`, without payloads.
   const stepData = rawSteps.map((s: Json) => s.data)
@@ -131,6 +138,7 @@ export function parseTrans(body: unknown): DtmTrans {
     retry_interval: seconds('retry_interval', b.retry_interval),
     wait_result: b.wait_result === true,
     branch_headers: headers as Record<string, string>,
+    query_prepared: url('query_prepared', b.query_prepared),
   }
 }
 

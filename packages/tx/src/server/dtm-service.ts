@@ -7,6 +7,8 @@ import { randomBytes } from 'node:crypto'
 import type { Coordinator } from '../coordinator/coordinator.js'
 import { describe, isTxError } from '../errors.js'
 import type { TxRecord } from '../types.js'
+import { DtmDecisions } from './dtm-decision.js'
+import { DTM_MSG_PREFIX, DtmMsgs } from './dtm-msg.js'
 import { DtmBadRequest, type DtmTrans, parseGid, parseRegistration, parseTrans, parseTransType } from './dtm-request.js'
 import { DTM_SAGA_PREFIX, DtmSagas } from './dtm-saga.js'
 import { DTM_TCC, DtmTccs, HELPER_NAMES } from './dtm-tcc.js'
@@ -39,6 +41,7 @@ const ongoing = (message: string): DtmAnswer => ({ status: 425, body: { dtm_resu
 export class DtmService {
   readonly sagas: DtmSagas
   readonly tccs: DtmTccs
+  readonly msgs: DtmMsgs
   private readonly defaultTimeoutS: number
   private readonly waitResultMs: number
 
@@ -47,26 +50,32 @@ export class DtmService {
     options: DtmServiceOptions = {},
   ) {
     this.sagas = new DtmSagas(tc)
-    this.tccs = new DtmTccs(tc, options.pollMs ?? 50)
+    const decisions = new DtmDecisions(tc)
+    this.tccs = new DtmTccs(tc, decisions, options.pollMs ?? 50)
+    this.msgs = new DtmMsgs(tc, decisions, options.pollMs ?? 50)
     this.defaultTimeoutS = options.defaultTimeoutToFailS ?? 35
     this.waitResultMs = options.waitResultMs ?? 10_000
   }
 
   /**
-   * Registers the definition of every unfinished DTM saga in the log that this coordinator does not know yet
-   * (a saga's shape is known from its stored input only), so that its recovery sweep can resume them: at start,
+   * Registers the definition of every unfinished DTM saga and message in the log that this coordinator does not
+   * know yet (a shape is known from its stored input only), so that its recovery sweep can resume them: at start,
    * after a crash, and periodically, for sagas another server on the same store accepted and then died with.
    * Resolves with how many it registered.
    */
   async adopt(): Promise<number> {
     let n = 0
-    for (const status of ['submitted', 'aborting', 'parked'] as const) {
-      for (const tx of await this.tc.list({ status, kind: 'saga', limit: 10_000 })) {
-        if (!tx.name.startsWith(DTM_SAGA_PREFIX) || this.sagas.has(tx.name)) continue
-        const record = await this.tc.get(tx.gid)
-        if (record === undefined) continue
-        this.sagas.for(record.input as DtmTrans)
-        n++
+    for (const status of ['prepared', 'submitted', 'aborting', 'parked'] as const) {
+      for (const kind of ['saga', 'msg'] as const) {
+        for (const tx of await this.tc.list({ status, kind, limit: 10_000 })) {
+          const shapes = kind === 'saga' ? this.sagas : this.msgs
+          const prefix = kind === 'saga' ? DTM_SAGA_PREFIX : DTM_MSG_PREFIX
+          if (!tx.name.startsWith(prefix) || shapes.has(tx.name)) continue
+          const record = await this.tc.get(tx.gid)
+          if (record === undefined) continue
+          shapes.for(record.input as DtmTrans)
+          n++
+        }
       }
     }
     return n
@@ -105,6 +114,7 @@ export class DtmService {
   private async submit(body: unknown): Promise<DtmAnswer> {
     const trans = parseTrans(body)
     if (trans.trans_type === 'tcc') return this.decideTcc(trans.gid, 'submit', trans.wait_result)
+    if (trans.trans_type === 'msg') return this.submitMsg(trans)
     const existing = await this.tc.get(trans.gid)
     if (existing !== undefined) return this.resubmitted(existing, 'saga')
     try {
@@ -128,7 +138,8 @@ export class DtmService {
 
   private async prepare(body: unknown): Promise<DtmAnswer> {
     const trans = parseTrans(body)
-    if (trans.trans_type !== 'tcc') return failure('prepare is for tcc here (msg and xa are not supported yet)', 400)
+    if (trans.trans_type === 'msg') return this.prepareMsg(trans)
+    if (trans.trans_type !== 'tcc') return failure('prepare is for tcc and msg transactions', 400)
     const existing = await this.tc.get(trans.gid)
     if (existing !== undefined) {
       if (existing.name !== DTM_TCC) return this.resubmitted(existing, 'tcc')
@@ -147,8 +158,56 @@ export class DtmService {
 
   private async abort(body: unknown): Promise<DtmAnswer> {
     const b = (body ?? {}) as { gid?: unknown; trans_type?: unknown; wait_result?: unknown }
-    parseTransType(b.trans_type ?? 'tcc')
+    const type = parseTransType(b.trans_type ?? 'tcc')
+    if (type === 'msg') return this.decideMsg(parseGid(b.gid), 'abort', b.wait_result === true)
     return this.decideTcc(parseGid(b.gid), 'abort', b.wait_result === true)
+  }
+
+  private async prepareMsg(trans: DtmTrans): Promise<DtmAnswer> {
+    if (trans.query_prepared === '') {
+      throw new DtmBadRequest('a msg prepare needs query_prepared (the URL asked when no submit comes in time)')
+    }
+    const existing = await this.tc.get(trans.gid)
+    if (existing !== undefined) {
+      if (!existing.name.startsWith(DTM_MSG_PREFIX)) return this.usedBy(existing)
+      return existing.status === 'prepared' ? ok() : failure(`current status '${existing.status}', cannot prepare`)
+    }
+    await this.startMsg(trans)
+    return ok()
+  }
+
+  /** A message's submit: decides it (refused when an abort or the check-back decided first), then delivers. */
+  private async submitMsg(trans: DtmTrans): Promise<DtmAnswer> {
+    const existing = await this.tc.get(trans.gid)
+    if (existing !== undefined && !existing.name.startsWith(DTM_MSG_PREFIX)) return this.usedBy(existing)
+    const held = await this.msgs.decide(trans.gid, 'submit', 'submit called')
+    if (held !== 'submit') return failure(`message ${trans.gid} has already decided to abort, cannot submit`)
+    // DTM lets a message be submitted without a prepare (its SDK's msg.Submit()): logged now, delivered at once.
+    if (existing === undefined) await this.startMsg(trans)
+    return trans.wait_result ? this.waitResult(trans.gid) : ok()
+  }
+
+  private async startMsg(trans: DtmTrans): Promise<void> {
+    try {
+      await this.msgs.start(trans, trans.timeout_to_fail || this.defaultTimeoutS)
+    } catch (error) {
+      // Two prepares (or a prepare and a submit) of one gid at once: the second finds the first's record.
+      const again = await this.tc.get(trans.gid)
+      if (again === undefined || !again.name.startsWith(DTM_MSG_PREFIX)) throw error
+    }
+  }
+
+  private async decideMsg(gid: string, decision: 'submit' | 'abort', wait: boolean): Promise<DtmAnswer> {
+    const record = await this.tc.get(gid)
+    if (record === undefined || !record.name.startsWith(DTM_MSG_PREFIX))
+      return failure(`no msg transaction ${gid}`, 404)
+    const held = await this.msgs.decide(gid, decision, `${decision} called`)
+    if (held !== decision) return failure(`message ${gid} has already decided to ${held}, cannot ${decision}`)
+    return wait ? this.waitResult(gid) : ok()
+  }
+
+  private usedBy(record: TxRecord): DtmAnswer {
+    return failure(`gid ${record.gid} is already used by a ${record.kind} "${record.name}"`)
   }
 
   private async decideTcc(gid: string, decision: 'submit' | 'abort', wait: boolean): Promise<DtmAnswer> {

@@ -6,8 +6,7 @@
  * - its **try** waits for the application's decision, and past `timeout_to_fail` decides to abort itself;
  * - its **confirm** / **cancel** call every registered branch's confirm / cancel URL, last registered first.
  * Registrations and the decision are durable before the server answers: each is a small record of its own in
- * the same log (`<gid>/r/<n>` and `<gid>/decision`, one-step no-op sagas). The decision record's gid is unique,
- * so a late submit and the timeout cannot both win: whoever writes it first decides.
+ * the same log (`<gid>/r/<n>`, one-step no-op sagas, and the decision of dtm-decision.ts).
  */
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Coordinator } from '../coordinator/coordinator.js'
@@ -15,38 +14,34 @@ import { isTxError, TxError } from '../errors.js'
 import type { Saga } from '../saga/saga.js'
 import type { Tcc } from '../tcc/tcc.js'
 import { callDtmBranch } from './dtm-branch-call.js'
+import { type Decision, DTM_DECISION, type DtmDecisions } from './dtm-decision.js'
 import type { DtmRegistration, DtmTrans } from './dtm-request.js'
 import { DEFAULT_REQUEST_TIMEOUT_S } from './dtm-saga.js'
 
 /** Names of the definitions; the two helper records are hidden from listings. */
 export const DTM_TCC = 'dtm-tcc'
 export const DTM_TCC_BRANCH = 'dtm-tcc-branch'
-export const DTM_TCC_DECISION = 'dtm-tcc-decision'
-export const HELPER_NAMES: readonly string[] = [DTM_TCC_BRANCH, DTM_TCC_DECISION]
+export const HELPER_NAMES: readonly string[] = [DTM_TCC_BRANCH, DTM_DECISION]
 
 /** The stored input of a DTM TCC: the prepare body and the epoch ms past which it aborts by itself. */
 export type DtmTccInput = DtmTrans & { readonly deadlineAt: number }
 
-type Decision = 'submit' | 'abort'
-
 const registrationGid = (gid: string, n: number) => `${gid}/r/${n}`
-const decisionGid = (gid: string) => `${gid}/decision`
 const noop = { action: () => null }
 
 /** The TCC half of the DTM service. */
 export class DtmTccs {
   readonly tcc: Tcc<DtmTccInput>
   private readonly registrations: Saga<DtmRegistration>
-  private readonly decisions: Saga<{ decision: Decision; reason: string }>
   /** Registrations of one gid are numbered one after the other: serialized in this process. */
   private readonly queues = new Map<string, Promise<unknown>>()
 
   constructor(
     private readonly tc: Coordinator,
+    private readonly decisions: DtmDecisions,
     private readonly pollMs: number,
   ) {
     this.registrations = tc.saga<DtmRegistration>(DTM_TCC_BRANCH).step('record', noop)
-    this.decisions = tc.saga<{ decision: Decision; reason: string }>(DTM_TCC_DECISION).step('record', noop)
     this.tcc = tc.tcc<DtmTccInput>(DTM_TCC, {
       branches: {
         try: ({ input, signal }) => this.awaitDecision(input, signal),
@@ -67,22 +62,13 @@ export class DtmTccs {
   }
 
   /** The decision written for `gid`, if any. */
-  async decision(gid: string): Promise<Decision | undefined> {
-    const record = await this.tc.get(decisionGid(gid))
-    return (record?.input as { decision?: Decision } | undefined)?.decision
+  decision(gid: string): Promise<Decision | undefined> {
+    return this.decisions.get(gid)
   }
 
   /** Writes the decision unless one exists; resolves with the decision that holds. */
-  async decide(gid: string, decision: Decision, reason: string): Promise<Decision> {
-    try {
-      await this.decisions.run({ decision, reason }, { gid: decisionGid(gid) })
-      return decision
-    } catch (error) {
-      if (!isTxError(error) || (error.code !== 'DUPLICATE_GID' && error.code !== 'TX_BUSY')) throw error
-      const existing = await this.decision(gid)
-      if (existing === undefined) throw error
-      return existing
-    }
+  decide(gid: string, decision: Decision, reason: string): Promise<Decision> {
+    return this.decisions.decide(gid, decision, reason)
   }
 
   /** Registers a branch (idempotent per branch_id). */
