@@ -9,7 +9,7 @@ import type { RunResult } from '../coordinator/run-result.js'
 import type { DtmRegistration, DtmTrans } from '../server/dtm-request.js'
 import { DTM_SAGA_PREFIX } from '../server/dtm-saga.js'
 import { DtmService } from '../server/dtm-service.js'
-import { DTM_TCC, HELPER_NAMES } from '../server/dtm-tcc.js'
+import { HELPER_NAMES, hasRegisteredBranches } from '../server/dtm-tcc.js'
 import type { TxKind, TxRecord, TxStatus, TxSummary } from '../types.js'
 
 /** What a command prints: `json` for `--json`, `text` otherwise. */
@@ -58,7 +58,7 @@ export function show(
   return withCoordinator(store, async (tc, dtm) => {
     const tx = await tc.get(gid)
     if (tx === undefined) return undefined
-    return { tx, registered: tx.name === DTM_TCC ? await dtm.tccs.registered(gid) : undefined }
+    return { tx, registered: hasRegisteredBranches(tx.name) ? await dtm.tccs.registered(gid) : undefined }
   })
 }
 
@@ -68,8 +68,8 @@ export function manual(store: string, gid: string, action: 'retry' | 'abort'): P
     const record = await tc.get(gid)
     if (record === undefined) throw new Error(`no transaction ${gid} in the store`)
     if (record.name.startsWith(DTM_SAGA_PREFIX)) dtm.sagas.for(record.input as DtmTrans)
-    if (action === 'abort' && record.name === DTM_TCC && record.status === 'prepared') {
-      // A DTM TCC waiting for its application: the abort is the application's decision, which whoever
+    if (action === 'abort' && hasRegisteredBranches(record.name) && record.status === 'prepared') {
+      // A DTM TCC or XA waiting for its application: the abort is the application's decision, which whoever
       // drives the transaction (the server) acts on.
       const held = await dtm.tccs.decide(gid, 'abort', 'abort by latchkey-tx abort')
       if (held !== 'abort') throw new Error(`transaction ${gid} has already decided to ${held}`)

@@ -10,8 +10,8 @@ export interface DtmStep {
   readonly compensate: string
 }
 
-/** The transaction types this service runs (DTM's `xa` and `workflow` are refused with a clear 400). */
-export type DtmTransType = 'saga' | 'tcc' | 'msg'
+/** The transaction types this service runs (DTM's `workflow` is refused with a clear 400). */
+export type DtmTransType = 'saga' | 'tcc' | 'msg' | 'xa'
 
 /** What the service keeps of a submitted (saga) or prepared (TCC, message) transaction: stored as its input. */
 export interface DtmTrans {
@@ -30,7 +30,10 @@ export interface DtmTrans {
   readonly query_prepared: string
 }
 
-/** A TCC branch registration (`registerBranch`). */
+/**
+ * A branch registration (`registerBranch`): a TCC branch's confirm and cancel URLs, or an XA branch's one phase-2
+ * URL (kept as both: the service calls it with `op=commit` or `op=rollback`).
+ */
 export interface DtmRegistration {
   readonly branch_id: string
   readonly confirm: string
@@ -77,13 +80,15 @@ export function parseGid(value: unknown): string {
   }
 }
 
-/** `trans_type`, checked against what this service runs (xa and workflow are refused clearly). */
+/** `trans_type`, checked against what this service runs (workflow is refused clearly). */
 export function parseTransType(value: unknown): DtmTransType {
-  if (value === 'saga' || value === 'tcc' || value === 'msg') return value
-  if (value === 'xa' || value === 'workflow') {
-    throw new DtmBadRequest(`trans_type "${value}" is not supported yet by latchkey-tx serve (saga, tcc and msg are)`)
+  if (value === 'saga' || value === 'tcc' || value === 'msg' || value === 'xa') return value
+  if (value === 'workflow') {
+    throw new DtmBadRequest(
+      'trans_type "workflow" is not supported yet by latchkey-tx serve (saga, tcc, msg and xa are)',
+    )
   }
-  throw new DtmBadRequest(`trans_type must be saga, tcc or msg, received ${JSON.stringify(value)}`)
+  throw new DtmBadRequest(`trans_type must be saga, tcc, msg or xa, received ${JSON.stringify(value)}`)
 }
 
 /** The body of `submit` (saga) or `prepare` (tcc). */
@@ -100,7 +105,7 @@ export function parseTrans(body: unknown): DtmTrans {
       compensate: url(`steps[${i}].compensate`, step.compensate),
     }
   })
-  if (trans_type !== 'tcc' && steps.length === 0) {
+  if ((trans_type === 'saga' || trans_type === 'msg') && steps.length === 0) {
     throw new DtmBadRequest(`a ${trans_type} needs at least one step in steps`)
   }
   let payloads: string[] | null = null
@@ -142,21 +147,32 @@ export function parseTrans(body: unknown): DtmTrans {
   }
 }
 
-/** The body of `registerBranch` for a TCC branch. */
-export function parseRegistration(body: unknown): { gid: string; registration: DtmRegistration } {
+/** The body of `registerBranch` for a TCC branch (confirm, cancel) or an XA branch (url). */
+export function parseRegistration(body: unknown): {
+  gid: string
+  transType: 'tcc' | 'xa'
+  registration: DtmRegistration
+} {
   const b = object(body)
   const gid = parseGid(b.gid)
-  parseTransType(b.trans_type ?? 'tcc')
-  if (b.trans_type !== undefined && b.trans_type !== 'tcc') {
-    throw new DtmBadRequest(`registerBranch is for tcc transactions here, received trans_type ${String(b.trans_type)}`)
+  const transType = parseTransType(b.trans_type ?? 'tcc')
+  if (transType !== 'tcc' && transType !== 'xa') {
+    throw new DtmBadRequest(`registerBranch is for tcc and xa transactions, received trans_type ${transType}`)
   }
   if (typeof b.branch_id !== 'string' || !/^[A-Za-z0-9_.-]{1,64}$/.test(b.branch_id)) {
     throw new DtmBadRequest(`branch_id must be 1 to 64 of A-Z a-z 0-9 _ . -, received ${JSON.stringify(b.branch_id)}`)
   }
   const data = b.data ?? ''
-  if (typeof data !== 'string') throw new DtmBadRequest('data must be a string (the JSON body of confirm and cancel)')
+  if (typeof data !== 'string') throw new DtmBadRequest('data must be a string (the JSON body of the phase-2 calls)')
+  if (transType === 'xa') {
+    const phase2 = url('url', b.url)
+    if (phase2 === '')
+      throw new DtmBadRequest('an xa branch needs url (its phase-2 URL, called with op=commit or op=rollback)')
+    return { gid, transType, registration: { branch_id: b.branch_id, confirm: phase2, cancel: phase2, data } }
+  }
   return {
     gid,
+    transType,
     registration: { branch_id: b.branch_id, confirm: url('confirm', b.confirm), cancel: url('cancel', b.cancel), data },
   }
 }

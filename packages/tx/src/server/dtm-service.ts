@@ -11,7 +11,7 @@ import { DtmDecisions } from './dtm-decision.js'
 import { DTM_MSG_PREFIX, DtmMsgs } from './dtm-msg.js'
 import { DtmBadRequest, type DtmTrans, parseGid, parseRegistration, parseTrans, parseTransType } from './dtm-request.js'
 import { DTM_SAGA_PREFIX, DtmSagas } from './dtm-saga.js'
-import { DTM_TCC, DtmTccs, HELPER_NAMES } from './dtm-tcc.js'
+import { DtmTccs, HELPER_NAMES, hasRegisteredBranches, REGISTERED_BRANCH_NAMES } from './dtm-tcc.js'
 import { type DtmQuery, dtmTransaction } from './dtm-view.js'
 
 /** An answer: HTTP status and JSON body. */
@@ -113,7 +113,9 @@ export class DtmService {
 
   private async submit(body: unknown): Promise<DtmAnswer> {
     const trans = parseTrans(body)
-    if (trans.trans_type === 'tcc') return this.decideTcc(trans.gid, 'submit', trans.wait_result)
+    if (trans.trans_type === 'tcc' || trans.trans_type === 'xa') {
+      return this.decideTcc(trans.gid, 'submit', trans.wait_result)
+    }
     if (trans.trans_type === 'msg') return this.submitMsg(trans)
     const existing = await this.tc.get(trans.gid)
     if (existing !== undefined) return this.resubmitted(existing, 'saga')
@@ -139,19 +141,23 @@ export class DtmService {
   private async prepare(body: unknown): Promise<DtmAnswer> {
     const trans = parseTrans(body)
     if (trans.trans_type === 'msg') return this.prepareMsg(trans)
-    if (trans.trans_type !== 'tcc') return failure('prepare is for tcc and msg transactions', 400)
+    if (trans.trans_type === 'saga') return failure('prepare is for tcc, xa and msg transactions', 400)
+    // A DTM TCC and a DTM XA are both a try phase waiting for the application's decision over branches it
+    // registers (dtm-tcc.ts); they differ in the names of the phase-2 calls.
+    const name = REGISTERED_BRANCH_NAMES[trans.trans_type]
     const existing = await this.tc.get(trans.gid)
     if (existing !== undefined) {
-      if (existing.name !== DTM_TCC) return this.resubmitted(existing, 'tcc')
+      if (existing.name !== name) return this.usedBy(existing)
       return existing.status === 'prepared' ? ok() : failure(`current status '${existing.status}', cannot prepare`)
     }
     const timeoutS = trans.timeout_to_fail || this.defaultTimeoutS
+    const definition = trans.trans_type === 'xa' ? this.tccs.xa : this.tccs.tcc
     try {
-      await this.tccs.tcc.run({ ...trans, deadlineAt: Date.now() + timeoutS * 1000 }, { gid: trans.gid, wait: false })
+      await definition.run({ ...trans, deadlineAt: Date.now() + timeoutS * 1000 }, { gid: trans.gid, wait: false })
     } catch (error) {
       // Two prepares of one gid at once: the second finds the first's record.
       const again = await this.tc.get(trans.gid)
-      if (again?.name !== DTM_TCC || again.status !== 'prepared') throw error
+      if (again?.name !== name || again.status !== 'prepared') throw error
     }
     return ok()
   }
@@ -212,16 +218,19 @@ export class DtmService {
 
   private async decideTcc(gid: string, decision: 'submit' | 'abort', wait: boolean): Promise<DtmAnswer> {
     const record = await this.tc.get(gid)
-    if (record === undefined || record.name !== DTM_TCC) return failure(`no tcc transaction ${gid}`, 404)
+    if (record === undefined || !hasRegisteredBranches(record.name))
+      return failure(`no tcc or xa transaction ${gid}`, 404)
     const held = await this.tccs.decide(gid, decision, `${decision} called`)
     if (held !== decision) return failure(`transaction ${gid} has already decided to ${held}, cannot ${decision}`)
     return wait ? this.waitResult(gid) : ok()
   }
 
   private async registerBranch(body: unknown): Promise<DtmAnswer> {
-    const { gid, registration } = parseRegistration(body)
+    const { gid, transType, registration } = parseRegistration(body)
     const record = await this.tc.get(gid)
-    if (record === undefined || record.name !== DTM_TCC) return failure(`no tcc transaction ${gid}`, 404)
+    if (record === undefined || record.name !== REGISTERED_BRANCH_NAMES[transType]) {
+      return failure(`no ${transType} transaction ${gid}`, 404)
+    }
     if (record.status !== 'prepared' || (await this.tccs.decision(gid)) !== undefined) {
       return failure(`current status '${record.status}', cannot register a branch`)
     }
@@ -262,6 +271,6 @@ export class DtmService {
   }
 
   private registrationsOf(record: TxRecord) {
-    return record.name === DTM_TCC ? this.tccs.registered(record.gid) : Promise.resolve([])
+    return hasRegisteredBranches(record.name) ? this.tccs.registered(record.gid) : Promise.resolve([])
   }
 }

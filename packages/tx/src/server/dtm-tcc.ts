@@ -20,7 +20,20 @@ import { DEFAULT_REQUEST_TIMEOUT_S } from './dtm-saga.js'
 
 /** Names of the definitions; the two helper records are hidden from listings. */
 export const DTM_TCC = 'dtm-tcc'
+export const DTM_XA = 'dtm-xa'
 export const DTM_TCC_BRANCH = 'dtm-tcc-branch'
+
+/** The definition of a DTM TCC or XA transaction, by trans_type. */
+export const REGISTERED_BRANCH_NAMES = { tcc: DTM_TCC, xa: DTM_XA } as const
+
+/** Whether a stored transaction is a DTM TCC or XA (one whose branches the application registers). */
+export const hasRegisteredBranches = (name: string) => name === DTM_TCC || name === DTM_XA
+
+/** DTM's names of the two phase-2 operations: a TCC confirms or cancels, an XA branch commits or rolls back. */
+const PHASE2_OPS = {
+  tcc: { confirm: 'confirm', cancel: 'cancel' },
+  xa: { confirm: 'commit', cancel: 'rollback' },
+} as const
 export const HELPER_NAMES: readonly string[] = [DTM_TCC_BRANCH, DTM_DECISION]
 
 /** The stored input of a DTM TCC: the prepare body and the epoch ms past which it aborts by itself. */
@@ -32,6 +45,12 @@ const noop = { action: () => null }
 /** The TCC half of the DTM service. */
 export class DtmTccs {
   readonly tcc: Tcc<DtmTccInput>
+  /**
+   * DTM's XA over HTTP has the same shape: each branch runs `XA START … XA PREPARE` in the application's own
+   * service and registers its phase-2 URL; the service then calls it with `op=commit` (submit) or `op=rollback`
+   * (abort, timeout_to_fail).
+   */
+  readonly xa: Tcc<DtmTccInput>
   private readonly registrations: Saga<DtmRegistration>
   /** Registrations of one gid are numbered one after the other: serialized in this process. */
   private readonly queues = new Map<string, Promise<unknown>>()
@@ -42,13 +61,14 @@ export class DtmTccs {
     private readonly pollMs: number,
   ) {
     this.registrations = tc.saga<DtmRegistration>(DTM_TCC_BRANCH).step('record', noop)
-    this.tcc = tc.tcc<DtmTccInput>(DTM_TCC, {
-      branches: {
-        try: ({ input, signal }) => this.awaitDecision(input, signal),
-        confirm: ({ input, signal }) => this.callAll(input, 'confirm', signal),
-        cancel: ({ input, signal }) => this.callAll(input, 'cancel', signal),
-      },
-    })
+    const branches = {
+      try: ({ input, signal }: { input: DtmTccInput; signal: AbortSignal }) => this.awaitDecision(input, signal),
+      confirm: ({ input, signal }: { input: DtmTccInput; signal: AbortSignal }) =>
+        this.callAll(input, 'confirm', signal),
+      cancel: ({ input, signal }: { input: DtmTccInput; signal: AbortSignal }) => this.callAll(input, 'cancel', signal),
+    }
+    this.tcc = tc.tcc<DtmTccInput>(DTM_TCC, { branches })
+    this.xa = tc.tcc<DtmTccInput>(DTM_XA, { branches })
   }
 
   /** The registered branches of `gid`, in registration order. */
@@ -120,13 +140,14 @@ export class DtmTccs {
   /** Confirms (cancels) every registered branch, the last registered first, as DTM does. */
   private async callAll(input: DtmTccInput, op: 'confirm' | 'cancel', signal: AbortSignal): Promise<unknown> {
     const branches = await this.registered(input.gid)
+    const transType = input.trans_type === 'xa' ? 'xa' : 'tcc'
     for (const r of [...branches].reverse()) {
       await callDtmBranch({
         url: r[op],
         gid: input.gid,
-        transType: 'tcc',
+        transType,
         branchId: r.branch_id,
-        op,
+        op: PHASE2_OPS[transType][op],
         payload: r.data,
         headers: input.branch_headers,
         timeoutMs: (input.request_timeout || DEFAULT_REQUEST_TIMEOUT_S) * 1000,

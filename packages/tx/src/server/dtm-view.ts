@@ -5,7 +5,7 @@
 import type { BranchRecord, TxRecord, TxStatus } from '../types.js'
 import type { DtmRegistration, DtmTrans } from './dtm-request.js'
 import { branchId } from './dtm-saga.js'
-import { DTM_TCC } from './dtm-tcc.js'
+import { DTM_TCC, DTM_XA, hasRegisteredBranches } from './dtm-tcc.js'
 
 /** DTM's status of a transaction: a parked one is still unfinished for DTM (DTM would keep retrying it). */
 export function dtmStatus(record: { status: TxStatus; parkedFrom: TxStatus | null }): string {
@@ -30,7 +30,7 @@ function branchStatus(b: BranchRecord | undefined): string {
 /** The transaction and its branches in DTM's shape. */
 export function dtmTransaction(record: TxRecord, registrations: readonly DtmRegistration[]): DtmQuery {
   const input = record.input as Partial<DtmTrans> | undefined
-  const transType = record.name === DTM_TCC ? 'tcc' : record.kind
+  const transType = record.name === DTM_TCC ? 'tcc' : record.name === DTM_XA ? 'xa' : record.kind
   const transaction = {
     gid: record.gid,
     trans_type: transType,
@@ -45,9 +45,12 @@ export function dtmTransaction(record: TxRecord, registrations: readonly DtmRegi
     update_time: iso(record.updatedAt),
   }
   const branches: Record<string, unknown>[] = []
-  if (record.name === DTM_TCC) {
+  if (hasRegisteredBranches(record.name)) {
     const confirm = record.branches.find((b) => b.op === 'confirm')
     const cancel = record.branches.find((b) => b.op === 'cancel')
+    // DTM names an XA branch's phase-2 operations commit and rollback.
+    const names =
+      transType === 'xa' ? { cancel: 'rollback', confirm: 'commit' } : { cancel: 'cancel', confirm: 'confirm' }
     for (const r of registrations) {
       for (const [op, b] of [
         ['cancel', cancel],
@@ -58,7 +61,7 @@ export function dtmTransaction(record: TxRecord, registrations: readonly DtmRegi
           url: r[op],
           data: r.data,
           branch_id: r.branch_id,
-          op,
+          op: names[op],
           status: branchStatus(b),
         })
       }
