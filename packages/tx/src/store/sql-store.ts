@@ -1,30 +1,18 @@
 import type { Backend } from 'latchkey'
 import { StaleCoordinatorError, TxError } from '../errors.js'
-import type {
-  BranchOp,
-  BranchRecord,
-  BranchStatus,
-  HistoryEntry,
-  TxKind,
-  TxRecord,
-  TxStatus,
-  TxSummary,
-} from '../types.js'
+import type { TxRecord, TxStatus, TxSummary } from '../types.js'
 import { GroupCommit } from './group-commit.js'
 import { initialRows } from './initial-rows.js'
 import { type CteWrite, combine, pgCreate, pgWrite } from './pg-statements.js'
 import { nowMsSql, schemaStatements } from './schema.js'
-import type { Row, SqlDriver, SqlQuery } from './sql-driver.js'
+import type { SqlDriver, SqlQuery } from './sql-driver.js'
 import { SqlRowLeases } from './sql-row-leases.js'
+import { branch, entry, int, parse, summary } from './sql-rows.js'
 import type { BranchChange, ListFilter, NewTx, TxChange, TxStore } from './types.js'
 
 const UNFINISHED: readonly TxStatus[] = ['prepared', 'submitted', 'aborting']
 
 const json = (value: unknown): string | null => (value === undefined ? null : JSON.stringify(value))
-const parse = (value: unknown): unknown =>
-  value === null || value === undefined ? undefined : JSON.parse(String(value))
-const int = (value: unknown): number => Number(value)
-const nullable = (value: unknown): string | null => (value === null || value === undefined ? null : String(value))
 
 /**
  * The log on any SQL database through a {@link SqlDriver}. Fencing: each write's first statement is
@@ -285,40 +273,4 @@ export class SqlTxStore implements TxStore {
 function assignments(values: Record<string, unknown>, ...extra: string[]): { sets: string[]; params: unknown[] } {
   const defined = Object.entries(values).filter(([, v]) => v !== undefined)
   return { sets: [...defined.map(([col]) => `${col} = ?`), ...extra], params: defined.map(([, v]) => v) }
-}
-
-function summary(g: Row): TxSummary {
-  return {
-    gid: String(g.gid),
-    kind: String(g.kind) as TxKind,
-    name: String(g.name),
-    status: String(g.status) as TxStatus,
-    parkedFrom: nullable(g.parked_from) as TxStatus | null,
-    error: nullable(g.error),
-    createdAt: int(g.created_at),
-    updatedAt: int(g.updated_at),
-  }
-}
-
-function branch(b: Row): BranchRecord {
-  return {
-    id: String(b.branch),
-    op: String(b.op) as BranchOp,
-    seq: int(b.seq),
-    status: String(b.status) as BranchStatus,
-    attempts: int(b.attempts),
-    result: parse(b.result),
-    lastError: nullable(b.last_error),
-  }
-}
-
-function entry(h: Row): HistoryEntry {
-  return {
-    at: int(h.at),
-    type: String(h.type),
-    branch: nullable(h.branch),
-    op: nullable(h.op) as BranchOp | null,
-    detail: nullable(h.detail),
-    token: BigInt(String(h.fence)),
-  }
 }
