@@ -14,6 +14,13 @@ import { ioredisClient } from './support/redis-backend-module.js'
 
 const client = ioredisClient()
 const backends: RedisBackend[] = []
+/** Every connection a test opened, quit after all tests (a backend never closes the client handed to it). */
+const connections: ReturnType<typeof ioredisClient>[] = []
+function connection() {
+  const c = ioredisClient()
+  connections.push(c)
+  return c
+}
 const names: string[] = []
 
 // The backend puts the fencing counter's idle expiry on each script's first line; 24 h is the default it used.
@@ -27,7 +34,7 @@ const OLD_RELEASE = previous('release-mutex')
 
 /** A process of the previous version, uncontended path: its short scripts on its own connection. */
 function previousVersion() {
-  const own = ioredisClient()
+  const own = connection()
   const keys = (name: string) => {
     const m = `latchkey:{${name}}`
     return { m, fence: `${m}:fence`, expiry: `${m}:expiry`, watchers: `${m}:watchers` }
@@ -45,12 +52,11 @@ function previousVersion() {
       const k = keys(name)
       return Number(await evalScript(own, OLD_RELEASE, [k.m, k.expiry, k.watchers], [owner]))
     },
-    close: () => own.quit(),
   }
 }
 
 function newVersion(): RedisBackend {
-  const b = redisBackend({ client: ioredisClient() }) as RedisBackend
+  const b = redisBackend({ client: connection() }) as RedisBackend
   backends.push(b)
   return b
 }
@@ -87,6 +93,7 @@ afterEach(async () => {
 })
 afterAll(async () => {
   for (const b of backends) await b.close()
+  for (const c of connections) await c.quit()
   await client.quit()
 })
 
@@ -105,7 +112,6 @@ describe('Redis rolling upgrade: the previous version and this one on the same m
     const t2 = tokenOf(await b.tryAcquire(mine))
     expect(t2).toBeGreaterThan(t1 as bigint)
     expect(await b.release(mine)).toBe(true)
-    await old.close()
   })
 
   it('a lock held by this version is held for the previous one, and the tokens go on increasing', async () => {
@@ -122,7 +128,6 @@ describe('Redis rolling upgrade: the previous version and this one on the same m
     const t2 = await old.tryAcquire(name, oldOwner)
     expect(t2).toBeGreaterThan(t1)
     expect(await old.release(name, oldOwner)).toBe(1)
-    await old.close()
   })
 
   it('processes of both versions taking turns on one lock never hold it at the same time', async () => {
@@ -164,6 +169,5 @@ describe('Redis rolling upgrade: the previous version and this one on the same m
     }
     await Promise.all([...olds.map(oldTask), ...news.map(newTask)])
     expect(most).toBe(1)
-    for (const old of olds) await old.close()
   })
 })
