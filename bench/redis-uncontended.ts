@@ -9,8 +9,10 @@
  *
  * BEFORE_DIST=<another build's dist directory> adds that build as a contender (before/after a change, same run);
  * REDISSON=1 adds the Redisson layout; LAYERS=1 adds latchkey's backend driven directly (tryAcquire + release of
- * the backend contract, no core), so the core's share of the client CPU is the difference. `fenced floor` is the least any fenced, owner-checked Redis lock sends: one
- * script that takes a token and SET NX PX, one that deletes the key if it still holds that token.
+ * the backend contract, no core), so the core's share of the client CPU is the difference; PROTO=1 adds latchkey with
+ * its uncontended mutex kept as a string key (lib/string-mutex-prototype.ts: a measurement of that layout, not
+ * shippable). `fenced floor` is the least any fenced, owner-checked Redis lock sends: one script that takes a token
+ * and SET NX PX, one that deletes the key if it still holds that token.
  */
 import { randomUUID } from 'node:crypto'
 import { readFileSync } from 'node:fs'
@@ -19,6 +21,7 @@ import { createLocks } from 'latchkey'
 import { redisBackend } from 'latchkey/redis'
 import { startRedisServer } from '../packages/latchkey/test/support/redis-server-process.js'
 import type { Contender } from './lib/contender.js'
+import { stringMutexPrototype } from './lib/string-mutex-prototype.js'
 import { openPeer } from './redis-peers.js'
 
 const [roundsArg, windowArg, ...concArgs] = process.argv.slice(2)
@@ -50,6 +53,21 @@ function latchkey(
     close: async () => {
       await locks.close()
       await backend.close()
+      client.disconnect()
+    },
+  }
+}
+
+/** latchkey's core and backend, the uncontended mutex as a string key (see lib/string-mutex-prototype.ts). */
+function stringPrototype(): Contender {
+  const client = new Redis(server.url)
+  const real = redisBackend({ client })
+  const locks = createLocks({ backend: stringMutexPrototype(real, client), namespace: `${ns}-proto`, ttlMs: 10_000 })
+  return {
+    acquire: (key, waitMs) => locks.mutex(key).acquire({ waitMs }),
+    close: async () => {
+      await locks.close()
+      await real.close()
       client.disconnect()
     },
   }
@@ -115,6 +133,7 @@ const contenders: Record<string, Contender> = {
   'redis-semaphore': openPeer('redis-semaphore', server.url, `${ns}-sem`, 10_000),
 }
 if (process.env.LAYERS === '1') contenders['latchkey backend, no core'] = backendOnly()
+if (process.env.PROTO === '1') contenders['latchkey, string-key prototype'] = stringPrototype()
 if (process.env.REDISSON === '1') contenders['latchkey redisson layout'] = latchkey('redisson')
 const before = process.env.BEFORE_DIST
 if (before !== undefined) {

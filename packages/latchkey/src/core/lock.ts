@@ -81,16 +81,28 @@ export class LockHandle implements Lock, LockTarget {
     readonly permits: number,
   ) {}
 
-  async acquire(options?: AcquireOptions): Promise<Lease> {
-    const settings = resolveSettings(this.ctx, options, true)
-    const reentered = this.reenter()
-    if (reentered !== undefined) return reentered
-    return (await acquireLease(this, settings)) as Lease
+  // Not async: acquireLease's own promise is returned as is, since one more async layer costs every acquire a
+  // promise and a few microtask turns. Bad options still reject rather than throw.
+  acquire(options?: AcquireOptions): Promise<Lease> {
+    try {
+      const settings = resolveSettings(this.ctx, options, true)
+      const reentered = this.reenter()
+      if (reentered !== undefined) return Promise.resolve(reentered)
+      return acquireLease(this, settings) as Promise<Lease>
+    } catch (error) {
+      return Promise.reject(error)
+    }
   }
 
-  async tryAcquire(options?: Omit<AcquireOptions, 'waitMs'>): Promise<Lease | undefined> {
-    const settings = resolveSettings(this.ctx, options, false)
-    return this.reenter() ?? (await acquireLease(this, settings))
+  tryAcquire(options?: Omit<AcquireOptions, 'waitMs'>): Promise<Lease | undefined> {
+    try {
+      const settings = resolveSettings(this.ctx, options, false)
+      const reentered = this.reenter()
+      if (reentered !== undefined) return Promise.resolve(reentered)
+      return acquireLease(this, settings)
+    } catch (error) {
+      return Promise.reject(error)
+    }
   }
 
   async withLock<T>(fn: (lease: Lease) => Promise<T> | T, options?: AcquireOptions): Promise<T> {

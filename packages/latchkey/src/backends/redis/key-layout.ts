@@ -18,6 +18,9 @@ export interface LockKeys {
   readonly keys: readonly [string, string, string, string, string, string, string]
   /** All but the fencing counter: what every script but acquire and release needs. */
   readonly stateKeys: readonly [string, string, string, string, string, string]
+  /** The keys of the uncontended mutex's short scripts: acquire-mutex.lua's M, F and release-mutex.lua's M, E, W. */
+  readonly shortAcquire: readonly [string, string]
+  readonly shortRelease: readonly [string, string, string]
   /** The pub/sub channel a release is published on. */
   readonly channel: string
   /** Identifies the family in this process (the channel is unique per family). */
@@ -46,8 +49,9 @@ function escapeTag(name: string): string {
 }
 
 function lockKeys(keys: LockKeys['keys'], channel: string, id: string): LockKeys {
-  const [m, x, q, e, w, p] = keys
-  return { keys, stateKeys: [m, x, q, e, w, p], channel, id }
+  const [m, x, q, e, w, p, f] = keys
+  // Built once per lock (the KeyCache keeps them): a fresh array per call is garbage on the hot path.
+  return { keys, stateKeys: [m, x, q, e, w, p], shortAcquire: [m, f], shortRelease: [m, e, w], channel, id }
 }
 
 /** Escapes Redis glob metacharacters. */

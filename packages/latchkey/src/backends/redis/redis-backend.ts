@@ -16,10 +16,10 @@ import type {
   RenewRequest,
 } from '../../backend/types.js'
 import { BackendUnavailableError, isLockError } from '../../errors.js'
-import { adaptClient, isReplyError, type RedisClientLike, type RedisCommander } from './client-adapter.js'
+import { adaptClient, isNoScript, isReplyError, type RedisClientLike, type RedisCommander } from './client-adapter.js'
 import { CommandDeadlines } from './command-deadlines.js'
 import { KeyCache, type KeyLayout, layoutNamed, type RedisLayoutName } from './key-layout.js'
-import { type LuaScript, runScript } from './lua-script.js'
+import type { LuaScript } from './lua-script.js'
 import { RecentContention } from './recent-contention.js'
 import { holdersFrom, lockKeysFromScan, waitersFrom } from './redis-inspect.js'
 import { ReleaseNotifier } from './release-notifier.js'
@@ -114,25 +114,29 @@ export class RedisBackend extends BackendBase {
   }
 
   async tryAcquire(request: AcquireRequest): Promise<AcquireResult> {
-    const { keys, channel, id } = this.keys.keysOf(request)
+    const lockKeys = this.keys.keysOf(request)
+    const { keys, channel, id } = lockKeys
     const field = this.layout.fieldOf(request.owner)
     const sub = this.notifier.claim(field, channel)
     if (sub?.granted !== undefined) return this.takeHandoff(request, sub)
     const mode = request.queue ? 'q' : sub === undefined ? '-' : sub.triedAt === 0 ? 'f' : 'w'
-    // A grant that arrives after the caller was told "unavailable" (timed out, resent on reconnect) has no
-    // holder: give it back at once instead of letting it block everyone for a whole TTL.
-    const orphan = (late: AcquireReply) => {
-      if (late.granted) this.releaseGrant(request, late.token).catch(() => undefined)
-    }
     // Latchkey layout: a mutex's first try takes the short script unless the lock was lately seen contended here.
     const watched = this.contention !== undefined && request.kind === 'mutex'
     if (watched && (mode === '-' || mode === 'f') && !this.contention?.has(id)) {
       // The common case: free. Only a held lock needs the full script below (one more round trip).
       const sentAt = performance.now()
       if (sub !== undefined) sub.triedAt = sentAt
-      const args = [field, String(request.ttlMs), String(request.lockDelayMs)]
-      const reply = await this.run(this.scripts.acquireMutex, [keys[0], keys[6]], args, request, orphan)
-      if (reply.granted) return this.granted(request, reply, sentAt)
+      // No lock-delay (the default) is no argument: each one costs the client more than Lua's `or 0` costs Redis.
+      const args =
+        request.lockDelayMs === 0
+          ? [field, String(request.ttlMs)]
+          : [field, String(request.ttlMs), String(request.lockDelayMs)]
+      const token = await this.run(this.scripts.acquireMutex, lockKeys.shortAcquire, args, request, request)
+      if (token !== undefined) {
+        if (this.replicas !== undefined)
+          return this.granted(request, { granted: true, token, remainingMs: undefined }, sentAt)
+        return { acquired: true, token: BigInt(token) }
+      }
       this.contention?.saw(id)
     }
     const waitTtl = request.queue ? request.queueTtlMs : WATCH_TTL_MS
@@ -144,7 +148,7 @@ export class RedisBackend extends BackendBase {
     const args = wake !== undefined && (mode === 'w' || mode === 'f') ? [field, spec, wake] : [field, spec]
     const sentAt = performance.now()
     if (sub !== undefined) sub.triedAt = sentAt
-    const reply = await this.run(this.scripts.acquire, keys, args, request, orphan)
+    const reply = await this.run(this.scripts.acquire, keys, args, request, request)
     if (!reply.granted) {
       if (reply.permitsInForce !== undefined) return { acquired: false, permitsInForce: reply.permitsInForce }
       if (watched) this.contention?.saw(id)
@@ -191,12 +195,13 @@ export class RedisBackend extends BackendBase {
   }
 
   async release(request: HolderRef): Promise<boolean> {
-    const { keys, channel, id } = this.keys.keysOf(request)
+    const lockKeys = this.keys.keysOf(request)
+    const { keys, channel, id } = lockKeys
     const field = this.layout.fieldOf(request.owner)
     // Latchkey layout: a mutex nobody waits for is released by the short script, unless the lock was lately seen
     // contended here (then someone likely waits, and the full script hands the lock over in one round trip).
     if (this.contention !== undefined && request.kind === 'mutex' && !this.contention.has(id)) {
-      const done = await this.run(this.scripts.releaseMutex, [keys[0], keys[3], keys[4]], [field], request)
+      const done = await this.run(this.scripts.releaseMutex, lockKeys.shortRelease, [field], request)
       if (done !== 'waited') return done === 'released'
       this.contention.saw(id)
     }
@@ -259,36 +264,54 @@ export class RedisBackend extends BackendBase {
   }
 
   /**
-   * Runs one script by EVALSHA (EVAL when the server lost it) under the command deadline; `late` receives the
-   * reply of a command that outlived its deadline. Few promises per call: this is the hot path of every lock.
+   * Runs one script by EVALSHA (EVAL when the server lost it) under the command deadline. With `grantTo` (the
+   * acquire it runs for), a reply that outlived its deadline and granted the lock is given back at once: the caller was told "unavailable", so
+   * the grant has no holder and would block everyone for a whole TTL. One promise per call (the client's own
+   * `then` feeds it directly): this is the hot path of every lock, and each extra layer costs a microtask turn.
    */
   private run<Reply>(
     script: LuaScript<Reply>,
     keys: readonly string[],
     args: readonly string[],
     ref: LockRef,
-    late?: (reply: Reply) => void,
+    grantTo?: HolderRef,
   ): Promise<Reply> {
-    if (this.commander.offline) {
+    const commander = this.commander
+    if (commander.offline) {
       return Promise.reject(
         new BackendUnavailableError(
-          `Redis ${this.commander.server} is unreachable (the ${this.commander.library} client is reconnecting) for lock "${ref.key}"; retry later`,
+          `Redis ${commander.server} is unreachable (the ${commander.library} client is reconnecting) for lock "${ref.key}"; retry later`,
           { lockName: ref.key },
         ),
       )
     }
     return new Promise((resolve, reject) => {
-      const fail = (error: unknown): void => reject(toLockError(error, ref.key, script.name, this.commander.server))
+      const fail = (error: unknown): void => reject(toLockError(error, ref.key, script.name, commander.server))
       const entry = this.deadlines.start(fail)
-      const done = (reply: Reply): void => {
+      const done = (raw: unknown): void => {
+        const reply = script.reply(raw)
         if (this.deadlines.finish(entry)) resolve(reply)
-        else late?.(reply)
+        else if (grantTo !== undefined) this.giveBackLate(grantTo, reply)
       }
       const failed = (error: unknown): void => {
         if (this.deadlines.finish(entry)) fail(error)
       }
-      runScript(this.commander, script, keys, args).then(done, failed)
+      commander.evalsha(script, keys, args).then(done, (error: unknown) => {
+        if (isNoScript(error)) commander.eval(script, keys, args).then(done, failed)
+        else failed(error)
+      })
     })
+  }
+
+  /** Gives back a grant whose reply came after its command's deadline (see {@link run}). */
+  private giveBackLate(request: HolderRef, reply: unknown): void {
+    const token =
+      typeof reply === 'string'
+        ? reply
+        : (reply as AcquireReply).granted
+          ? (reply as { token: string }).token
+          : undefined
+    if (token !== undefined) this.releaseGrant(request, token).catch(() => undefined)
   }
 
   /** WAITs for the configured replicas; on too few acknowledgements undoes the write and fails. */

@@ -1,10 +1,12 @@
 -- tryAcquire of a mutex in the latchkey layout, first try of an attempt (nothing of it registered), on its own: only
--- the two keys and three arguments the free lock needs, where acquire.lua takes seven keys and a packed spec (each
--- key and argument costs the client and the server more than the commands below do; bench/redis-uncontended.ts).
--- A held lock is left to acquire.lua, which registers the wait: the backend sends this script only while the lock
--- has not been seen contended in its process lately.
--- KEYS: M and F (KEYS[1] and KEYS[7] of base.lua). ARGV: the caller's field, ttlMs, lockDelayMs.
--- Reply as acquire.lua's: '1 <token>' granted, '0 -1' held (nothing was written).
-local M, F, field, ttl, delay = KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+-- the two keys and two or three arguments the free lock needs, where acquire.lua takes seven keys and a packed spec
+-- (each key and argument costs the client and the server more than the commands below do;
+-- bench/redis-uncontended.ts). A held lock is left to acquire.lua, which registers the wait: the backend sends this
+-- script only while the lock has not been seen contended in its process lately.
+-- KEYS: M and F (KEYS[1] and KEYS[7] of base.lua). ARGV: the caller's field, ttlMs, and lockDelayMs when not 0.
+-- Reply: the token (an integer reply, cheaper for both sides than acquire.lua's string) when granted, else 0
+-- (held; nothing was written).
+local M, F, field, ttl, delay = KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3] or 0)
+local granted = 0
 --#include free-mutex.lua
-return '0 -1'
+return granted

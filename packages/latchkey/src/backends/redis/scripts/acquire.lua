@@ -19,7 +19,9 @@ ttl, delay, permits, wait_ttl = tonumber(ttl), tonumber(delay), tonumber(permits
 -- call): a mutex's first try (nothing of it registered) on a free lock in the latchkey layout.
 if kind == 'mutex' and (mode == '-' or mode == 'f') and KEYS[2] == KEYS[1] then
   local M, F = KEYS[1], KEYS[7]
+  local granted
 --#include free-mutex.lua
+  if granted then return '1 ' .. string.format('%d', granted) end
 end
 
 --#include base.lua

@@ -2,7 +2,8 @@
 -- next_fence, the record of put and the expiry of keep_until in five commands (four without the counter's idle
 -- expiry), as the general rules of acquire.lua would grant it. Expects the locals M, F (KEYS[1] and KEYS[7] of
 -- base.lua), field, ttl and delay (numbers). Included before any function is created (each closure costs Redis per
--- call) by acquire.lua and acquire-mutex.lua; replies as acquire.lua does.
+-- call) by acquire.lua and acquire-mutex.lua, which declare `local granted` before it: set to the token on a grant,
+-- each includer replies in its own form.
 if redis.call('EXISTS', M) == 0 then
   local T = redis.call('TIME')
   local n = redis.call('INCR', F)
@@ -14,5 +15,5 @@ if redis.call('EXISTS', M) == 0 then
   local exp = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000) + ttl
   redis.call('HSET', M, field, string.format('mutex|%d|%d|%d', exp, exp + delay, n))
   redis.call('PEXPIRE', M, ttl + delay)
-  return '1 ' .. string.format('%d', n)
+  granted = n
 end

@@ -16,8 +16,8 @@ export type AcquireReply =
 /** Every script of the Redis backend, each with its reply. */
 export interface RedisScripts {
   readonly acquire: LuaScript<AcquireReply>
-  /** A free mutex's grant in the latchkey layout (never registers a wait): as `acquire`. */
-  readonly acquireMutex: LuaScript<AcquireReply>
+  /** A free mutex's grant in the latchkey layout (never registers a wait): its token, undefined when held. */
+  readonly acquireMutex: LuaScript<string | undefined>
   /** True when the caller's lease was dropped. */
   readonly release: LuaScript<boolean>
   /** A mutex's release in the latchkey layout when nobody waits. */
@@ -61,6 +61,8 @@ const mutexRelease = (raw: unknown): MutexRelease => {
   return n === 1 ? 'released' : n === 2 ? 'waited' : 'not-held'
 }
 const count = (raw: unknown): number => Number(raw)
+/** acquire-mutex.lua's integer reply: the token, or 0 when the lock is held. */
+const tokenOrNone = (raw: unknown): string | undefined => (Number(raw) === 0 ? undefined : String(raw))
 
 const read = (file: string) => readLuaFile(new URL(`./${file}.lua`, import.meta.url))
 const SOURCES = {
@@ -91,7 +93,7 @@ export function scriptsFor(fenceIdleMs: number): RedisScripts {
     const source = (name: keyof typeof SOURCES) => withFenceIdle(fenceIdleMs, SOURCES[name])
     scripts = Object.freeze({
       acquire: luaScript('acquire', source('acquire'), acquireReply),
-      acquireMutex: luaScript('acquireMutex', source('acquireMutex'), acquireReply),
+      acquireMutex: luaScript('acquireMutex', source('acquireMutex'), tokenOrNone),
       release: luaScript('release', source('release'), isOne),
       releaseMutex: luaScript('releaseMutex', source('releaseMutex'), mutexRelease),
       renew: luaScript('renew', source('renew'), isOne),

@@ -1,0 +1,173 @@
+/**
+ * A rolling upgrade of the Redis backend: processes of the previous version and of this one lock the same names at
+ * once. The previous version's short mutex scripts (test/support/redis-previous/, as it sent them) run beside this
+ * version's backend on the shared server; the two must exclude each other and their fencing tokens must keep
+ * increasing across versions. (Both versions write the same records, so a lock taken by one is a lock to the other;
+ * only the short acquire's reply changed. These cases fail if a new version writes a lock the old one cannot read.)
+ */
+import { randomUUID } from 'node:crypto'
+import { afterAll, afterEach, describe, expect, it } from 'vitest'
+import type { AcquireRequest, AcquireResult } from '../src/backend/types.js'
+import { type RedisBackend, redisBackend } from '../src/backends/redis/index.js'
+import { evalScript, luaScript, readLuaFile } from '../src/backends/redis/lua-script.js'
+import { ioredisClient } from './support/redis-backend-module.js'
+
+const client = ioredisClient()
+const backends: RedisBackend[] = []
+/** Every connection a test opened, quit after all tests (a backend never closes the client handed to it). */
+const connections: ReturnType<typeof ioredisClient>[] = []
+function connection() {
+  const c = ioredisClient()
+  connections.push(c)
+  return c
+}
+const names: string[] = []
+
+// The backend puts the fencing counter's idle expiry on each script's first line; 24 h is the default it used.
+const previous = (file: string) =>
+  luaScript(
+    `previous ${file}`,
+    `local FENCE_IDLE_MS = 86400000\n${readLuaFile(new URL(`./support/redis-previous/${file}.lua`, import.meta.url))}`,
+  )
+const OLD_ACQUIRE = previous('acquire-mutex')
+const OLD_RELEASE = previous('release-mutex')
+
+/** A process of the previous version, uncontended path: its short scripts on its own connection. */
+function previousVersion() {
+  const own = connection()
+  const keys = (name: string) => {
+    const m = `latchkey:{${name}}`
+    return { m, fence: `${m}:fence`, expiry: `${m}:expiry`, watchers: `${m}:watchers` }
+  }
+  return {
+    /** The token, or undefined when the lock is held. */
+    async tryAcquire(name: string, owner: string, ttlMs = 10_000): Promise<bigint | undefined> {
+      const k = keys(name)
+      const reply = String(await evalScript(own, OLD_ACQUIRE, [k.m, k.fence], [owner, String(ttlMs), '0']))
+      const [code, token] = reply.split(' ')
+      return code === '1' ? BigInt(token as string) : undefined
+    },
+    /** 1 released, 0 not held, 2 someone waits (the previous version then ran the full release). */
+    async release(name: string, owner: string): Promise<number> {
+      const k = keys(name)
+      return Number(await evalScript(own, OLD_RELEASE, [k.m, k.expiry, k.watchers], [owner]))
+    },
+  }
+}
+
+function newVersion(): RedisBackend {
+  const b = redisBackend({ client: connection() }) as RedisBackend
+  backends.push(b)
+  return b
+}
+
+function lockName(): string {
+  const name = `rolling-${randomUUID()}`
+  names.push(name)
+  return name
+}
+
+function request(key: string): AcquireRequest {
+  return {
+    key,
+    kind: 'mutex',
+    owner: randomUUID(),
+    ttlMs: 10_000,
+    permits: 1,
+    lockDelayMs: 0,
+    queue: false,
+    queueTtlMs: 5_000,
+  }
+}
+
+function tokenOf(result: AcquireResult): bigint {
+  if (!result.acquired) throw new Error('not acquired')
+  return result.token
+}
+
+afterEach(async () => {
+  for (const name of names.splice(0)) {
+    const keys = await client.keys(`latchkey:{${name}}*`)
+    if (keys.length > 0) await client.del(...keys)
+  }
+})
+afterAll(async () => {
+  for (const b of backends) await b.close()
+  for (const c of connections) await c.quit()
+  await client.quit()
+})
+
+describe('Redis rolling upgrade: the previous version and this one on the same mutex', () => {
+  it('a lock held by the previous version is held for this one, and the tokens go on increasing', async () => {
+    const old = previousVersion()
+    const b = newVersion()
+    const name = lockName()
+    const oldOwner = randomUUID()
+    const t1 = await old.tryAcquire(name, oldOwner)
+    expect(t1).toBeDefined()
+    const mine = request(name)
+    expect(await b.tryAcquire(mine)).toMatchObject({ acquired: false })
+    expect(await b.release(mine)).toBe(false)
+    expect(await old.release(name, oldOwner)).toBe(1)
+    const t2 = tokenOf(await b.tryAcquire(mine))
+    expect(t2).toBeGreaterThan(t1 as bigint)
+    expect(await b.release(mine)).toBe(true)
+  })
+
+  it('a lock held by this version is held for the previous one, and the tokens go on increasing', async () => {
+    const old = previousVersion()
+    const b = newVersion()
+    const name = lockName()
+    const mine = request(name)
+    const t1 = tokenOf(await b.tryAcquire(mine))
+    const oldOwner = randomUUID()
+    expect(await old.tryAcquire(name, oldOwner)).toBeUndefined()
+    // The previous version's owner-checked release leaves this version's lease alone.
+    expect(await old.release(name, oldOwner)).toBe(0)
+    expect(await b.release(mine)).toBe(true)
+    const t2 = await old.tryAcquire(name, oldOwner)
+    expect(t2).toBeGreaterThan(t1)
+    expect(await old.release(name, oldOwner)).toBe(1)
+  })
+
+  it('processes of both versions taking turns on one lock never hold it at the same time', async () => {
+    const olds = [previousVersion(), previousVersion()]
+    const news = [newVersion(), newVersion()]
+    const name = lockName()
+    let holders = 0
+    let most = 0
+    let lastToken = 0n
+    const turns = 40
+    const hold = async (token: bigint) => {
+      holders++
+      most = Math.max(most, holders)
+      expect(token).toBeGreaterThan(lastToken)
+      lastToken = token
+      // Another task's try runs meanwhile: the holder keeps the lock across a round trip to Redis.
+      await client.ping()
+      holders--
+    }
+    const oldTask = async (old: ReturnType<typeof previousVersion>) => {
+      for (let done = 0; done < turns; ) {
+        const owner = randomUUID()
+        const token = await old.tryAcquire(name, owner)
+        if (token === undefined) continue
+        await hold(token)
+        expect(await old.release(name, owner)).toBe(1)
+        done++
+      }
+    }
+    const newTask = async (b: RedisBackend) => {
+      for (let done = 0; done < turns; ) {
+        const r = request(name)
+        const result = await b.tryAcquire(r)
+        if (!result.acquired) continue
+        await hold(result.token)
+        expect(await b.release(r)).toBe(true)
+        done++
+      }
+    }
+    await Promise.all([...olds.map(oldTask), ...news.map(newTask)])
+    expect(most).toBe(1)
+  })
+})
