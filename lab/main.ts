@@ -71,7 +71,12 @@ for (const seed of Array.from({ length: seeds }, (_, i) => i + 1)) {
         // T9 runs only inside lab/netns.sh's namespaces, and there only T9 can run (the shared servers are outside).
         (d.needs === 'partition') === inNetns &&
         (d.needs !== 'partition' || target.partitionable === true) &&
-        (!serverVariant || d.needs === 'server' || d.needs === 'partition' || d.id === 'T1'),
+        (d.needs !== 'power-loss' || target.losesPower === true) &&
+        (!serverVariant ||
+          d.needs === 'server' ||
+          d.needs === 'partition' ||
+          d.needs === 'power-loss' ||
+          d.id === 'T1'),
     )
     for (const def of scenarios) {
       for (const fencing of smoke ? [true] : [false, true]) {

@@ -2,7 +2,7 @@ import type { RunSummary } from './checker/summarize.js'
 import type { FaultSpec } from './runner/nemesis.js'
 
 /** What a scenario needs of a backend (see ScenarioDef.needs). */
-export type ScenarioNeeds = 'server' | 'network' | 'session' | 'partition'
+export type ScenarioNeeds = 'server' | 'network' | 'session' | 'partition' | 'power-loss'
 
 /** A fault scenario of the plan, for any backend. */
 export interface ScenarioDef {
@@ -13,7 +13,8 @@ export interface ScenarioDef {
    * `server`: only on servers the lab owns (it kills or freezes them; the SQL engines then run on private
    * instances); `network`: only where a client talks to the lock service over TCP; `session`: only where the
    * server can end one client's lock session; `partition`: only on a cluster the lab runs in network namespaces
-   * of its own (lab/netns.sh), whose members it can cut off from each other.
+   * of its own (lab/netns.sh), whose members it can cut off from each other; `power-loss`: only on a durable
+   * server whose data dir the lab can put on lazy_fs.py.
    */
   needs?: ScenarioNeeds
 }
@@ -102,6 +103,13 @@ export const SCENARIOS: ScenarioDef[] = [
     title: 'lock server frozen (SIGSTOP) 1.5-3x the TTL as a client enters (RedLock: 3 of 5 nodes)',
     fault: (ttl) => ({ ...pause('enter', ttl), kind: 'server-pause' }),
     needs: 'server',
+  },
+  {
+    id: 'T13',
+    title:
+      'power loss: lock server killed -9 as a client enters, its un-fsynced writes dropped (lazy_fs.py), restarted 0-0.1 s later',
+    fault: (ttl) => ({ kind: 'server-kill', at: 'enter', everyMs: 2 * ttl, durationMs: [0, 100] }),
+    needs: 'power-loss',
   },
   {
     id: 'K9',

@@ -11,6 +11,7 @@ import {
   type SessionInfo,
   terminatePostgresBackends,
 } from './end-session.js'
+import { type LazyMount, mountLazyFs } from './lazy-fs.js'
 import { type CutWhich, type NetnsCluster, netnsEtcd, netnsZookeeper } from './netns-clusters.js'
 import { type PrivateRedis, startPrivateRedis } from './redis-server.js'
 import { type PrivateSqlServer, startPrivateMariadb, startPrivatePostgres } from './sql-servers.js'
@@ -39,6 +40,8 @@ export interface Target {
   endsSessions: boolean
   /** A cluster whose members the lab can partition from each other (T9, in lab/netns.sh's namespaces). */
   partitionable?: boolean
+  /** A durable server whose disk the lab can make lose its un-fsynced writes (T13, lazy_fs.py). */
+  losesPower?: boolean
   /** Clients reach the lock service over TCP (a network fault can cut them off); false for an embedded file. */
   networked: boolean
   /**
@@ -125,8 +128,27 @@ export async function stopLabServers(): Promise<void> {
   sqlServers.clear()
   for (const server of redisServers.values()) await server.stop()
   redisServers.clear()
+  for (const mount of lazyMounts.splice(0)) await mount.unmount()
   for (const c of clusters.values()) await c.stop()
   clusters.clear()
+}
+
+const lazyMounts: LazyMount[] = []
+
+/**
+ * T13: a redis-server with its data dir on a lazy filesystem (lazy_fs.py), on its own port; its restart cuts the
+ * power between the kill and the new start, so the AOF keeps only what Redis fsynced.
+ */
+async function powerLossRedis(dataRoot: string, persistence: Persistence): Promise<PrivateRedis> {
+  const port = LAB_REDIS_PORT + 5 + PORT_OFFSET[persistence]
+  let server = redisServers.get(port)
+  if (server === undefined) {
+    const mount = await mountLazyFs(join(dataRoot, `redis-lazy-${port}`))
+    lazyMounts.push(mount)
+    server = await startPrivateRedis(port, mount.dir, persistence, () => mount.powerLoss())
+    redisServers.set(port, server)
+  }
+  return server
 }
 
 const redisTarget = (name: string, persistence: Persistence): Target => ({
@@ -134,9 +156,13 @@ const redisTarget = (name: string, persistence: Persistence): Target => ({
   shared: false,
   restartable: true,
   endsSessions: persistence === 'none',
+  losesPower: persistence !== 'none',
   networked: true,
-  prepare: async (_namespace, dataRoot) => {
-    const server = await privateRedis(dataRoot, LAB_REDIS_PORT + PORT_OFFSET[persistence], persistence)
+  prepare: async (_namespace, dataRoot, needs) => {
+    const server =
+      needs === 'power-loss'
+        ? await powerLossRedis(dataRoot, persistence)
+        : await privateRedis(dataRoot, LAB_REDIS_PORT + PORT_OFFSET[persistence], persistence)
     return {
       url: server.url,
       cleanup: async () => {},
