@@ -68,23 +68,61 @@ export function parseReport(text: string): ReportTables {
   return { matrix, liveness, runs, invocations, naive: section(lines, 'The naive algorithms') }
 }
 
+/** A latchkey run's name: `<scenario>-<backend>-fence-<on|off>-s<seed>`. */
+const RUN_NAME = /^[A-Za-z0-9]+-(.+)-fence-(on|off)-s\d+$/
+
 /**
- * A liveness row for a backend measured both before and now: maxima and counts combine exactly; the median of the
- * per-run unavailability p50s cannot be recomputed without the earlier runs, so the earlier one is kept.
+ * The per-backend counts of the runs table: lost updates with fencing off and on (column 5) and token
+ * regressions (column 8; a row written before that column existed counts 0, see `withRegressions`).
  */
-export function mergeLiveness(before: string[], now: string[]): string[] {
+function countsFromRuns(runs: Map<string, string>): Map<string, { off: number; on: number; regressions: number }> {
+  const counts = new Map<string, { off: number; on: number; regressions: number }>()
+  for (const [name, row] of runs) {
+    const match = RUN_NAME.exec(name)
+    if (match === null) continue
+    const cells = cellsOf(row)
+    const c = counts.get(match[1]!) ?? { off: 0, on: 0, regressions: 0 }
+    const lost = Number(cells[4] ?? 0)
+    if (match[2] === 'on') c.on += lost
+    else c.off += lost
+    c.regressions += Number(cells[7] ?? 0) || 0
+    counts.set(match[1]!, c)
+  }
+  return counts
+}
+
+/**
+ * Adds the token-regression column to a runs-table row written before it existed. The report it comes from
+ * counted 0 regressions for the row's backend, and counts are never negative, so the row's own count was 0;
+ * otherwise it is unknown.
+ */
+function withRegressions(name: string, row: string, liveness: Map<string, string[]>): string {
+  if (cellsOf(row).length >= 8) return row
+  const backend = RUN_NAME.exec(name)?.[1]
+  const total = backend === undefined ? '0' : (liveness.get(backend)?.[3] ?? '?')
+  return `${row} ${total === '0' ? '0' : '?'} |`
+}
+
+/**
+ * A liveness row for a backend measured both before and now. Lost updates and token regressions are summed from
+ * the merged runs table, so a run merged twice counts once; maxima are maxima; the median of the per-run
+ * unavailability p50s cannot be recomputed without the earlier runs, so the earlier one is kept.
+ */
+export function mergeLiveness(
+  before: string[],
+  now: string[],
+  counts: { off: number; on: number; regressions: number } | undefined,
+): string[] {
   const [unavBefore = '', lagBefore = '', lostBefore = '', regBefore = ''] = before
   const [unavNow = '', lagNow = '', lostNow = '', regNow = ''] = now
   const [p50Before, maxBefore] = unavBefore.split(' / ').map(Number)
   const [, maxNow] = unavNow.split(' / ').map(Number)
   const lag = [lagBefore, lagNow].filter((v) => v !== '–').map(Number)
-  const [offBefore, onBefore] = lostBefore.split(' / ').map(Number)
-  const [offNow, onNow] = lostNow.split(' / ').map(Number)
   return [
     `${p50Before} / ${Math.max(maxBefore ?? 0, maxNow ?? 0)}`,
     lag.length === 0 ? '–' : String(Math.max(...lag)),
-    `${(offBefore ?? 0) + (offNow ?? 0)} / ${(onBefore ?? 0) + (onNow ?? 0)}`,
-    String(Number(regBefore) + Number(regNow)),
+    counts === undefined ? lostNow || lostBefore : `${counts.off} / ${counts.on}`,
+    counts === undefined ? regNow || regBefore : String(counts.regressions),
   ]
 }
 
@@ -103,12 +141,14 @@ export function mergeTables(before: ReportTables, now: ReportTables, scenarioOrd
     for (const [backend, text] of is?.cells ?? []) if (text !== '–' || !cells.has(backend)) cells.set(backend, text)
     matrix.set(id, { label: is?.label ?? was?.label ?? id, cells })
   }
+  const runs = new Map([...before.runs].map(([name, row]) => [name, withRegressions(name, row, before.liveness)]))
+  for (const [name, row] of now.runs) runs.set(name, row)
+  const counts = countsFromRuns(runs)
   const liveness = new Map(before.liveness)
   for (const [backend, row] of now.liveness) {
     const was = liveness.get(backend)
-    liveness.set(backend, was === undefined ? row : mergeLiveness(was, row))
+    liveness.set(backend, was === undefined ? row : mergeLiveness(was, row, counts.get(backend)))
   }
-  const runs = new Map([...before.runs, ...now.runs])
   const invocations = [...before.invocations, ...now.invocations.filter((l) => !before.invocations.includes(l))]
   return {
     matrix,

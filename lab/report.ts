@@ -144,7 +144,7 @@ export function writeResults(resultsDir: string, path: string, note: string, smo
   const runRows = summaries.map((s) => {
     const link = figure(resultsDir, figuresDir, s.run)
     const name = link === '' ? s.run : `[${s.run}](figures/${s.run}.svg)`
-    return `| ${name} | ${s.sections} | ${s.overlaps} | ${s.staleAccepted}/${s.staleRejected} | ${s.lostUpdates} | ${s.faults} | ${s.seconds} |`
+    return `| ${name} | ${s.sections} | ${s.overlaps} | ${s.staleAccepted}/${s.staleRejected} | ${s.lostUpdates} | ${s.faults} | ${s.seconds} | ${s.tokenRegressions} |`
   })
   let table = matrix(summaries)
   let noteText = note
@@ -209,6 +209,6 @@ export function writeResults(resultsDir: string, path: string, note: string, smo
 }
 
 const RUNS_HEADER = [
-  '| run | sections | overlaps | stale acc./rej. | lost updates | faults | seconds |',
-  '| --- | --- | --- | --- | --- | --- | --- |',
+  '| run | sections | overlaps | stale acc./rej. | lost updates | faults | seconds | token regressions |',
+  '| --- | --- | --- | --- | --- | --- | --- | --- |',
 ].join('\n')

@@ -1,5 +1,5 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process'
-import { mkdirSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { closeSync, mkdirSync, openSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { sleep } from '../lib/clock.js'
@@ -23,7 +23,10 @@ export async function mountLazyFs(root: string): Promise<LazyMount> {
   rmSync(root, { recursive: true, force: true })
   mkdirSync(backing, { recursive: true })
   mkdirSync(dir, { recursive: true })
-  const child: ChildProcess = spawn('/usr/bin/python3', [LAZY_FS, backing, dir], { stdio: 'ignore' })
+  // Its log says how many unsynced bytes each power cut dropped (the evidence that a cut lost something).
+  const log = openSync(join(root, 'lazy_fs.log'), 'a')
+  const child: ChildProcess = spawn('/usr/bin/python3', [LAZY_FS, backing, dir], { stdio: ['ignore', log, log] })
+  closeSync(log)
   for (let i = 0; !readFileSync('/proc/mounts', 'utf8').includes(` ${dir} fuse`); i++) {
     if (i > 100 || child.exitCode !== null) throw new Error(`lab: lazy_fs.py did not mount ${dir} (python3-fusepy?)`)
     await sleep(100)

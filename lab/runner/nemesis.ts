@@ -78,6 +78,8 @@ export interface NemesisHooks {
   pauseServer?: (ms: number) => Promise<void>
   /** Ends the lock session of client `proc` (process `pid`) on the server side; says what it did. */
   endSession?: (proc: string, pid: number) => Promise<string>
+  /** Whether client process `pid` talks to a follower of the lock cluster (T9b strikes only such a holder). */
+  onFollower?: (pid: number) => Promise<boolean>
   /** Cuts a member of the lock cluster off from the others for `ms` (`pid`: the holder); says what it cut. */
   partitionCluster?: (which: CutWhich, pid: number, ms: number) => Promise<string>
   /** Sets the mode of every proxy between `proc` and the lock service. */
@@ -107,6 +109,18 @@ export class Nemesis {
   strike(where: string, proc: string, child: ChildProcess): PlannedFault | undefined {
     if (this.armed === undefined || where !== this.spec.at) return undefined
     return this.armed(proc, child)
+  }
+
+  /**
+   * `strike` for a fault that needs a particular victim: T9b cuts off a follower that serves the holder, so it
+   * waits for a holder whose connection goes to a follower (a holder on the leader would make it T9a).
+   */
+  async strikeEligible(where: string, proc: string, child: ChildProcess): Promise<PlannedFault | undefined> {
+    if (this.armed === undefined || where !== this.spec.at) return undefined
+    if (this.spec.member === 'holder-follower' && this.hooks.onFollower !== undefined) {
+      if (!(await this.hooks.onFollower(child.pid ?? 0).catch(() => false))) return undefined
+    }
+    return this.strike(where, proc, child)
   }
 
   /** Runs the plan: waits, arms, lets the next matching client take the fault, repeats. */

@@ -28,6 +28,8 @@ export interface NetnsCluster {
    * for `holder-follower` (a follower that one of the holder's connections goes to). Says what it cut.
    */
   partition(which: CutWhich, holderPid: number, ms: number): Promise<string>
+  /** Whether one of client process `pid`'s connections goes to a follower. */
+  onFollower(pid: number): Promise<boolean>
   stop(): Promise<void>
 }
 
@@ -131,6 +133,11 @@ function partitioner(all: Member[], clientPort: number, leader: () => Promise<Me
   }
 }
 
+async function onFollower(all: Member[], clientPort: number, lead: Member, pid: number): Promise<boolean> {
+  const peers = await peersOf(pid, clientPort)
+  return all.some((m) => m !== lead && peers.includes(m.ip))
+}
+
 const kill = (m: Member): void => {
   m.child?.kill('SIGKILL')
   m.child = undefined
@@ -187,6 +194,7 @@ export async function netnsZookeeper(dataRoot: string): Promise<NetnsCluster> {
   return {
     url: `zookeeper://${all.map((m) => `${m.ip}:2181`).join(',')}`,
     partition: partitioner(all, 2181, leader),
+    onFollower: async (pid) => onFollower(all, 2181, await leader(), pid),
     stop: async () => all.forEach(kill),
   }
 }
@@ -243,6 +251,7 @@ export async function netnsEtcd(dataRoot: string): Promise<NetnsCluster> {
   return {
     url: `etcd://${all.map((m) => `${m.ip}:2379`).join(',')}`,
     partition: partitioner(all, 2379, leader),
+    onFollower: async (pid) => onFollower(all, 2379, await leader(), pid),
     stop: async () => all.forEach(kill),
   }
 }

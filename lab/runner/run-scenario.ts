@@ -33,6 +33,8 @@ export interface Scenario {
   restartServer?: (downMs: number) => Promise<void>
   /** Freezes the lock server for `ms` (server-pause scenarios). */
   pauseServer?: (ms: number) => Promise<void>
+  /** Whether client process `pid` talks to a follower of the lock cluster (cluster-partition scenarios). */
+  onFollower?: (pid: number) => Promise<boolean>
   /** Cuts a member of the lock cluster off from the others (cluster-partition scenarios). */
   partitionCluster?: (which: CutWhich, pid: number, ms: number) => Promise<string>
   /** Ends the lock session of client process `pid` on the server (session-kill scenarios). */
@@ -69,6 +71,7 @@ export async function runScenario(s: Scenario): Promise<string> {
     ...(s.pauseServer === undefined ? {} : { pauseServer: s.pauseServer }),
     ...(endSession === undefined ? {} : { endSession: (proc, pid) => endSession(pid, sessions.get(proc)) }),
     ...(s.partitionCluster === undefined ? {} : { partitionCluster: s.partitionCluster }),
+    ...(s.onFollower === undefined ? {} : { onFollower: s.onFollower }),
     network: (proc, mode) => {
       for (const proxy of proxies.get(proc) ?? []) proxy.set(mode)
     },
@@ -117,7 +120,7 @@ export async function runScenario(s: Scenario): Promise<string> {
     if (m.kind === 'read') {
       if (m.session !== undefined) sessions.set(proc, m.session)
       const { accepted, value } = await referee.read(proc, m.token)
-      const fault = nemesis.strike('enter', proc, child)
+      const fault = await nemesis.strikeEligible('enter', proc, child)
       if (fault !== undefined && nemesis.kind === 'kill') return
       reply({
         accepted,
@@ -157,7 +160,7 @@ export async function runScenario(s: Scenario): Promise<string> {
   for (const list of proxies.values()) for (const proxy of list) await proxy.close()
   writeFileSync(
     join(dir, 'meta.json'),
-    `${JSON.stringify({ ...s, restartServer: undefined, pauseServer: undefined, endSession: undefined, partitionCluster: undefined, startedAt: started, endedAt: nowMs(), finalValue: referee.current, spawned }, null, 2)}\n`,
+    `${JSON.stringify({ ...s, restartServer: undefined, pauseServer: undefined, endSession: undefined, partitionCluster: undefined, onFollower: undefined, startedAt: started, endedAt: nowMs(), finalValue: referee.current, spawned }, null, 2)}\n`,
   )
   return dir
 }

@@ -1,5 +1,5 @@
-import { type ChildProcess, execFile, spawn } from 'node:child_process'
-import { chownSync, existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs'
+import { type ChildProcess, execFile, type SpawnOptions, spawn } from 'node:child_process'
+import { chownSync, closeSync, existsSync, mkdirSync, openSync, readdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { sleep } from '../lib/clock.js'
@@ -20,6 +20,16 @@ export interface PrivateSqlServer {
   stop(): Promise<void>
 }
 
+/** Spawns a server with its stdout and stderr appended to `log` (why a restart failed is then on disk). */
+function spawnLogged(log: string, command: string, args: string[], options: SpawnOptions): ChildProcess {
+  const fd = openSync(log, 'a')
+  try {
+    return spawn(command, args, { ...options, stdio: ['ignore', fd, fd] })
+  } finally {
+    closeSync(fd)
+  }
+}
+
 /** The uid and gid of a system user (the servers refuse to run as root). */
 async function account(user: string): Promise<{ uid: number; gid: number }> {
   const uid = Number((await run('id', ['-u', user])).stdout.trim())
@@ -37,11 +47,23 @@ function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
   }
 }
 
+/**
+ * SIGKILL of the whole group, then waits until none of it is left: a PostgreSQL started while a killed backend
+ * still holds the old shared memory refuses to start ("pre-existing shared memory block is still in use").
+ */
 async function killGroup(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return
-  const exited = new Promise((resolve) => child.once('exit', resolve))
+  if (child.pid === undefined) return
   signalGroup(child, 'SIGKILL')
-  await exited
+  for (let i = 0; i < 200 && groupAlive(child.pid); i++) await sleep(25)
+}
+
+function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0)
+    return true
+  } catch {
+    return false
+  }
 }
 
 /**
@@ -86,7 +108,8 @@ export async function startPrivateMariadb(port: number, dir: string): Promise<Pr
     '--skip-test-db',
   ])
   const launch = async (): Promise<ChildProcess> =>
-    spawn(
+    spawnLogged(
+      join(dir, 'mariadbd.log'),
       'mariadbd',
       [
         '--no-defaults',
@@ -97,7 +120,7 @@ export async function startPrivateMariadb(port: number, dir: string): Promise<Pr
         `--pid-file=${join(data, 'mysqld.pid')}`,
         '--user=mysql',
       ],
-      { stdio: 'ignore', detached: true },
+      { detached: true },
     )
   const first = await launch()
   await waitForPort(port, 60_000)
@@ -115,12 +138,12 @@ export async function startPrivatePostgres(port: number, dir: string): Promise<P
   chownSync(dir, uid, gid)
   await run(join(bin, 'initdb'), ['-D', data, '-A', 'trust', '-U', 'postgres'], { uid, gid })
   const launch = async (): Promise<ChildProcess> =>
-    spawn(join(bin, 'postgres'), ['-D', data, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1'], {
-      stdio: 'ignore',
-      detached: true,
-      uid,
-      gid,
-    })
+    spawnLogged(
+      join(dir, 'postgres.log'),
+      join(bin, 'postgres'),
+      ['-D', data, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1'],
+      { detached: true, uid, gid },
+    )
   const first = await launch()
   await waitForPort(port, 60_000)
   await run('psql', ['-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', '-c', 'CREATE DATABASE test'])

@@ -24,6 +24,8 @@ export interface Prepared {
   restartServer?: (downMs: number) => Promise<void>
   /** For a server the lab owns: freeze it for `ms` (server-pause scenarios). */
   pauseServer?: (ms: number) => Promise<void>
+  /** Whether client process `pid` talks to a follower of the lock cluster (cluster-partition scenarios). */
+  onFollower?: (pid: number) => Promise<boolean>
   /** Cuts a member of the lock cluster off from the others for `ms` (cluster-partition scenarios). */
   partitionCluster?: (which: CutWhich, pid: number, ms: number) => Promise<string>
   /** The server ends client process `pid`'s lock session (session-kill scenarios); says what it did. */
@@ -99,11 +101,13 @@ function netnsPrepared(namespace: string, c: NetnsCluster): Prepared {
         url: `${c.url}/${namespace}?sessionTimeoutMs=4000`,
         cleanup: () => removeZkTree(`/${namespace}`, hosts),
         partitionCluster: (which, pid, ms) => c.partition(which, pid, ms),
+        onFollower: (pid) => c.onFollower(pid),
       }
     : {
         url: `${c.url}?prefix=${namespace}`,
         cleanup: () => deleteEtcdPrefix(namespace, hosts),
         partitionCluster: (which, pid, ms) => c.partition(which, pid, ms),
+        onFollower: (pid) => c.onFollower(pid),
       }
 }
 
