@@ -4,20 +4,20 @@
  */
 export const NOT_RUN: { cells: string; why: string }[] = [
   {
-    cells: "T8 (the server ends the paused holder's session: KILL, pg_terminate_backend, lease revoke)",
-    why: 'not built yet. The library side is covered by the normal suite (a killed session aborts lease.signal on every SQL strategy).',
+    cells: 'T8 on RedLock and SQLite',
+    why: "does not apply: RedLock's locks are keys with a TTL on independent nodes, which a dropped connection does not free (the Redis column's T8 cell shows a CLIENT KILL changes nothing before the TTL runs out); SQLite has no server to end a session.",
   },
   {
-    cells: 'T9 (a partition inside the lock cluster)',
-    why: 'not built yet: the members of the ZooKeeper ensemble and the etcd cluster all listen on 127.0.0.1, so cutting one off from the others needs each member in a network namespace of its own.',
+    cells: 'T9 on RedLock (clients seeing different majorities)',
+    why: 'not built: the RedLock nodes are independent servers with no links between them to cut; a client cut off from some nodes is T7 (its proxies to all five nodes stall). T9 is measured on the ZooKeeper ensemble and the etcd cluster, in network namespaces (lab/netns.sh).',
   },
   {
-    cells: 'T10 and T12 on MariaDB and PostgreSQL',
-    why: "not run: the lab uses the machine's shared MariaDB and PostgreSQL, which it must not freeze or kill (the test suite and other users share them); both keep locks in server memory (GET_LOCK, advisory locks, a table strategy's session), so a restart frees them and the holder's dropped connection is its loss signal, which the normal suite tests.",
+    cells: 'T12 on the ZooKeeper/etcd ensembles and T10/T12 on SQLite',
+    why: 'T12 on the ensembles is the S9 row of their columns (a durable member killed and restarted); SQLite has no server to freeze or kill (a holder killed -9 is K9).',
   },
   {
-    cells: 'T13 (power loss: un-fsynced writes lost)',
-    why: 'not testable here yet: kill -9 keeps data already written in the page cache, so it does not lose un-fsynced writes; that needs a filesystem that drops them (LazyFS, a FUSE filesystem built from source), which this machine does not have.',
+    cells: 'T13 (power loss) beyond Redis AOF',
+    why: "measured for Redis with AOF everysec and always (the data dir on lab/lazyfs/lazy_fs.py, a FUSE filesystem that drops un-fsynced writes, after LazyFS, which has no Debian package). ZooKeeper, etcd, MariaDB and PostgreSQL would need their data dirs on it too, not wired yet: ZooKeeper and etcd fsync their logs before acknowledging, and the SQL engines' locks live in memory (a restart frees them whatever the disk kept).",
   },
   {
     cells: 'T14(b) (a RedLock node restarted after more than the TTL)',

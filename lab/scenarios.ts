@@ -1,13 +1,27 @@
 import type { RunSummary } from './checker/summarize.js'
 import type { FaultSpec } from './runner/nemesis.js'
 
+/** What a scenario needs of a backend (see ScenarioDef.needs). */
+export type ScenarioNeeds = 'server' | 'network' | 'session' | 'partition' | 'power-loss'
+
 /** A fault scenario of the plan, for any backend. */
 export interface ScenarioDef {
   id: string
   title: string
   fault: (ttlMs: number) => FaultSpec
-  /** `server`: only on servers the lab owns (it kills or freezes them); `network`: only where a client talks to the lock service over TCP. */
-  needs?: 'server' | 'network'
+  /**
+   * `server`: only on servers the lab owns (it kills or freezes them; the SQL engines then run on private
+   * instances); `network`: only where a client talks to the lock service over TCP; `session`: only where the
+   * server can end one client's lock session; `partition`: only on a cluster the lab runs in network namespaces
+   * of its own (lab/netns.sh), whose members it can cut off from each other; `power-loss`: only on a durable
+   * server whose data dir the lab can put on lazy_fs.py.
+   */
+  needs?: ScenarioNeeds
+  /**
+   * Backends on which the plan expects this fault to break the fence itself (outcome U: the fencing counter can
+   * go back): their stale writes with fencing on are the measured result of the cell, not a failed run.
+   */
+  unsafeOn?: string[]
 }
 
 const none: FaultSpec = { kind: 'none', at: '', everyMs: 0, durationMs: [0, 0] }
@@ -50,10 +64,59 @@ export const SCENARIOS: ScenarioDef[] = [
     needs: 'network',
   },
   {
+    id: 'T8',
+    title:
+      'holder SIGSTOPped 1.5-3x the TTL right after entering while the server ends its session (MariaDB KILL, PostgreSQL pg_terminate_backend, etcd lease revoke, ZooKeeper session close, Redis CLIENT KILL)',
+    fault: (ttl) => ({ ...pause('enter', ttl), kind: 'session-kill' }),
+    needs: 'session',
+  },
+  {
+    id: 'T8b',
+    title:
+      'T8 at the worst point: the holder SIGSTOPped between its validity check and its write while the server ends its session',
+    fault: (ttl) => ({ ...pause('in-cs', ttl), kind: 'session-kill' }),
+    needs: 'session',
+  },
+  {
+    id: 'T9a',
+    title:
+      'a partition inside the lock cluster: the leader cut off from the other members 2-5x the TTL as a client enters (clients still reach every member), then healed',
+    fault: (ttl) => ({
+      kind: 'cluster-partition',
+      at: 'enter',
+      everyMs: 2 * ttl,
+      durationMs: [2 * ttl, 5 * ttl],
+      member: 'leader',
+    }),
+    needs: 'partition',
+  },
+  {
+    id: 'T9b',
+    title:
+      "a partition inside the lock cluster: a follower serving the holder's connection cut off from the other members 2-5x the TTL, then healed",
+    fault: (ttl) => ({
+      kind: 'cluster-partition',
+      at: 'enter',
+      everyMs: 2 * ttl,
+      durationMs: [2 * ttl, 5 * ttl],
+      member: 'holder-follower',
+    }),
+    needs: 'partition',
+  },
+  {
     id: 'T10',
     title: 'lock server frozen (SIGSTOP) 1.5-3x the TTL as a client enters (RedLock: 3 of 5 nodes)',
     fault: (ttl) => ({ ...pause('enter', ttl), kind: 'server-pause' }),
     needs: 'server',
+  },
+  {
+    id: 'T13',
+    title:
+      'power loss: lock server killed -9 as a client enters, its un-fsynced writes dropped (lazy_fs.py), restarted 0-0.1 s later',
+    fault: (ttl) => ({ kind: 'server-kill', at: 'enter', everyMs: 2 * ttl, durationMs: [0, 100] }),
+    needs: 'power-loss',
+    // everysec acknowledges writes up to a second before they are on disk: the lock and the fence INCR can vanish.
+    unsafeOn: ['redis-aof-everysec'],
   },
   {
     id: 'K9',
@@ -63,7 +126,7 @@ export const SCENARIOS: ScenarioDef[] = [
   {
     id: 'S9',
     title:
-      'lock server killed -9 as a client enters, restarted 0-0.1 s later (T11 without persistence: redis, RedLock 3 of 5 nodes; T12 with AOF)',
+      'lock server killed -9 as a client enters, restarted 0-0.1 s later (T11 without persistence: redis, RedLock 3 of 5 nodes; T12 durable: AOF, the ZooKeeper/etcd leader, MariaDB and PostgreSQL with their default durability)',
     fault: (ttl) => ({ kind: 'server-kill', at: 'enter', everyMs: 2 * ttl, durationMs: [0, 100] }),
     needs: 'server',
   },

@@ -54,6 +54,7 @@ const FAULT_EVENTS = new Set([
   'server-kill',
   'server-pause',
   'partition',
+  'cluster-partition',
   'stall-reply',
   'delay-write',
 ])

@@ -43,7 +43,7 @@ const strategy = await make({ config, history, point })
 async function criticalSection(held: Held): Promise<void> {
   const token = held.token.toString()
   history.log('invoke', 'read', { token })
-  const read = await request({ kind: 'read', token })
+  const read = await request({ kind: 'read', token, ...(held.session === undefined ? {} : { session: held.session }) })
   history.log(read.accepted ? 'ok' : 'fail', 'read', { token, value: read.value ?? -1 })
   // A long synchronous computation: nothing else of this process runs (timers, renewals, replies) until it ends.
   if (read.starveMs !== undefined) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, read.starveMs)

@@ -1,5 +1,6 @@
 import type { HistoryWriter } from '../lib/history.js'
 import type { ClientConfig } from '../lib/protocol.js'
+import type { SessionInfo } from '../runner/end-session.js'
 
 /** A lock as a lab client holds it. */
 export interface Held {
@@ -7,6 +8,8 @@ export interface Held {
   token: bigint
   /** Aborts when the lock library notices the lock is lost (latchkey's `lease.signal`). */
   signal?: AbortSignal
+  /** What the nemesis needs to end this lock's session on the server and cannot see there (T8). */
+  session?: SessionInfo
   /** The last check before writing: does this client still believe it holds the lock? */
   stillValid(): Promise<boolean>
   release(): Promise<void>

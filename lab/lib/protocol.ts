@@ -1,8 +1,9 @@
 /** Messages between the runner and a client process (Node's IPC channel of `fork`). */
+import type { SessionInfo } from '../runner/end-session.js'
 
 /** Client -> runner: an operation on the referee resource, or a pause point the nemesis may strike at. */
 export type ClientRequest =
-  | { id: number; kind: 'read'; token: string }
+  | { id: number; kind: 'read'; token: string; session?: SessionInfo }
   | { id: number; kind: 'write'; token: string; value: number }
   | { id: number; kind: 'exit' }
   | { id: number; kind: 'point'; name: string }

@@ -1,17 +1,23 @@
 import type { ChildProcess } from 'node:child_process'
-import { sleep } from '../lib/clock.js'
+import { nowMs, sleep } from '../lib/clock.js'
 import { HistoryWriter } from '../lib/history.js'
 import { seededRng } from '../lib/rng.js'
 import type { ProxyMode } from './fault-proxy.js'
+import type { CutWhich } from './netns-clusters.js'
 
 /**
  * A fault:
  * - `pause`: SIGSTOP of the client, SIGCONT after the drawn duration (a GC or VM pause: its timers freeze too);
+ * - `session-kill`: a `pause` during which the lock server ends the paused client's session (T8: MariaDB `KILL`,
+ *   PostgreSQL `pg_terminate_backend`, etcd lease revoke, ZooKeeper session close, Redis `CLIENT KILL`);
  * - `starve`: the client blocks its own event loop for the duration (a long synchronous computation: the process
  *   runs, but no timer, renewal or reply is handled until it ends);
  * - `kill`: SIGKILL of the client (the runner spawns a fresh one);
  * - `server-kill`: SIGKILL of the lock server as a client enters, restarted after the drawn duration;
  * - `server-pause`: SIGSTOP of the lock server, SIGCONT after the duration (servers the lab owns);
+ * - `cluster-partition`: one member of the lock cluster is cut off from the other members (not from the clients)
+ *   as a client enters, healed after the duration (T9; `member` says which: the leader, or a follower serving
+ *   the holder);
  * - `partition`: the client's every connection to the lock service holds all traffic both ways for the duration,
  *   then delivers it (a silent partition that heals; see fault-proxy.ts);
  * - `stall-reply`: the lock service's replies to the client are held for the duration (a delayed acquire reply);
@@ -25,11 +31,13 @@ export interface FaultSpec {
   kind:
     | 'none'
     | 'pause'
+    | 'session-kill'
     | 'starve'
     | 'kill'
     | 'server-kill'
     | 'server-pause'
     | 'partition'
+    | 'cluster-partition'
     | 'stall-reply'
     | 'delay-write'
   at: string
@@ -37,6 +45,8 @@ export interface FaultSpec {
   everyMs: number
   /** Pause length range (ms). */
   durationMs: [number, number]
+  /** `cluster-partition`: the member cut off. */
+  member?: CutWhich
 }
 
 /** One planned fault, drawn from the seed. */
@@ -66,6 +76,12 @@ export interface NemesisHooks {
   restartServer?: (downMs: number) => Promise<void>
   /** Freezes the lock server for `ms`. */
   pauseServer?: (ms: number) => Promise<void>
+  /** Ends the lock session of client `proc` (process `pid`) on the server side; says what it did. */
+  endSession?: (proc: string, pid: number) => Promise<string>
+  /** Whether client process `pid` talks to a follower of the lock cluster (T9b strikes only such a holder). */
+  onFollower?: (pid: number) => Promise<boolean>
+  /** Cuts a member of the lock cluster off from the others for `ms` (`pid`: the holder); says what it cut. */
+  partitionCluster?: (which: CutWhich, pid: number, ms: number) => Promise<string>
   /** Sets the mode of every proxy between `proc` and the lock service. */
   network?: (proc: string, mode: ProxyMode) => void
 }
@@ -95,6 +111,18 @@ export class Nemesis {
     return this.armed(proc, child)
   }
 
+  /**
+   * `strike` for a fault that needs a particular victim: T9b cuts off a follower that serves the holder, so it
+   * waits for a holder whose connection goes to a follower (a holder on the leader would make it T9a).
+   */
+  async strikeEligible(where: string, proc: string, child: ChildProcess): Promise<PlannedFault | undefined> {
+    if (this.armed === undefined || where !== this.spec.at) return undefined
+    if (this.spec.member === 'holder-follower' && this.hooks.onFollower !== undefined) {
+      if (!(await this.hooks.onFollower(child.pid ?? 0).catch(() => false))) return undefined
+    }
+    return this.strike(where, proc, child)
+  }
+
   /** Runs the plan: waits, arms, lets the next matching client take the fault, repeats. */
   async run(plan: PlannedFault[]): Promise<void> {
     for (const fault of plan) {
@@ -120,6 +148,23 @@ export class Nemesis {
         if (this.hooks.pauseServer === undefined) throw new TypeError('lab: server-pause needs a server the lab owns')
         await this.hooks.pauseServer(fault.durationMs)
         this.log.log('info', 'server-resume')
+      } else if (kind === 'cluster-partition') {
+        if (this.hooks.partitionCluster === undefined) throw new TypeError('lab: cluster-partition needs a lab cluster')
+        const what = await this.hooks
+          .partitionCluster(this.spec.member ?? 'leader', struck.child.pid ?? 0, fault.durationMs)
+          .catch((error: unknown) => `failed: ${String(error)}`)
+        this.log.log('info', 'cluster-heal', { client: struck.proc, error: what })
+      } else if (kind === 'session-kill') {
+        // The client is stopped already; the server ends its session at once, and the client wakes up when the
+        // drawn pause is over, to find its lock gone (or, on a lease backend, still there until its TTL).
+        if (this.hooks.endSession === undefined) throw new TypeError('lab: session-kill needs a backend with sessions')
+        const begun = nowMs()
+        const pid = struck.child.pid ?? 0
+        const what = await this.hooks.endSession(struck.proc, pid).catch((error: unknown) => `failed: ${String(error)}`)
+        this.log.log('info', 'end-session', { client: struck.proc, error: what })
+        await sleep(Math.max(0, fault.durationMs - (nowMs() - begun)))
+        struck.child.kill('SIGCONT')
+        this.log.log('info', 'resume', { client: struck.proc })
       } else if (kind === 'pause' || kind === 'starve') {
         await sleep(fault.durationMs)
         if (kind === 'pause') struck.child.kill('SIGCONT')
@@ -146,9 +191,9 @@ export class Nemesis {
 
   private apply(proc: string, child: ChildProcess, fault: PlannedFault): void {
     const kind = this.spec.kind
-    if (kind === 'server-kill' || kind === 'server-pause') {
+    if (kind === 'server-kill' || kind === 'server-pause' || kind === 'cluster-partition') {
       this.log.log('info', kind, { client: proc, value: fault.durationMs })
-    } else if (kind === 'pause') {
+    } else if (kind === 'pause' || kind === 'session-kill') {
       child.kill('SIGSTOP')
       this.log.log('info', 'pause', { client: proc, value: fault.durationMs })
     } else if (kind === 'starve') {

@@ -14,11 +14,15 @@ export interface PrivateRedis {
   stop(): Promise<void>
 }
 
-/** Starts redis-server on `port` with `dir` as its data dir; `persistence` picks the AOF policy. */
+/**
+ * Starts redis-server on `port` with `dir` as its data dir; `persistence` picks the AOF policy. `afterKill` runs
+ * between the kill and the new start of a restart (T13 cuts the power of its disk there).
+ */
 export async function startPrivateRedis(
   port: number,
   dir: string,
   persistence: 'none' | 'always' | 'everysec' = 'none',
+  afterKill?: () => void,
 ): Promise<PrivateRedis> {
   mkdirSync(dir, { recursive: true })
   const aof = persistence === 'none' ? ['--appendonly', 'no'] : ['--appendonly', 'yes', '--appendfsync', persistence]
@@ -45,6 +49,7 @@ export async function startPrivateRedis(
     port,
     restart: async (downMs) => {
       await kill(child)
+      afterKill?.()
       await sleep(downMs)
       child = await launch()
     },

@@ -4,8 +4,10 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { nowMs, sleep } from '../lib/clock.js'
 import type { ClientConfig, ClientRequest, RunnerReply } from '../lib/protocol.js'
+import type { SessionInfo } from './end-session.js'
 import { type FaultProxy, proxiedUrl } from './fault-proxy.js'
 import { type FaultSpec, Nemesis, planFaults } from './nemesis.js'
+import type { CutWhich } from './netns-clusters.js'
 import { Referee } from './referee.js'
 
 const LAB = dirname(dirname(fileURLToPath(import.meta.url)))
@@ -31,6 +33,12 @@ export interface Scenario {
   restartServer?: (downMs: number) => Promise<void>
   /** Freezes the lock server for `ms` (server-pause scenarios). */
   pauseServer?: (ms: number) => Promise<void>
+  /** Whether client process `pid` talks to a follower of the lock cluster (cluster-partition scenarios). */
+  onFollower?: (pid: number) => Promise<boolean>
+  /** Cuts a member of the lock cluster off from the others (cluster-partition scenarios). */
+  partitionCluster?: (which: CutWhich, pid: number, ms: number) => Promise<string>
+  /** Ends the lock session of client process `pid` on the server (session-kill scenarios). */
+  endSession?: (pid: number, session: SessionInfo | undefined) => Promise<string>
 }
 
 /** Faults that need each client's traffic to the lock service to go through proxies of its own. */
@@ -55,9 +63,15 @@ export async function runScenario(s: Scenario): Promise<string> {
   let spawned = 0
   let over = false
   const proxies = new Map<string, FaultProxy[]>()
+  // What each client last said about its lock session (ZooKeeper's id and password: the server shows no password).
+  const sessions = new Map<string, SessionInfo>()
+  const { endSession } = s
   const nemesis = new Nemesis(s.fault, join(dir, 'nemesis.jsonl'), {
     ...(s.restartServer === undefined ? {} : { restartServer: s.restartServer }),
     ...(s.pauseServer === undefined ? {} : { pauseServer: s.pauseServer }),
+    ...(endSession === undefined ? {} : { endSession: (proc, pid) => endSession(pid, sessions.get(proc)) }),
+    ...(s.partitionCluster === undefined ? {} : { partitionCluster: s.partitionCluster }),
+    ...(s.onFollower === undefined ? {} : { onFollower: s.onFollower }),
     network: (proc, mode) => {
       for (const proxy of proxies.get(proc) ?? []) proxy.set(mode)
     },
@@ -104,8 +118,9 @@ export async function runScenario(s: Scenario): Promise<string> {
       if (child.connected) child.send({ ...r, id: m.id })
     }
     if (m.kind === 'read') {
+      if (m.session !== undefined) sessions.set(proc, m.session)
       const { accepted, value } = await referee.read(proc, m.token)
-      const fault = nemesis.strike('enter', proc, child)
+      const fault = await nemesis.strikeEligible('enter', proc, child)
       if (fault !== undefined && nemesis.kind === 'kill') return
       reply({
         accepted,
@@ -145,7 +160,7 @@ export async function runScenario(s: Scenario): Promise<string> {
   for (const list of proxies.values()) for (const proxy of list) await proxy.close()
   writeFileSync(
     join(dir, 'meta.json'),
-    `${JSON.stringify({ ...s, restartServer: undefined, startedAt: started, endedAt: nowMs(), finalValue: referee.current, spawned }, null, 2)}\n`,
+    `${JSON.stringify({ ...s, restartServer: undefined, pauseServer: undefined, endSession: undefined, partitionCluster: undefined, onFollower: undefined, startedAt: started, endedAt: nowMs(), finalValue: referee.current, spawned }, null, 2)}\n`,
   )
   return dir
 }
@@ -157,7 +172,7 @@ export async function runScenario(s: Scenario): Promise<string> {
  */
 function faultOnEnter(kind: FaultSpec['kind'], durationMs: number): { starveMs?: number; workMs?: number } {
   if (kind === 'starve') return { starveMs: durationMs }
-  if (kind === 'partition' || kind === 'server-pause') return { workMs: durationMs }
+  if (kind === 'partition' || kind === 'server-pause' || kind === 'cluster-partition') return { workMs: durationMs }
   return {}
 }
 

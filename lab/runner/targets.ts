@@ -1,8 +1,20 @@
 import { mkdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { backendFromUrl } from 'latchkey'
-import { type Cluster, etcdCluster, zookeeperEnsemble } from './clusters.js'
+import type { ScenarioNeeds } from '../scenarios.js'
+import { etcdCluster, zookeeperEnsemble } from './clusters.js'
+import {
+  closeZkSession,
+  killMariadbSessions,
+  killRedisClients,
+  revokeHolderLease,
+  type SessionInfo,
+  terminatePostgresBackends,
+} from './end-session.js'
+import { type LazyMount, mountLazyFs } from './lazy-fs.js'
+import { type CutWhich, type NetnsCluster, netnsEtcd, netnsZookeeper } from './netns-clusters.js'
 import { type PrivateRedis, startPrivateRedis } from './redis-server.js'
+import { type PrivateSqlServer, startPrivateMariadb, startPrivatePostgres } from './sql-servers.js'
 
 /** Where a lab client's lock lives: a URL its strategy opens, and how to remove what the run left there. */
 export interface Prepared {
@@ -12,23 +24,42 @@ export interface Prepared {
   restartServer?: (downMs: number) => Promise<void>
   /** For a server the lab owns: freeze it for `ms` (server-pause scenarios). */
   pauseServer?: (ms: number) => Promise<void>
+  /** Whether client process `pid` talks to a follower of the lock cluster (cluster-partition scenarios). */
+  onFollower?: (pid: number) => Promise<boolean>
+  /** Cuts a member of the lock cluster off from the others for `ms` (cluster-partition scenarios). */
+  partitionCluster?: (which: CutWhich, pid: number, ms: number) => Promise<string>
+  /** The server ends client process `pid`'s lock session (session-kill scenarios); says what it did. */
+  endSession?: (pid: number, session: SessionInfo | undefined) => Promise<string>
 }
 
 /** A backend the lab can run against. `shared` ones are the machine's shared servers (only our clients pause). */
 export interface Target {
   name: string
   shared: boolean
-  /** The lab owns the server and can kill and restart it. */
+  /** The lab can kill, restart and freeze the server (its own, or a private instance it starts for the purpose). */
   restartable: boolean
+  /** The server can end one client's lock session (T8). */
+  endsSessions: boolean
+  /** A cluster whose members the lab can partition from each other (T9, in lab/netns.sh's namespaces). */
+  partitionable?: boolean
+  /** A durable server whose disk the lab can make lose its un-fsynced writes (T13, lazy_fs.py). */
+  losesPower?: boolean
   /** Clients reach the lock service over TCP (a network fault can cut them off); false for an embedded file. */
   networked: boolean
-  prepare(namespace: string, runDataDir: string): Promise<Prepared>
+  /**
+   * `needs`: what the run's scenario needs. `server`: it faults the server itself, so a shared server is replaced
+   * by a private instance; `partition`: the cluster runs in network namespaces.
+   */
+  prepare(namespace: string, runDataDir: string, needs?: ScenarioNeeds): Promise<Prepared>
 }
 
 const PG = process.env.LAB_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 const MYSQL = process.env.LAB_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test'
 const ZK = process.env.LAB_ZK_HOSTS ?? '127.0.0.1:2181'
 const ETCD = process.env.LAB_ETCD_HOSTS ?? '127.0.0.1:2379'
+/** The private MariaDB and PostgreSQL servers' ports, for the runs that freeze or kill the server. */
+const LAB_MARIADB_PORT = Number(process.env.LAB_MARIADB_PORT ?? 26306)
+const LAB_POSTGRES_PORT = Number(process.env.LAB_POSTGRES_PORT ?? 26432)
 /** The private redis-server's port (never the shared 6379). */
 export const LAB_REDIS_PORT = Number(process.env.LAB_REDIS_PORT ?? 26379)
 
@@ -50,11 +81,11 @@ async function privateRedis(dataRoot: string, port: number, persistence: Persist
   return server
 }
 
-const clusters = new Map<string, Cluster>()
+const clusters = new Map<string, { stop(): Promise<void> }>()
 
 /** A three-member cluster, started on first use and kept for the rest of the lab run. */
-async function cluster(name: string, start: () => Promise<Cluster>): Promise<Cluster> {
-  let found = clusters.get(name)
+async function cluster<C extends { stop(): Promise<void> }>(name: string, start: () => Promise<C>): Promise<C> {
+  let found = clusters.get(name) as C | undefined
   if (found === undefined) {
     found = await start()
     clusters.set(name, found)
@@ -62,26 +93,86 @@ async function cluster(name: string, start: () => Promise<Cluster>): Promise<Clu
   return found
 }
 
+/** A run on a cluster in network namespaces (T9): its URL, its cleanup, and the partition hook. */
+function netnsPrepared(namespace: string, c: NetnsCluster): Prepared {
+  const hosts = c.url.replace(/^\w+:\/\//, '')
+  return c.url.startsWith('zookeeper')
+    ? {
+        url: `${c.url}/${namespace}?sessionTimeoutMs=4000`,
+        cleanup: () => removeZkTree(`/${namespace}`, hosts),
+        partitionCluster: (which, pid, ms) => c.partition(which, pid, ms),
+        onFollower: (pid) => c.onFollower(pid),
+      }
+    : {
+        url: `${c.url}?prefix=${namespace}`,
+        cleanup: () => deleteEtcdPrefix(namespace, hosts),
+        partitionCluster: (which, pid, ms) => c.partition(which, pid, ms),
+        onFollower: (pid) => c.onFollower(pid),
+      }
+}
+
+const sqlServers = new Map<string, PrivateSqlServer>()
+
+/** The lab's own MariaDB or PostgreSQL, started on first use (fresh data) and kept for the rest of the lab run. */
+async function privateSql(engine: 'mariadb' | 'postgres', dataRoot: string): Promise<PrivateSqlServer> {
+  let server = sqlServers.get(engine)
+  if (server === undefined) {
+    server =
+      engine === 'mariadb'
+        ? await startPrivateMariadb(LAB_MARIADB_PORT, join(dataRoot, `mariadb-${LAB_MARIADB_PORT}`))
+        : await startPrivatePostgres(LAB_POSTGRES_PORT, join(dataRoot, `postgres-${LAB_POSTGRES_PORT}`))
+    sqlServers.set(engine, server)
+  }
+  return server
+}
+
 /** Stops the servers the lab started. */
 export async function stopLabServers(): Promise<void> {
+  for (const server of sqlServers.values()) await server.stop()
+  sqlServers.clear()
   for (const server of redisServers.values()) await server.stop()
   redisServers.clear()
+  for (const mount of lazyMounts.splice(0)) await mount.unmount()
   for (const c of clusters.values()) await c.stop()
   clusters.clear()
+}
+
+const lazyMounts: LazyMount[] = []
+
+/**
+ * T13: a redis-server with its data dir on a lazy filesystem (lazy_fs.py), on its own port; its restart cuts the
+ * power between the kill and the new start, so the AOF keeps only what Redis fsynced.
+ */
+async function powerLossRedis(dataRoot: string, persistence: Persistence): Promise<PrivateRedis> {
+  const port = LAB_REDIS_PORT + 5 + PORT_OFFSET[persistence]
+  let server = redisServers.get(port)
+  if (server === undefined) {
+    const mount = await mountLazyFs(join(dataRoot, `redis-lazy-${port}`))
+    lazyMounts.push(mount)
+    server = await startPrivateRedis(port, mount.dir, persistence, () => mount.powerLoss())
+    redisServers.set(port, server)
+  }
+  return server
 }
 
 const redisTarget = (name: string, persistence: Persistence): Target => ({
   name,
   shared: false,
   restartable: true,
+  endsSessions: persistence === 'none',
+  losesPower: persistence !== 'none',
   networked: true,
-  prepare: async (_namespace, dataRoot) => {
-    const server = await privateRedis(dataRoot, LAB_REDIS_PORT + PORT_OFFSET[persistence], persistence)
+  prepare: async (_namespace, dataRoot, needs) => {
+    const server =
+      needs === 'power-loss'
+        ? await powerLossRedis(dataRoot, persistence)
+        : await privateRedis(dataRoot, LAB_REDIS_PORT + PORT_OFFSET[persistence], persistence)
     return {
       url: server.url,
       cleanup: async () => {},
       restartServer: (downMs) => server.restart(downMs),
       pauseServer: (ms) => server.pause(ms),
+      endSession: (pid) => killRedisClients(server.url, pid),
     }
   },
 })
@@ -91,6 +182,7 @@ const redlockTarget: Target = {
   name: 'redlock',
   shared: false,
   restartable: true,
+  endsSessions: false,
   networked: true,
   prepare: async (_namespace, dataRoot) => {
     const nodes = await Promise.all(REDLOCK_PORTS.map((port) => privateRedis(dataRoot, port, 'none')))
@@ -122,16 +214,31 @@ async function deleteSqlRows(url: string, key: string, tables: string[]): Promis
   }
 }
 
-const sqlTarget = (name: string, base: string, strategy: string): Target => ({
+/**
+ * A SQL strategy on the shared server, or, for a run that freezes or kills the server, on the lab's private
+ * instance of the same engine (default durability), which nobody else uses.
+ */
+const sqlTarget = (name: string, shared: string, strategy: string): Target => ({
   name,
   shared: true,
-  restartable: false,
+  restartable: true,
+  endsSessions: true,
   networked: true,
-  prepare: async (namespace) => ({
-    url: `${base}?strategy=${strategy}`,
-    cleanup: () =>
-      deleteSqlRows(base, `${namespace}:resource`, ['latchkey_holders', 'latchkey_waiters', 'latchkey_locks']),
-  }),
+  prepare: async (namespace, dataRoot, needs) => {
+    const engine = shared.startsWith('postgres') ? 'postgres' : 'mariadb'
+    const own = needs === 'server' ? await privateSql(engine, dataRoot) : undefined
+    const base = own?.url ?? shared
+    const end = engine === 'postgres' ? terminatePostgresBackends : killMariadbSessions
+    return {
+      url: `${base}?strategy=${strategy}`,
+      cleanup: () =>
+        deleteSqlRows(base, `${namespace}:resource`, ['latchkey_holders', 'latchkey_waiters', 'latchkey_locks']),
+      endSession: (pid) => end(base, pid),
+      ...(own === undefined
+        ? {}
+        : { restartServer: (downMs: number) => own.restart(downMs), pauseServer: (ms: number) => own.pause(ms) }),
+    }
+  },
 })
 
 /** Every latchkey backend the lab knows, by name. */
@@ -144,6 +251,7 @@ export const TARGETS: Record<string, Target> = {
     name: 'sqlite',
     shared: false,
     restartable: false,
+    endsSessions: false,
     networked: false,
     prepare: async (namespace, dataRoot) => {
       mkdirSync(dataRoot, { recursive: true })
@@ -164,18 +272,24 @@ export const TARGETS: Record<string, Target> = {
     name: 'zookeeper',
     shared: true,
     restartable: false,
+    endsSessions: true,
     networked: true,
     prepare: async (namespace) => ({
       url: `zookeeper://${ZK}/${namespace}?sessionTimeoutMs=4000`,
       cleanup: () => removeZkTree(`/${namespace}`),
+      endSession: (_pid, session) => closeZkSession(ZK, session),
     }),
   },
   'zookeeper-3': {
     name: 'zookeeper-3',
     shared: false,
     restartable: true,
+    endsSessions: false,
+    partitionable: true,
     networked: true,
-    prepare: async (namespace) => {
+    prepare: async (namespace, dataRoot, needs) => {
+      if (needs === 'partition')
+        return netnsPrepared(namespace, await cluster('zookeeper-netns', () => netnsZookeeper(dataRoot)))
       const ensemble = await cluster('zookeeper-3', zookeeperEnsemble)
       const hosts = ensemble.url.replace('zookeeper://', '')
       return {
@@ -190,8 +304,11 @@ export const TARGETS: Record<string, Target> = {
     name: 'etcd-3',
     shared: false,
     restartable: true,
+    endsSessions: false,
+    partitionable: true,
     networked: true,
-    prepare: async (namespace, dataRoot) => {
+    prepare: async (namespace, dataRoot, needs) => {
+      if (needs === 'partition') return netnsPrepared(namespace, await cluster('etcd-netns', () => netnsEtcd(dataRoot)))
       const members = await cluster('etcd-3', () => etcdCluster(dataRoot))
       return {
         url: `${members.url}?prefix=${namespace}`,
@@ -205,10 +322,15 @@ export const TARGETS: Record<string, Target> = {
     name: 'etcd',
     shared: true,
     restartable: false,
+    endsSessions: true,
     networked: true,
     prepare: async (namespace) => {
       const url = `etcd://${ETCD}?prefix=${namespace}`
-      return { url, cleanup: () => deleteEtcdPrefix(namespace) }
+      return {
+        url,
+        cleanup: () => deleteEtcdPrefix(namespace),
+        endSession: () => revokeHolderLease(ETCD, namespace),
+      }
     },
   },
 }

@@ -84,10 +84,11 @@ describe('postgres table strategy', () => {
 })
 
 describe('postgres advisory strategy', () => {
-  it('pg_terminate_backend of the pinned client aborts lease.signal with LockLostError', async () => {
+  it('pg_terminate_backend of the pinned client aborts lease.signal with LockLostError at once, not at the next renewal', async () => {
     const { backend, done } = open('advisory')
     const locks = createLocks({ backend, namespace: ns })
-    const lease = await locks.mutex('kill').acquire({ ttlMs: 900 })
+    // A 30 s TTL renews every 10 s: only the connection's end can tell the holder within the 2 s below.
+    const lease = await locks.mutex('kill').acquire({ ttlMs: 30_000 })
     const k = BigInt.asUintN(64, advisoryKey(`${ns}:kill`))
     const { rows } = await admin.query<{ pid: number }>(
       "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid = $1::oid AND objid = $2::oid",

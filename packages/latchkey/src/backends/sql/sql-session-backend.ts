@@ -2,7 +2,8 @@
  * The common part of the session-scoped SQL strategies (MySQL `GET_LOCK`, MySQL `FOR UPDATE`, PostgreSQL
  * advisory locks): each held lock pins one pool connection, and the server frees the lock when that
  * connection ends. So the lease *is* the connection: a dropped or killed connection is a lost lease, which
- * `renew` reports (and the core turns into `lease.signal` aborting).
+ * `watchLease` reports the moment the connection ends (and the core turns into `lease.signal` aborting); `renew`
+ * reports it too, for a core that does not watch.
  *
  * The server never times these locks out, so the lease's `ttlMs` is kept here: a timer that frees the lock
  * when the holder stops renewing (the watchdog renews every `ttlMs / 3`). A crashed process frees its locks
@@ -46,6 +47,8 @@ export interface SessionHold<C> {
   alive: boolean
   timer: NodeJS.Timeout | undefined
   unwatch: () => void
+  /** The core's `watchLease` listener, called once when the connection ends. */
+  onLost: ((reason: string) => void) | undefined
 }
 
 /** What a session strategy does on its pinned connection; `db` lends the connections. */
@@ -197,6 +200,23 @@ export abstract class SessionBackend<
     return this.notifier.subscribe(stateKey(ref), ref.kind)
   }
 
+  /**
+   * Calls `onLost` once when the connection holding `holder`'s lock ends (killed, dropped, the server crashed):
+   * the server freed the lock with the session, and waiting for the next renewal (a third of the TTL) would let
+   * the holder work on, and write, while another process may already hold the lock.
+   */
+  watchLease(holder: HolderRef, onLost: (reason: string) => void): () => void {
+    const hold = this.holds.get(holdId(holder))
+    if (hold === undefined || !hold.alive) {
+      queueMicrotask(() => onLost('it is not held'))
+      return () => undefined
+    }
+    hold.onLost = onLost
+    return () => {
+      if (hold.onLost === onLost) hold.onLost = undefined
+    }
+  }
+
   /** Frees every lock this backend holds and gives the connections back; the pool stays open. */
   override async close(): Promise<void> {
     if (this.closed) return
@@ -255,11 +275,17 @@ export abstract class SessionBackend<
       alive: true,
       timer: undefined,
       unwatch: () => undefined,
+      onLost: undefined,
     }
     hold.unwatch = this.watch(connection, () => {
+      // A dying connection reports both an error and its end: the loss is told once.
+      if (!hold.alive) return
       hold.alive = false
-      // The server freed the lock with the session: wake this process's waiters.
+      // The server freed the lock with the session: wake this process's waiters, and tell the holder.
       this.notifier.notify(hold.key)
+      const onLost = hold.onLost
+      hold.onLost = undefined
+      onLost?.('its connection ended, and the server freed the lock with the session')
     })
     this.holds.set(hold.id, hold)
     this.arm(hold, request.ttlMs)
