@@ -38,6 +38,17 @@ function cpuMs(pids: readonly number[]): number {
   return (ticks * 1000) / TICK
 }
 
+/** Lock acquisitions so far, summed over the services (their `latchkey_acquisitions_total`). */
+async function acquisitions(urls: readonly string[]): Promise<number> {
+  let n = 0
+  for (const url of urls) {
+    const text = await (await fetch(`${url}/metrics`)).text()
+    for (const line of text.split('\n'))
+      if (line.startsWith('latchkey_acquisitions_total')) n += Number(line.split(' ').at(-1))
+  }
+  return n
+}
+
 const cluster = await startCluster({
   workers: Number(flag('workers') ?? 2),
   storeUrl: `sqlite:${join(dir, 'store.db')}`,
@@ -60,6 +71,7 @@ try {
   })
   for (let run = 0; run < runs; run++) {
     for (const s of flag('ceiling') === '0' ? strategies : ['ceiling', ...strategies]) {
+      const a0 = await acquisitions(cluster.urls)
       const c0 = cpuMs(pids)
       let requests: number
       let rate: number
@@ -97,6 +109,7 @@ try {
         sold = ` sold in ${(row.result.soldInMs / 1000).toFixed(2)} s, ok ${row.checks.every((c) => c.ok)}, busy ${row.result.counts.busy}`
       }
       const c1 = cpuMs(pids)
+      sold += `, ${(await acquisitions(cluster.urls)) - a0} lock acquisitions`
       console.log(
         `${run} ${s.padEnd(9)} ${rate.toFixed(0).padStart(6)} req/s  ${(((c1 - c0) * 1000) / requests).toFixed(0).padStart(5)} µs CPU/request (services)${sold}`,
       )

@@ -2,8 +2,8 @@ import Fastify, { type FastifyInstance } from 'fastify'
 import type { Locks } from 'latchkey'
 import type { PaymentsOptions } from '../payments/settle-client.js'
 import type { Sale, SaleStore } from '../store/types.js'
+import { BucketSellers } from '../strategies/bucket-sellers.js'
 import type { BuyContext } from '../strategies/buy.js'
-import { LocalQueue } from '../strategies/local-queue.js'
 import type { OutboxRelay } from '../strategies/reserve/outbox-relay.js'
 import type { RedisReserve } from '../strategies/reserve/redis-reserve.js'
 import { checkAdminToken } from './admin-auth.js'
@@ -79,7 +79,7 @@ export function buildApp(options: AppOptions): FastifyInstance {
     locks,
     lockWaitMs: options.lockWaitMs ?? 2_000,
     lockTtlMs: options.lockTtlMs ?? 5_000,
-    queue: new LocalQueue(),
+    sellers: new BucketSellers(),
     reserve: options.reserve,
   }
   const app = Fastify({
