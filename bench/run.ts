@@ -7,7 +7,8 @@
  *   npm run bench                       full run (~18-21 min on 2 cores; 17.6 min measured)
  *   BENCH_QUICK=1 npx tsx bench/run.ts  quick check (~3 min), written to $TMPDIR/latchkey-bench-quick/
  *   npx tsx bench/run.ts --report-only  RESULTS.md and charts again from results.jsonl
- * BENCH_SECTIONS=matrix,scale,sale and BENCH_ONLY=<contender ids> narrow a run (lib/config.ts); BENCH_OUT=<dir>
+ * BENCH_SECTIONS=matrix,scale,sale and BENCH_ONLY=<contender ids> narrow a run (lib/config.ts); the flash-sale
+ * section alone, without the shared servers' start-up: npx tsx bench/flash-sale.ts. BENCH_OUT=<dir>
  * moves the output; BENCH_NO_BUILD=1 keeps a stale library build.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
