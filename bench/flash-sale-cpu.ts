@@ -11,6 +11,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { Redis } from 'ioredis'
 import { startCluster } from '../apps/flash-sale/src/cluster.js'
 import { runLoad } from '../apps/flash-sale/src/load/run-load.js'
 import { runSale } from '../apps/flash-sale/src/load/run-sale.js'
@@ -49,6 +50,18 @@ async function acquisitions(urls: readonly string[]): Promise<number> {
   return n
 }
 
+/** Commands the lock backend's Redis ran so far (INFO commandstats), when the backend is a redis:// URL. */
+async function redisCalls(): Promise<number | undefined> {
+  if (!backendUrl.startsWith('redis://')) return undefined
+  const client = new Redis(backendUrl)
+  try {
+    const info = await client.info('commandstats')
+    return [...info.matchAll(/calls=(\d+)/g)].reduce((n, m) => n + Number(m[1]), 0)
+  } finally {
+    client.disconnect()
+  }
+}
+
 const cluster = await startCluster({
   workers: Number(flag('workers') ?? 2),
   storeUrl: `sqlite:${join(dir, 'store.db')}`,
@@ -72,6 +85,7 @@ try {
   for (let run = 0; run < runs; run++) {
     for (const s of flag('ceiling') === '0' ? strategies : ['ceiling', ...strategies]) {
       const a0 = await acquisitions(cluster.urls)
+      const r0 = await redisCalls()
       const c0 = cpuMs(pids)
       let requests: number
       let rate: number
@@ -110,6 +124,8 @@ try {
       }
       const c1 = cpuMs(pids)
       sold += `, ${(await acquisitions(cluster.urls)) - a0} lock acquisitions`
+      const r1 = await redisCalls()
+      if (r0 !== undefined && r1 !== undefined) sold += `, ${r1 - r0} Redis commands`
       console.log(
         `${run} ${s.padEnd(9)} ${rate.toFixed(0).padStart(6)} req/s  ${(((c1 - c0) * 1000) / requests).toFixed(0).padStart(5)} µs CPU/request (services)${sold}`,
       )
