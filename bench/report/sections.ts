@@ -141,6 +141,11 @@ export function ofCeiling(records: readonly SaleRecord[], backend: string, strat
   )
 }
 
+/** `–` when no round had a ceiling (results of a run before the probe existed). */
+function ceilingShare(share: Spread): string {
+  return share.n === 0 ? '–' : fmtSpread(share, (n) => n.toFixed(2))
+}
+
 /** Flash-sale: orders/s, share of the ceiling, latency, sold-in time per backend × strategy, medians [min–max] over the runs. */
 export function saleTable(fs: Results['flashSale']): string {
   if (fs === undefined) return '(not run)'
@@ -159,7 +164,7 @@ export function saleTable(fs: Results['flashSale']): string {
         probe ? 'ceiling (probe: 409 from memory)' : strategy,
         String(ok.length),
         ok.length === 0 ? `failed: ${err}` : pick('ordersPerSecond'),
-        probe ? '1' : fmtSpread(ofCeiling(fs.records, b.id, strategy), (n) => n.toFixed(2)),
+        probe ? '1' : ceilingShare(ofCeiling(fs.records, b.id, strategy)),
         pick('p50'),
         pick('p99'),
         probe ? '–' : pick('soldInSeconds'),
