@@ -148,11 +148,11 @@ async function onBackend(b: SaleBackend, strategies: readonly Strategy[], cfg: S
     for (let run = 0; run < cfg.runs; run++) {
       for (const strategy of runOrder([CEILING, ...strategies], run)) {
         try {
-          const figures =
+          const measured =
             strategy === CEILING
               ? await ceilingLoad(cluster.urls, cfg)
               : await oneSale(cluster.urls, strategy as Strategy, cfg, saleIds)
-          records.push({ backend: b.id, strategy, run, ...figures })
+          records.push({ backend: b.id, strategy, run, ...measured })
         } catch (error) {
           const message = error instanceof Error ? error.message : String(error)
           records.push({ backend: b.id, strategy, run, error: message.split('\n')[0] ?? message })
