@@ -7,7 +7,8 @@
  *   npm run bench                       full run (~18-21 min on 2 cores; 17.6 min measured)
  *   BENCH_QUICK=1 npx tsx bench/run.ts  quick check (~3 min), written to $TMPDIR/latchkey-bench-quick/
  *   npx tsx bench/run.ts --report-only  RESULTS.md and charts again from results.jsonl
- * BENCH_SECTIONS=matrix,scale,sale and BENCH_ONLY=<contender ids> narrow a run (lib/config.ts); BENCH_OUT=<dir>
+ * BENCH_SECTIONS=matrix,scale,sale and BENCH_ONLY=<contender ids> narrow a run (lib/config.ts); the flash-sale
+ * section alone, without the shared servers' start-up: npx tsx bench/flash-sale.ts. BENCH_OUT=<dir>
  * moves the output; BENCH_NO_BUILD=1 keeps a stale library build.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
@@ -15,7 +16,6 @@ import { loadavg, tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { type ContenderDef, catalog } from './lib/catalog.js'
-import { cleaners } from './lib/cleanup.js'
 import { runConfig } from './lib/config.js'
 import { machineInfo } from './lib/machine.js'
 import { redisBenchmark } from './lib/redis-benchmark.js'
@@ -23,7 +23,7 @@ import type { DefInfo, Results } from './lib/results.js'
 import { ensureBuilt, openSession, type Session } from './lib/session.js'
 import { keepNonFinite, restoreNonFinite } from './lib/stats.js'
 import { renderReport } from './report/markdown.js'
-import { runFlashSale, type SaleBackend } from './sections/flash-sale.js'
+import { runFlashSale, saleBackends } from './sections/flash-sale.js'
 import { available, runMatrix } from './sections/matrix.js'
 import { runScale } from './sections/scale.js'
 
@@ -53,24 +53,6 @@ async function section<T>(name: string, fn: () => Promise<T>, selectedBy = name)
   } finally {
     sections[name] = (performance.now() - s0) / 1000
   }
-}
-
-/** The flash-sale's lock backends: the embedded ones and one of each server family (SQLite store throughout). */
-function saleBackends(defs: readonly ContenderDef[], s: Session): SaleBackend[] {
-  const clean = cleaners(s.servers)
-  const url = (id: string) => {
-    const spec = defs.find((d) => d.id === id)?.spec('x', 1)
-    return spec?.type === 'latchkey' ? spec.url : ''
-  }
-  return [
-    { id: 'sqlite', label: 'SQLite', url: `sqlite:${join(s.tmp, 'sale-locks.db')}`, workers: 2 },
-    { id: 'memory', label: 'memory', url: 'memory:', workers: 1 },
-    { id: 'redis', label: 'Redis', url: url('redis'), workers: 2 },
-    { id: 'zk', label: 'ZooKeeper standalone', url: url('zk'), workers: 2, cleanup: clean.zk },
-    { id: 'etcd', label: 'etcd', url: url('etcd'), workers: 2, cleanup: clean.etcd },
-    { id: 'mariadb-table', label: 'MariaDB table', url: url('mariadb-table'), workers: 2, cleanup: clean.mysql },
-    { id: 'pg-table', label: 'PostgreSQL table', url: url('pg-table'), workers: 2, cleanup: clean.postgres },
-  ].filter((b) => b.url !== '')
 }
 
 const info = (d: ContenderDef): DefInfo => ({
@@ -103,7 +85,7 @@ async function measure(
   )
   const scaleDefs = ok.filter((d) => d.id === 'memory' || d.id === 'redis')
   const scale = await section('scale', () => runScale(s.pool, scaleDefs, cfg.scale, s.namespace, log))
-  const backends = saleBackends(ok, s)
+  const backends = saleBackends(ok, s.servers, s.tmp)
   const sale = await section('sale', async () => {
     const dist = ensureBuilt(ROOT, log)
     const r = await runFlashSale(backends, { ...cfg.sale, redisUrl: s.redis.url }, log)

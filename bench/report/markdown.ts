@@ -184,11 +184,11 @@ function saleSection(c: Ctx): string[] {
   const k = c.r.saleConfig
   if (k !== undefined) {
     out.push(
-      `${fmt(k.buyers)} buyers (${k.processes} buyer processes × ${k.concurrency} requests in flight), ${fmt(k.stock)} units per sale, SQLite store, ${k.runs} run(s) per cell. orders/s = order requests answered per second; "stock sold in" = start of the load to the last sale. The app runs on the built library (packages/latchkey/dist: ${c.r.flashSale?.dist ?? '?'}).`,
+      `${fmt(k.buyers)} buyers (${k.processes} buyer processes × ${k.concurrency} requests in flight), ${fmt(k.stock)} units per sale, SQLite store, ${k.runs} run(s) per cell. orders/s = order requests answered per second, from the moment every buyer process is ready; "of ceiling" = a strategy's orders/s over the ceiling probe's in the same round on the same service processes (the same buyers sent to a twin of the order route that answers 409 SOLD_OUT from memory: the most this machine serves with this load generator), median [min–max] of the rounds; "stock sold in" = start of the load to the last sale. The app runs on the built library (packages/latchkey/dist: ${c.r.flashSale?.dist ?? '?'}).`,
       '',
     )
   }
-  return [...out, c.chart('flash-sale.svg'), '', saleTable(c.r), '']
+  return [...out, c.chart('flash-sale.svg'), '', saleTable(c.r.flashSale), '']
 }
 
 /** The whole document and its charts. */

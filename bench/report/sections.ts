@@ -4,7 +4,8 @@
  */
 
 import type { Results } from '../lib/results.js'
-import { fmt, fmtAuto, fmtSpread, spread } from '../lib/stats.js'
+import { fmt, fmtAuto, fmtSpread, type Spread, spread } from '../lib/stats.js'
+import { CEILING, type SaleRecord } from '../sections/flash-sale.js'
 import { med, type Summaries } from './aggregate.js'
 import { sameRunRatio, table } from './tables.js'
 
@@ -122,9 +123,31 @@ export function scaleTables(r: Results, labels: ReadonlyMap<string, string>): st
   return out
 }
 
-/** Flash-sale: orders/s, latency, sold-in time per backend × strategy, medians [min–max] over the runs. */
-export function saleTable(r: Results): string {
-  const fs = r.flashSale
+/**
+ * A strategy's orders/s as a fraction of the ceiling probe's on the same backend, round by round (each round
+ * runs the ceiling in turn with the strategies, so a round's two figures share the machine's load).
+ */
+export function ofCeiling(records: readonly SaleRecord[], backend: string, strategy: string): Spread {
+  const at = (s: string, run: number) =>
+    records.find((x) => x.backend === backend && x.strategy === s && x.run === run && x.error === undefined)
+      ?.ordersPerSecond
+  const runs = new Set(records.filter((x) => x.backend === backend && x.strategy === strategy).map((x) => x.run))
+  return spread(
+    [...runs].map((run) => {
+      const mine = at(strategy, run)
+      const ceiling = at(CEILING, run)
+      return mine === undefined || ceiling === undefined ? undefined : mine / ceiling
+    }),
+  )
+}
+
+/** `–` when no round had a ceiling (results of a run before the probe existed). */
+function ceilingShare(share: Spread): string {
+  return share.n === 0 ? '–' : fmtSpread(share, (n) => n.toFixed(2))
+}
+
+/** Flash-sale: orders/s, share of the ceiling, latency, sold-in time per backend × strategy, medians [min–max] over the runs. */
+export function saleTable(fs: Results['flashSale']): string {
   if (fs === undefined) return '(not run)'
   const rows: string[][] = []
   for (const b of fs.backends) {
@@ -135,21 +158,43 @@ export function saleTable(r: Results): string {
       const pick = (f: 'ordersPerSecond' | 'p50' | 'p99' | 'soldInSeconds') => fmtSpread(spread(ok.map((x) => x[f])))
       const err = recs.find((x) => x.error !== undefined)?.error
       const inv = ok.every((x) => x.invariantsHold === true && x.oversold === 0)
+      const probe = strategy === CEILING
       rows.push([
         `${b.label} (${b.workers} service process${b.workers > 1 ? 'es' : ''})`,
-        strategy,
+        probe ? 'ceiling (probe: 409 from memory)' : strategy,
         String(ok.length),
         ok.length === 0 ? `failed: ${err}` : pick('ordersPerSecond'),
+        probe ? '1' : ceilingShare(ofCeiling(fs.records, b.id, strategy)),
         pick('p50'),
         pick('p99'),
-        pick('soldInSeconds'),
-        ok.length === 0 ? '–' : inv ? 'all hold' : 'VIOLATED',
+        probe ? '–' : pick('soldInSeconds'),
+        ok.length === 0
+          ? '–'
+          : probe
+            ? ok.every((x) => x.invariantsHold === true)
+              ? 'all 409'
+              : 'NOT all 409'
+            : inv
+              ? 'all hold'
+              : 'VIOLATED',
       ])
     }
   }
   const errs = fs.records.filter((x) => x.strategy === '*').map((x) => `\n- ${x.backend}: ${x.error}`)
   return (
-    table(['lock backend', 'strategy', 'runs', 'orders/s', 'p50 ms', 'p99 ms', 'stock sold in s', 'invariants'], rows) +
-    errs.join('')
+    table(
+      [
+        'lock backend',
+        'strategy',
+        'runs',
+        'orders/s',
+        'of ceiling',
+        'p50 ms',
+        'p99 ms',
+        'stock sold in s',
+        'invariants',
+      ],
+      rows,
+    ) + errs.join('')
   )
 }

@@ -13,6 +13,11 @@ export interface ClusterOptions extends Omit<ServiceOptions, 'port'> {
   readonly ports?: readonly number[]
   /** Options of worker `index` only, over the shared ones (e.g. a fault hook in one process). */
   readonly perWorker?: (index: number) => Partial<ServiceOptions>
+  /**
+   * Node flags of every service process, e.g. `['--cpu-prof', '--cpu-prof-dir=/tmp/prof']` to profile them
+   * (Node refuses `--cpu-prof` in NODE_OPTIONS). The profile is written when the process exits (`close()`).
+   */
+  readonly nodeFlags?: readonly string[]
 }
 
 /** N service processes sharing one store and one lock backend. */
@@ -36,7 +41,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
   if (workers > 1 && (options.backendUrl ?? '').startsWith('memory:')) {
     throw new RangeError('memory: locks live inside one process; with several workers use --backend sqlite:./locks.db')
   }
-  const { workers: _w, basePort, ports, perWorker, ...service } = options
+  const { workers: _w, basePort, ports, perWorker, nodeFlags, ...service } = options
   const children: ChildProcess[] = []
   const urls: string[] = []
   const close = async (): Promise<void> => {
@@ -55,7 +60,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     const port = ports?.[i] ?? (basePort === undefined || basePort === 0 ? 0 : basePort + i)
     // Over IPC, never in argv: the options hold store and backend URLs with their passwords and the admin
     // token, and any user of the machine can read a process's argv (`ps`).
-    const child = forkEntry('service-worker.ts', [])
+    const child = forkEntry('service-worker.ts', [], nodeFlags)
     children[i] = child
     const start: WorkerStart = { type: 'start', options: { ...service, ...perWorker?.(i), port } }
     child.send(start)

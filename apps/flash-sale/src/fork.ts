@@ -11,17 +11,17 @@ const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).
 
 /**
  * Forks `src/<entry>` as a child process with an IPC channel, in this process's working directory (relative
- * store and lock paths mean the same to both). TypeScript entries run through tsx: no build step. `args` are
- * visible to every user of the machine (`ps`): anything secret goes over IPC (`child.send`).
+ * store and lock paths mean the same to both). TypeScript entries run through tsx: no build step. `nodeFlags`
+ * go to Node itself (e.g. `--cpu-prof`). `args` are visible to every user of the machine (`ps`): anything secret goes over IPC (`child.send`).
  *
  * @example
  * const child = forkEntry('load/buyer-worker.ts', [])
  * child.send(job)
  */
-export function forkEntry(entry: string, args: readonly string[]): ChildProcess {
+export function forkEntry(entry: string, args: readonly string[], nodeFlags: readonly string[] = []): ChildProcess {
   const file = join(APP_DIR, 'src', entry)
   return fork(file, [...args], {
-    execArgv: file.endsWith('.ts') ? ['--import', TSX_LOADER] : [],
+    execArgv: [...(file.endsWith('.ts') ? ['--import', TSX_LOADER] : []), ...nodeFlags],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     serialization: 'advanced',
   })

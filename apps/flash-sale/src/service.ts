@@ -36,6 +36,8 @@ export interface ServiceOptions {
   readonly maxEventStreams?: number
   /** Sell paid orders through the coordinator process (see {@link AppOptions.payments}). Default none. */
   readonly payments?: PaymentsOptions
+  /** Serve the benchmark's ceiling probe (see {@link AppOptions.ceilingProbe}). Default false. */
+  readonly ceilingProbe?: boolean
 }
 
 /** A running service. */
@@ -77,6 +79,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Runnin
     ...(options.adminToken === undefined ? {} : { adminToken: options.adminToken }),
     ...(options.maxEventStreams === undefined ? {} : { maxEventStreams: options.maxEventStreams }),
     ...(options.payments === undefined ? {} : { payments: options.payments }),
+    ...(options.ceilingProbe === undefined ? {} : { ceilingProbe: options.ceilingProbe }),
   })
   const close = async (): Promise<void> => {
     await app.close()

@@ -3,8 +3,8 @@ import type { Locks } from 'latchkey'
 import { afterEach, describe, expect, it } from 'vitest'
 import { sqliteStore } from '../src/store/sqlite-store.js'
 import type { SaleStore } from '../src/store/types.js'
+import { BucketSellers } from '../src/strategies/bucket-sellers.js'
 import { buyInBucket, StaleWriteError } from '../src/strategies/buy.js'
-import type { LocalQueue } from '../src/strategies/local-queue.js'
 import { type Instance, jitterStore, sendBuyers, startInstances, startingSale, tempDir, testStores } from './support.js'
 
 const BUYERS = 1_000
@@ -101,15 +101,10 @@ describe('fencing alone, under a lock that fails to exclude', () => {
             fn({ token: ++token, signal: new AbortController().signal }),
         }),
       } as unknown as Locks
-      const ctx = {
-        store,
-        locks,
-        lockWaitMs: 1_000,
-        lockTtlMs: 1_000,
-        queue: { run: (_key: string, fn: () => Promise<unknown>) => fn() } as unknown as LocalQueue,
-      }
+      // Each buyer has a seller of its own, as if each were in a process of its own: all write at once.
+      const ctx = () => ({ store, locks, lockWaitMs: 1_000, lockTtlMs: 1_000, sellers: new BucketSellers() })
       const outcomes = await Promise.allSettled(
-        Array.from({ length: 200 }, (_, i) => buyInBucket(ctx, sale, 0, `u${i}`, 1)),
+        Array.from({ length: 200 }, (_, i) => buyInBucket(ctx(), sale, 0, `u${i}`, 1)),
       )
       const ordered = outcomes.filter((o) => o.status === 'fulfilled' && o.value.status === 'ordered')
       const stale = outcomes.filter((o) => o.status === 'rejected' && o.reason instanceof StaleWriteError)

@@ -5,7 +5,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Pool } from 'undici'
-import { type BuyerCounts, type BuyerJob, type BuyerReport, zeroCounts } from './types.js'
+import { type BuyerCounts, type BuyerJob, type BuyerReady, type BuyerReport, zeroCounts } from './types.js'
 
 /** How long one order keeps being retried (dead services, 503s, a whole service restarting). */
 const RETRY_BUDGET_MS = 30_000
@@ -100,7 +100,7 @@ class Orders {
     this.counts.requests++
     try {
       const res = await (this.pools[index] as Pool).request({
-        path: `/sales/${this.job.saleId}/orders`,
+        path: this.job.path,
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ userId: `u${buyer}`, quantity: this.job.quantity }),
@@ -177,3 +177,5 @@ process.once('message', (message) => {
     },
   )
 })
+const ready: BuyerReady = { type: 'ready' }
+process.send?.(ready)

@@ -3,6 +3,8 @@ export interface BuyerJob {
   readonly type: 'start'
   readonly urls: readonly string[]
   readonly saleId: string
+  /** The path orders are posted to (the order route, or the ceiling probe: server/ceiling-route.ts). */
+  readonly path: string
   /** Buyers `from` (inclusive) to `to` (exclusive); buyer i is user `u<i>`. */
   readonly from: number
   readonly to: number
@@ -53,6 +55,15 @@ export interface BuyerReport {
   readonly lastOrderAt: number
   /** Unexpected answers, at most a few, for the report. */
   readonly samples: string[]
+}
+
+/**
+ * A buyer worker's first message, once its modules are loaded: the load's clock starts when every worker has
+ * sent it, so the seconds a process takes to start (tsx compiling on a loaded machine) are not counted as
+ * the service's.
+ */
+export interface BuyerReady {
+  readonly type: 'ready'
 }
 
 /** Progress every ~200 ms. */

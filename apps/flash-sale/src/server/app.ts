@@ -2,11 +2,12 @@ import Fastify, { type FastifyInstance } from 'fastify'
 import type { Locks } from 'latchkey'
 import type { PaymentsOptions } from '../payments/settle-client.js'
 import type { Sale, SaleStore } from '../store/types.js'
+import { BucketSellers } from '../strategies/bucket-sellers.js'
 import type { BuyContext } from '../strategies/buy.js'
-import { LocalQueue } from '../strategies/local-queue.js'
 import type { OutboxRelay } from '../strategies/reserve/outbox-relay.js'
 import type { RedisReserve } from '../strategies/reserve/redis-reserve.js'
 import { checkAdminToken } from './admin-auth.js'
+import { registerCeilingRoute } from './ceiling-route.js'
 import { registerDashboardRoutes } from './dashboard-routes.js'
 import type { ServiceMetrics } from './metrics.js'
 import { registerOrderRoute } from './order-route.js'
@@ -41,6 +42,11 @@ export interface AppOptions {
    * when declined). Default none: an order is final once its stock is taken. `reserve` sales are refused then.
    */
   readonly payments?: PaymentsOptions | undefined
+  /**
+   * Also serve the ceiling probe (`POST /probe/ceiling/sales/:id/orders`, see ceiling-route.ts): a measuring
+   * aid for the benchmark, never for buyers. Default false.
+   */
+  readonly ceilingProbe?: boolean
 }
 
 /** Throws a RangeError naming the first bad option (before any I/O of the caller). */
@@ -73,7 +79,7 @@ export function buildApp(options: AppOptions): FastifyInstance {
     locks,
     lockWaitMs: options.lockWaitMs ?? 2_000,
     lockTtlMs: options.lockTtlMs ?? 5_000,
-    queue: new LocalQueue(),
+    sellers: new BucketSellers(),
     reserve: options.reserve,
   }
   const app = Fastify({
@@ -103,6 +109,7 @@ export function buildApp(options: AppOptions): FastifyInstance {
   })
   registerSaleRoutes(app, store, remember, options.reserve, options.adminToken, options.payments !== undefined)
   registerOrderRoute(app, ctx, metrics, findSale, options.payments)
+  if (options.ceilingProbe === true) registerCeilingRoute(app)
   registerDashboardRoutes(app, store, metrics.live, {
     ...(options.maxEventStreams === undefined ? {} : { maxStreams: options.maxEventStreams }),
     ...(options.eventIntervalMs === undefined ? {} : { intervalMs: options.eventIntervalMs }),
