@@ -8,8 +8,15 @@
 import { afterAll, describe, expect, it } from 'vitest'
 import { runChaos } from './support/chaos/bank-run.js'
 import { killAll } from './support/chaos/processes.js'
+import { smokeOrFull } from './support/full-run.js'
 
-const SEEDS = process.env.SEED === undefined ? [1, 2, 3] : process.env.SEED.split(',').map(Number)
+/**
+ * The default run takes seed 5 alone: its schedule kills the coordinator twice and each participant once, and its
+ * draws have every answer fault (409, 425, 5xx and slow, before and after the effect) at least once (seed 1 draws
+ * no 409, seed 2 no 425, seed 3 never kills A). The full run (`npm run test:full`) runs seeds 1, 2, 3 and 5.
+ */
+const SEEDS =
+  process.env.SEED !== undefined ? process.env.SEED.split(',').map(Number) : smokeOrFull([1, 2, 3, 5], (s) => s === 5)
 
 describe('bank transfers under chaos (PostgreSQL + MariaDB participants, coordinator and participants SIGKILLed)', () => {
   afterAll(killAll)

@@ -1,12 +1,13 @@
 /**
  * Crash at every step on the PostgreSQL and MariaDB logs (with their default leases, latchkey's table backends
- * on the same database). The normal run takes one representative point per phase; `scripts/crash-matrix.sh`
- * (`LATCHKEY_TX_CRASH_MATRIX=all`) runs every traced point, as the SQLite file does.
+ * on the same database). The normal run takes one representative point per phase; the full run
+ * (`npm run test:full`, or `scripts/crash-matrix.sh` for the two crash-matrix files alone) takes every traced point.
  */
 import { randomBytes } from 'node:crypto'
 import { afterAll, describe, expect, it } from 'vitest'
 import { checkCrashCase, traceMatrix } from './support/crash-matrix.js'
 import { MYSQL_URL, openTestDatabase, POSTGRES_URL, uniquePrefix } from './support/databases.js'
+import { smokeOrFull } from './support/full-run.js'
 
 /** One point per phase: an effect committed but not logged, the abort decision, a compensation, the TCC decision, a cancel. */
 const REPRESENTATIVE = [
@@ -16,9 +17,11 @@ const REPRESENTATIVE = [
   'tcc-confirm @ after-log:status submitted',
   'tcc-cancel @ after-log:branch-running y/cancel#1',
 ]
-const all = process.env.LATCHKEY_TX_CRASH_MATRIX === 'all'
 const matrix = await traceMatrix()
-const cases = matrix.cases.map((c, i) => ({ ...c, i })).filter((c) => all || REPRESENTATIVE.includes(c.title))
+const cases = smokeOrFull(
+  matrix.cases.map((c, i) => ({ ...c, i })),
+  (c) => REPRESENTATIVE.includes(c.title),
+)
 
 describe.each(['postgres', 'mysql'] as const)('crash at every step (%s log)', (dialect) => {
   const run = `c${randomBytes(4).toString('hex')}`

@@ -1,11 +1,16 @@
 /**
  * Random sagas (random DAG shapes, failing steps, steps and compensations that fail a few times with retryable
- * errors) against the real coordinator on SQLite, checking the invariants every run must keep.
+ * errors) against the real coordinator on SQLite, checking the invariants every run must keep. The default run
+ * draws 50 sagas (fresh random ones each time, so successive runs cover more); the full run (`npm run test:full`)
+ * draws 200.
  */
 import fc from 'fast-check'
 import { afterAll, describe, expect, it } from 'vitest'
 import { type BranchContext, TxError } from '../src/index.js'
 import { sqliteHarness } from './support/coordinators.js'
+import { FULL_RUN } from './support/full-run.js'
+
+const RUNS = FULL_RUN ? 200 : 50
 
 interface StepSpec {
   /** Indexes of earlier steps this one comes after. */
@@ -32,7 +37,7 @@ const h = sqliteHarness()
 afterAll(() => h.close())
 
 describe('random sagas', () => {
-  it('keep the invariants over 200 runs: final state, each start after its dependencies, compensations once, in reverse', async () => {
+  it(`keep the invariants over ${RUNS} runs: final state, each start after its dependencies, compensations once, in reverse`, async () => {
     // Three attempts, at most two flakes: no run parks, every run must end succeeded or failed.
     const tc = h.coordinator({ retry: { firstMs: 1, maxMs: 2, attempts: 3 } })
     let n = 0
@@ -76,7 +81,7 @@ describe('random sagas', () => {
         const tx = await tc.get(r.gid)
         expect(tx?.status).toBe('failed')
       }),
-      { numRuns: 200 },
+      { numRuns: RUNS },
     )
   })
 })

@@ -42,8 +42,11 @@ describe('three-phase commit with real processes', () => {
   beforeEach(async () => {
     n++
     storeUrl = `sqlite:${join(tmp.dir, `tx-${n}.db`)}`
-    a = await startParticipant(join(tmp.dir, `a-${n}.db`), PARTICIPANT_TIMEOUT_MS)
-    b = await startParticipant(join(tmp.dir, `b-${n}.db`), PARTICIPANT_TIMEOUT_MS)
+    // Started together: each start is mostly a process loading tsx, seconds on a loaded machine.
+    ;[a, b] = await Promise.all([
+      startParticipant(join(tmp.dir, `a-${n}.db`), PARTICIPANT_TIMEOUT_MS),
+      startParticipant(join(tmp.dir, `b-${n}.db`), PARTICIPANT_TIMEOUT_MS),
+    ])
   })
   afterEach(async () => {
     for (const tc of opened.splice(0)) await tc.close()
