@@ -170,5 +170,11 @@ export function catalog(s: Servers): ContenderDef[] {
     latchkey('pg-advisory', 'PostgreSQL advisory', pg('advisory')),
     floor('znode', 'floor: raw znode create+delete (ZooKeeper standalone)', 'znode', s.zk),
     floor('etcd-txn', 'floor: raw etcd txn put + delete (one lease)', 'etcd-txn', s.etcd),
+    floor(
+      'etcd-txn-wire',
+      "floor: raw etcd txn put + delete (one lease), on latchkey's http2 transport",
+      'etcd-txn-wire',
+      s.etcd,
+    ),
   ]
 }
