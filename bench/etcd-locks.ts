@@ -4,12 +4,15 @@
  * consensus store, the contended reference).
  *
  *   bash scripts/servers/etcd.sh start && npx tsx bench/etcd-locks.ts   (BENCH_QUICK=1 for a short run)
+ *
+ * BENCH_BASELINE_DIST=<absolute path of another build's packages/latchkey/dist> adds that build's etcd backend as
+ * `etcd-baseline`, to compare a change with what it replaces in the same run.
  */
 import { runSubset } from './lib/subset.js'
 
 await runSubset(
   'etcd beside its raw txn floors and ZooKeeper',
-  ['etcd', 'etcd-txn', 'etcd-txn-wire', 'zk'],
+  ['etcd', 'etcd-baseline', 'etcd-txn', 'etcd-txn-wire', 'zk'],
   'etcd-txn',
   'zk',
 )

@@ -128,11 +128,28 @@ export async function acquireQueued(d: AcquireDeps, req: AcquireRequest, until: 
   return (await decide(d, req, joined.state, joined.line, until)) ?? MISS
 }
 
-/** The compare that admits a mutex/fair/read/write try: no key in any folder of a blocking kind. */
+/** Admission compares per layout, by kind and lock key: they depend on nothing else, and every try needs them. */
+const ADMISSIONS = new WeakMap<EtcdKeyLayout, Map<string, EtcdCompare[]>>()
+/** Names remembered per layout; the memo starts over past this (a process touching many names pays the build). */
+const MAX_ADMISSIONS = 1_000
+
+/** The compare that admits a mutex/fair/read/write try: no key in any folder of a blocking kind (never mutated). */
 function admission(d: AcquireDeps, req: AcquireRequest): EtcdCompare[] {
-  return d.layout
-    .blockingRanges(req)
-    .map((r): EtcdCompare => ({ key: r.start, range_end: r.end, target: 'Version', result: 'Equal', version: '0' }))
+  let memo = ADMISSIONS.get(d.layout)
+  if (memo === undefined) {
+    memo = new Map()
+    ADMISSIONS.set(d.layout, memo)
+  }
+  const id = `${req.kind}\u0000${req.key}`
+  let compare = memo.get(id)
+  if (compare === undefined) {
+    compare = d.layout
+      .blockingRanges(req)
+      .map((r): EtcdCompare => ({ key: r.start, range_end: r.end, target: 'Version', result: 'Equal', version: '0' }))
+    if (memo.size >= MAX_ADMISSIONS) memo.clear()
+    memo.set(id, compare)
+  }
+  return compare
 }
 
 function deleteOp(key: string): EtcdRequestOp {

@@ -84,11 +84,29 @@ export class ProtoWriter {
     return this
   }
 
-  /** A nested message field, written by `write` into its own writer. */
+  /**
+   * A nested message field, written by `write` in place: one byte is kept for its length, and the body moves
+   * up in the rare case its length needs more (a body of 128 bytes or more).
+   */
   message(field: number, write: (w: ProtoWriter) => void): this {
-    const inner = new ProtoWriter()
-    write(inner)
-    return this.bytes(field, inner.finish())
+    this.tag(field, WIRE_LEN)
+    this.ensure(1)
+    const at = this.pos++
+    write(this)
+    const length = this.pos - at - 1
+    if (length < 0x80) {
+      this.buf[at] = length
+      return this
+    }
+    let extra = 0
+    for (let v = length; v >= 0x80; v = Math.floor(v / 0x80)) extra++
+    this.ensure(extra)
+    this.buf.copyWithin(at + 1 + extra, at + 1, this.pos)
+    const end = this.pos + extra
+    this.pos = at
+    this.rawVarint(length)
+    this.pos = end
+    return this
   }
 
   /** The encoded message. */
