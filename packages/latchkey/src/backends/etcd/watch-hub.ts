@@ -168,6 +168,11 @@ export class WatchHub {
   }
 
   private onDelete(prefix: string, watch: SharedWatch, kv: EtcdKeyValue): void {
+    if (watch.subscriptions === 0) {
+      // A lingering watch (nobody waits): the usual case of an uncontended lock seeing its own releases.
+      watch.deletes++
+      return
+    }
     const parsed = this.layout.parse(kv.key, watch.lockKey)
     if (parsed === undefined) return
     watch.deletes++
