@@ -2,6 +2,7 @@
  * The etcd backend's own transport (gRPC on node:http2 with hand-written protobuf, `src/backends/etcd/wire/`):
  * the encoding corner cases, and each call the backend makes, against the tests' etcd.
  */
+import { type AddressInfo, createServer, type Socket } from 'node:net'
 import { afterAll, describe, expect, it } from 'vitest'
 import { isLeaseGone } from '../src/backends/etcd/etcd-client.js'
 import { prefixRange } from '../src/backends/etcd/keys.js'
@@ -118,6 +119,26 @@ describe('http2 etcd client', () => {
     await seen
     expect(deleted).toEqual([`${prefix}watched/a`, `${prefix}watched/b`])
     await watcher.cancel()
+  })
+
+  it('with several endpoints, a call left unanswered sends the next calls to the next endpoint', async () => {
+    // An endpoint that accepts connections and never answers (a hung member): only the deadline ends its calls.
+    const sockets = new Set<Socket>()
+    const hung = createServer((socket) => {
+      sockets.add(socket)
+      socket.on('close', () => sockets.delete(socket))
+    })
+    await new Promise<void>((resolve) => hung.listen(0, '127.0.0.1', resolve))
+    const { port } = hung.address() as AddressInfo
+    const both = openHttp2EtcdClient({ hosts: [`http://127.0.0.1:${port}`, ETCD_URL], callTimeoutMs: 300 })
+    try {
+      await expect(both.kv.range({ key: key('x') })).rejects.toThrow(/DEADLINE_EXCEEDED/)
+      expect((await both.kv.range({ key: key('x') })).kvs).toEqual([])
+    } finally {
+      both.close()
+      for (const socket of sockets) socket.destroy()
+      await new Promise((resolve) => hung.close(resolve))
+    }
   })
 
   it('a call to an endpoint that does not answer fails with UNAVAILABLE', async () => {

@@ -150,10 +150,10 @@ export class GrpcConnection {
           reject(error)
         }
       }
-      const timer = setTimeout(
-        () => settle(new GrpcError(DEADLINE_EXCEEDED, `no answer within ${timeoutMs} ms`)),
-        timeoutMs,
-      )
+      const timer = setTimeout(() => {
+        settle(new GrpcError(DEADLINE_EXCEEDED, `no answer within ${timeoutMs} ms`))
+        this.moveOn(session)
+      }, timeoutMs)
       stream.on('response', (headers) => {
         status ??= statusOf(headers)
       })
@@ -184,6 +184,18 @@ export class GrpcConnection {
       })
       stream.end(frame)
     })
+  }
+
+  /**
+   * With several endpoints, a call that got no answer in time sends the next calls to the next endpoint (an
+   * endpoint that accepts connections but never answers would otherwise keep every call); the session closes
+   * once its calls in flight end. With one endpoint there is nowhere else to go, and the session stays.
+   */
+  private moveOn(session: http2.ClientHttp2Session): void {
+    if (this.hosts.length < 2 || this.session !== session) return
+    this.session = undefined
+    this.next++
+    session.close()
   }
 
   /** A bidirectional stream to `path`. */
