@@ -58,12 +58,13 @@ export interface ContenderDef {
 }
 
 const WAITER_CAP = Number(process.env.BENCH_MAX_WAITERS ?? 1_000)
+const BASELINE_DIST = process.env.BENCH_BASELINE_DIST
 
 function latchkey(
   id: string,
   label: string,
   url: string | ((concurrency?: number) => string),
-  o: Partial<ContenderDef> & { pollMs?: number } = {},
+  o: Partial<ContenderDef> & { pollMs?: number; dist?: string } = {},
 ): ContenderDef {
   return {
     id,
@@ -79,6 +80,7 @@ function latchkey(
       namespace,
       ttlMs,
       ...(o.pollMs === undefined ? {} : { pollMs: o.pollMs }),
+      ...(o.dist === undefined ? {} : { dist: o.dist }),
     }),
   }
 }
@@ -163,6 +165,10 @@ export function catalog(s: Servers): ContenderDef[] {
     latchkey('zk', 'ZooKeeper standalone', `zookeeper://${s.zk}`),
     latchkey('zk3', 'ZooKeeper 3-node ensemble', `zookeeper://${s.zkEnsemble}`),
     latchkey('etcd', 'etcd', `etcd://${new URL(s.etcd).host}`),
+    // BENCH_BASELINE_DIST=<absolute path of another build's dist>: the etcd backend of that build beside this one.
+    ...(BASELINE_DIST === undefined
+      ? []
+      : [latchkey('etcd-baseline', 'etcd, baseline build', `etcd://${new URL(s.etcd).host}`, { dist: BASELINE_DIST })]),
     latchkey('mariadb-table', 'MariaDB table', mysql('table')),
     latchkey('mariadb-get_lock', 'MariaDB get_lock', mysql('get_lock')),
     latchkey('mariadb-for_update', 'MariaDB for_update', mysql('for_update')),
@@ -170,5 +176,11 @@ export function catalog(s: Servers): ContenderDef[] {
     latchkey('pg-advisory', 'PostgreSQL advisory', pg('advisory')),
     floor('znode', 'floor: raw znode create+delete (ZooKeeper standalone)', 'znode', s.zk),
     floor('etcd-txn', 'floor: raw etcd txn put + delete (one lease)', 'etcd-txn', s.etcd),
+    floor(
+      'etcd-txn-wire',
+      "floor: raw etcd txn put + delete (one lease), on latchkey's http2 transport",
+      'etcd-txn-wire',
+      s.etcd,
+    ),
   ]
 }

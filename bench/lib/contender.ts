@@ -24,11 +24,11 @@ export interface Contender {
 }
 
 /** The floors (floors.ts). */
-export type FloorName = 'znode' | 'etcd-txn' | 'proto-blpop'
+export type FloorName = 'znode' | 'etcd-txn' | 'etcd-txn-wire' | 'proto-blpop'
 
 /** How a worker opens a contender. Keys are always prefixed by `namespace`. */
 export type ContenderSpec =
-  | { type: 'latchkey'; url: string; namespace: string; ttlMs: number; pollMs?: number }
+  | { type: 'latchkey'; url: string; namespace: string; ttlMs: number; pollMs?: number; dist?: string }
   | { type: 'peer'; peer: PeerName; url: string; namespace: string; ttlMs: number }
   | { type: 'floor'; floor: FloorName; url: string; namespace: string; ttlMs: number }
 
@@ -39,9 +39,11 @@ export async function openContender(spec: ContenderSpec): Promise<Contender> {
     const { openFloor } = await import('./floors.js')
     return openFloor(spec.floor, spec.url, spec.namespace, spec.ttlMs)
   }
-  const opened = await backendFromUrl(spec.url)
+  // `dist`: another build of the library (a baseline, to compare before and after a change in one run).
+  const lib = spec.dist === undefined ? { backendFromUrl, createLocks, isLockError } : await importBuild(spec.dist)
+  const opened = await lib.backendFromUrl(spec.url)
   const backend = spec.pollMs === undefined ? opened : polling(opened)
-  const locks = createLocks({
+  const locks = lib.createLocks({
     backend,
     namespace: spec.namespace,
     ttlMs: spec.ttlMs,
@@ -53,11 +55,11 @@ export async function openContender(spec: ContenderSpec): Promise<Contender> {
       try {
         return await locks.mutex(key).acquire({ waitMs })
       } catch (error) {
-        if (isLockError(error) && error.code === 'LOCK_TIMEOUT') return undefined
+        if (lib.isLockError(error) && error.code === 'LOCK_TIMEOUT') return undefined
         // The window ended while a try was out: on a loaded host a try sent just before the end is often still
         // unanswered then, and the core says "unavailable" rather than "held". That is the end of the window, not
         // an outage; a real outage fails before it.
-        if (isLockError(error) && error.code === 'BACKEND_UNAVAILABLE' && performance.now() - started >= waitMs) {
+        if (lib.isLockError(error) && error.code === 'BACKEND_UNAVAILABLE' && performance.now() - started >= waitMs) {
           return undefined
         }
         throw error
@@ -67,6 +69,15 @@ export async function openContender(spec: ContenderSpec): Promise<Contender> {
       await locks.close()
       await backend.close()
     },
+  }
+}
+
+/** The entry points of the library build in folder `dist` (its `index.js`). */
+async function importBuild(dist: string) {
+  return (await import(`${dist}/index.js`)) as {
+    backendFromUrl: typeof backendFromUrl
+    createLocks: typeof createLocks
+    isLockError: typeof isLockError
   }
 }
 

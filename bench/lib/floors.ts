@@ -5,11 +5,14 @@
  */
 import { Etcd3 } from 'etcd3'
 import zookeeper from 'node-zookeeper-client'
+import type { openHttp2EtcdClient as OpenWireClient } from '../../packages/latchkey/src/backends/etcd/wire/http2-etcd-client.js'
 import type { Contender, FloorName } from './contender.js'
 import { protoBlpop } from './proto-blpop.js'
 
 const p = <T>(start: (cb: (error: unknown, value: T) => void) => void): Promise<T> =>
   new Promise((resolve, reject) => start((error, value) => (error ? reject(error) : resolve(value))))
+
+const WIRE_CLIENT = '../../packages/latchkey/dist/backends/etcd/wire/http2-etcd-client.js'
 
 /** Creates and deletes one EPHEMERAL_SEQUENTIAL znode per pair, under a base node removed on close. */
 async function znode(connectString: string, ns: string): Promise<Contender> {
@@ -55,8 +58,45 @@ async function etcdTxn(url: string, ns: string): Promise<Contender> {
   }
 }
 
+/**
+ * The same put-if-absent txn and delete on one shared lease, sent by latchkey's own etcd transport (gRPC on
+ * node:http2, hand-written protobuf) instead of etcd3: what etcd costs per pair with the client latchkey uses,
+ * so the etcd backend's ratio to it shows the lock's own overhead, not the difference between two clients.
+ */
+async function etcdTxnWire(url: string, ns: string): Promise<Contender> {
+  // The built package, as the latchkey contenders run it (the transport is internal: no public entry point).
+  const wire = (await import(WIRE_CLIENT)) as { openHttp2EtcdClient: typeof OpenWireClient }
+  const client = wire.openHttp2EtcdClient({ hosts: [url], callTimeoutMs: 10_000 })
+  const { ID: id } = await client.leaseClient.leaseGrant({ TTL: 10 })
+  // Kept alive as Go's session lease is: a keepalive a third of the TTL, off the lock path.
+  const stream = await client.leaseClient.leaseKeepAlive()
+  stream.on('data', () => {})
+  stream.on('error', () => {})
+  stream.on('end', () => {})
+  const timer = setInterval(() => stream.write({ ID: id }), 3_000)
+  return {
+    async acquire(name) {
+      const key = Buffer.from(`${ns}/raw/${name}`)
+      const r = await client.kv.txn({
+        compare: [{ key, target: 'Create', result: 'Equal', create_revision: '0' }],
+        success: [{ request_put: { key, value: Buffer.from('x'), lease: id } }],
+      })
+      return r.succeeded
+        ? { release: () => client.kv.txn({ success: [{ request_delete_range: { key } }] }) }
+        : undefined
+    },
+    async close() {
+      clearInterval(timer)
+      stream.end()
+      await client.leaseClient.leaseRevoke({ ID: id }).catch(() => undefined)
+      client.close()
+    },
+  }
+}
+
 /** Opens a floor. */
 export async function openFloor(floor: FloorName, url: string, ns: string, ttlMs: number): Promise<Contender> {
   if (floor === 'proto-blpop') return protoBlpop(url, ns, ttlMs)
+  if (floor === 'etcd-txn-wire') return etcdTxnWire(url, ns)
   return floor === 'znode' ? znode(url, ns) : etcdTxn(url, ns)
 }

@@ -19,9 +19,15 @@ import { WorkerPool } from './pool.js'
 
 /**
  * Runs the matrix for `ids` (BENCH_QUICK=1 for short cells and one run; BENCH_ONLY, BENCH_CONCURRENCY and
- * BENCH_WAITERS narrow it as in lib/config.ts) and prints one table per scenario, ratios against `base`.
+ * BENCH_WAITERS narrow it as in lib/config.ts) and prints one table per scenario, ratios against `base`
+ * (against `contendedBase` in the contended tables, where a floor that cannot wait has no row).
  */
-export async function runSubset(title: string, ids: readonly string[], base: string): Promise<void> {
+export async function runSubset(
+  title: string,
+  ids: readonly string[],
+  base: string,
+  contendedBase = base,
+): Promise<void> {
   const cfg = runConfig()
   const redis = await startRedisServer()
   const tmp = mkdtempSync(join(tmpdir(), 'latchkey-bench-'))
@@ -46,7 +52,9 @@ export async function runSubset(title: string, ids: readonly string[], base: str
       )
       const rows = ok.filter((d) => sc.startsWith('c') || d.waits)
       console.log(
-        sc.startsWith('c') ? uncontendedTable(rows, s, cells, sc, base) : contendedTable(rows, s, cells, sc, base),
+        sc.startsWith('c')
+          ? uncontendedTable(rows, s, cells, sc, base)
+          : contendedTable(rows, s, cells, sc, contendedBase),
       )
     }
   } finally {

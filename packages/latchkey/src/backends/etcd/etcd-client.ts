@@ -1,6 +1,6 @@
-import { requirePeer } from '../../backend/optional-peer.js'
 import { BackendUnavailableError, isLockError } from '../../errors.js'
 import { redactText, redactUrl } from '../../redact-url.js'
+import { openHttp2EtcdClient } from './wire/http2-etcd-client.js'
 
 /** A key as etcd returns it (etcd3 uses decimal strings for int64). */
 export interface EtcdKeyValue {
@@ -100,30 +100,12 @@ export interface OpenOptions {
 }
 
 /**
- * Opens an etcd3 client that fails fast: a deadline on every unary call, no retries and no circuit breaker in
- * the client (the core retries with its own backoff), and quick reconnects of the watch stream and channel.
+ * Opens the client a backend uses for `hosts`: gRPC on node:http2 (`wire/http2-etcd-client.ts`), failing fast
+ * (a deadline on every unary call, no retries in the client: the core retries with its own backoff), with quick
+ * reconnects of the watch stream and the connection. etcd3 is then not needed.
  */
 export function openEtcdClient(options: OpenOptions): EtcdClient {
-  const etcd3 = requirePeer<{ Etcd3: new (options: unknown) => EtcdClient }>(
-    'etcd3',
-    'etcd',
-    'etcd3 package (1.x): npm install etcd3',
-  )
-  // A pass-through cockatiel policy. `async`: etcd3's markFailed relies on execute() returning a promise.
-  const noop = { execute: async (fn: (context: unknown) => unknown) => fn({ signal: new AbortController().signal }) }
-  return new etcd3.Etcd3({
-    hosts: options.hosts,
-    dialTimeout: options.callTimeoutMs,
-    defaultCallOptions: (context: { isStream: boolean }) =>
-      context.isStream ? {} : { deadline: Date.now() + options.callTimeoutMs },
-    faultHandling: { host: () => noop, global: noop, watchBackoff: backoff(100, 1_000) },
-    grpcOptions: { 'grpc.initial_reconnect_backoff_ms': 100, 'grpc.max_reconnect_backoff_ms': 1_000 },
-  })
-}
-
-/** A cockatiel-compatible exponential backoff (structural: `duration` + `next()`), capped at `maxMs`. */
-function backoff(ms: number, maxMs: number): { duration: number; next(): unknown } {
-  return { duration: ms, next: () => backoff(Math.min(ms * 2, maxMs), maxMs) }
+  return openHttp2EtcdClient(options)
 }
 
 /** True for etcd3's "requested lease not found" (the lease expired or was revoked). */

@@ -1,6 +1,7 @@
 /**
- * The etcd v3 backend (`latchkey/etcd`), built on etcd3's raw lease, txn and watch RPCs; not on etcd3's `Lock`,
- * which is a try-lock with no queue whose lease reports loss only after 2 x TTL.
+ * The etcd v3 backend (`latchkey/etcd`), built on etcd's raw lease, txn and watch RPCs (over its own gRPC
+ * transport, `wire/`, unless given an etcd3 client); not on etcd3's `Lock`, which is a try-lock with no queue
+ * whose lease reports loss only after 2 x TTL.
  *
  * Choices, and why:
  * - **A lease per owner, not one session lease per process.** Go's `concurrency.Session` keeps one lease alive

@@ -67,6 +67,35 @@ export class Leases {
     return this.grant(ttlS)
   }
 
+  /**
+   * Like {@link take}, without waiting for the keepalive a spare may need (nor sending it, without `refresh`):
+   * that keepalive is sent now and its
+   * answer comes as `refreshed`, so that the caller's txn travels beside it instead of after it (an uncontended
+   * acquisition is then one round trip, not two). The caller must await `refreshed` before relying on the lease:
+   * true means the lease lives until `until` (the keepalive was sent after the caller's start); false, that etcd
+   * no longer had it, so a key just put on it is gone too.
+   */
+  async takeSoon(
+    ttlS: number,
+    until: number,
+    refresh = true,
+  ): Promise<{ lease: OwnerLease; refreshed?: Promise<boolean> }> {
+    const list = this.spare.get(ttlS) ?? []
+    for (let lease = list.pop(); lease !== undefined; lease = list.pop()) {
+      if (this.outlives(lease, until)) return { lease }
+      // Without `refresh` the caller refreshes later, if it needs to (the lease is alive for now).
+      if (this.remainingMs(lease) > 0) return refresh ? { lease, refreshed: this.refreshSoon(lease) } : { lease }
+    }
+    return { lease: await this.grant(ttlS) }
+  }
+
+  /** A keepalive whose failure is handled where it is awaited (never an unhandled rejection meanwhile). */
+  refreshSoon(lease: OwnerLease): Promise<boolean> {
+    const refreshed = this.refresh(lease)
+    refreshed.catch(() => undefined)
+    return refreshed
+  }
+
   /** Whether etcd keeps the lease at least until monotonic time `until`. */
   outlives(lease: OwnerLease, until: number): boolean {
     return lease.refreshedAt + lease.ttlS * 1_000 >= until

@@ -9,7 +9,14 @@ import type { OwnerLease } from './leases.js'
 
 /** One owner's state. */
 export type OwnerState =
-  | { readonly role: 'probe'; readonly lockKey: string; readonly kind: LockKind; readonly lease: OwnerLease }
+  | {
+      readonly role: 'probe'
+      readonly lockKey: string
+      readonly kind: LockKind
+      readonly lease: OwnerLease
+      /** The name's delete count (`WatchHub.deletesSeen`) when this owner's try last missed. */
+      deletesSeen?: number | undefined
+    }
   | {
       readonly role: 'waiter' | 'holder'
       readonly lockKey: string

@@ -36,7 +36,7 @@ export async function acquireSlot(d: AcquireDeps, req: AcquireRequest, until: nu
     if (held.length >= req.permits) return { acquired: false }
     const taken = new Set(slots.map((s) => s?.slot))
     const offered = freeSlots(req.permits, taken, MAX_OFFERED)
-    const lease = await leaseFor(d, req, until)
+    const { lease, refreshed } = await leaseFor(d, req, until)
     let res: EtcdTxnResponse
     try {
       res = await d.client.kv.txn({
@@ -53,7 +53,7 @@ export async function acquireSlot(d: AcquireDeps, req: AcquireRequest, until: nu
     const slot = res.succeeded ? takenSlot(res.responses[0]?.response_txn, offered) : undefined
     if (slot !== undefined) {
       const key = d.layout.slotKey(req, req.permits, slot)
-      return won(d, req, { lease, key, revision: BigInt(res.header.revision), until })
+      return won(d, req, { lease, key, revision: BigInt(res.header.revision), until, refreshed })
     }
   }
   return { acquired: false, retryAfterMs: 5 }

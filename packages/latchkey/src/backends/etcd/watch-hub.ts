@@ -7,6 +7,7 @@
  */
 import { LocalNotifier } from '../../backend/local-notifier.js'
 import type { LockKind, LockRef, ReleaseSubscription } from '../../backend/types.js'
+import { monotonicNow } from '../../core/clock.js'
 import type { EtcdClient, EtcdKeyValue, EtcdWatcher } from './etcd-client.js'
 import { type EtcdKeyLayout, isExclusiveKind, prefixRange } from './keys.js'
 
@@ -33,7 +34,14 @@ interface SharedWatch {
   readonly subscribedOwners: Set<string>
   /** Notifier keys of this process's mutex subscriptions, in wake-up rotation. */
   readonly mutexRing: string[]
+  /** Deletes seen under the name since the watch started (a try compares it with the count at its last miss). */
+  deletes: number
+  /** Monotonic ms of the last try of this process that found the name taken. */
+  lastMissAt: number
 }
+
+/** How long after a local try found the name taken it counts as contended. */
+const BUSY_MS = 1_000
 
 /** The shared watches of one backend. */
 export class WatchHub {
@@ -92,6 +100,31 @@ export class WatchHub {
     }
   }
 
+  /**
+   * Deletes seen under `ref`'s name so far (undefined without a watch): a try that missed keeps it, and a later
+   * try that sees the count grown knows a key went since, so the lock is likely free.
+   */
+  deletesSeen(ref: LockRef): number | undefined {
+    return this.watches.get(this.layout.lockPrefix(ref.key))?.deletes
+  }
+
+  /** A try of `ref` found the name taken. */
+  missed(ref: LockRef): void {
+    const watch = this.watches.get(this.layout.lockPrefix(ref.key))
+    if (watch !== undefined) watch.lastMissAt = monotonicNow()
+  }
+
+  /**
+   * Whether `ref`'s name looks contended from here: other local waiters are subscribed, or a local try found it
+   * taken within the last second. A first try on a contended name likely misses, so it sends no keepalive
+   * beside its put (the keepalive goes after the put, should it win).
+   */
+  busy(ref: LockRef): boolean {
+    const watch = this.watches.get(this.layout.lockPrefix(ref.key))
+    if (watch === undefined) return false
+    return watch.subscriptions > 1 || monotonicNow() - watch.lastMissAt < BUSY_MS
+  }
+
   /** Records (or with `undefined`, forgets) the key a queued waiter of this process waits behind. */
   setPredecessor(ref: LockRef, owner: string, key: string | undefined): void {
     const watch = this.watches.get(this.layout.lockPrefix(ref.key))
@@ -119,6 +152,8 @@ export class WatchHub {
       predecessors: new Map(),
       subscribedOwners: new Set(),
       mutexRing: [],
+      deletes: 0,
+      lastMissAt: Number.NEGATIVE_INFINITY,
     }
     // (Re)connected: a release may have happened before the watch was in place. Wake everyone once.
     watcher.on('connected', () => this.wakeAll(prefix, watch))
@@ -133,8 +168,14 @@ export class WatchHub {
   }
 
   private onDelete(prefix: string, watch: SharedWatch, kv: EtcdKeyValue): void {
+    if (watch.subscriptions === 0) {
+      // A lingering watch (nobody waits): the usual case of an uncontended lock seeing its own releases.
+      watch.deletes++
+      return
+    }
     const parsed = this.layout.parse(kv.key, watch.lockKey)
     if (parsed === undefined) return
+    watch.deletes++
     const wake = (kind: LockKind): void => this.notifier.notify(`${prefix}\u0000${kind}`)
     if (parsed.kind === 'semaphore') {
       wake('semaphore')
