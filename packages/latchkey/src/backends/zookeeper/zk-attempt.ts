@@ -5,7 +5,7 @@
 import type { AcquireRequest, AcquireResult } from '../../backend/types.js'
 import { readLong, type ZkStat } from './zk-client.js'
 import type { ZkConnection } from './zk-connection.js'
-import { NO_NODE, type OwnerEntry } from './zk-entry.js'
+import { leaseLost, NO_NODE, type OwnerEntry } from './zk-entry.js'
 import { checkHolders } from './zk-holders.js'
 import { createNode, listChildren, statOf, writeLease } from './zk-node-ops.js'
 import { agreeingLine, lineOf, standingOf } from './zk-nodes.js'
@@ -26,22 +26,35 @@ export async function attempt(entry: OwnerEntry, request: AcquireRequest, deps: 
   let retryAfterMs: number | undefined
   for (let round = 0; round < 8; round++) {
     let fresh = false
+    /** The stat of a node created in this round by CREATE2 (undefined after a plain CREATE). */
+    let createdStat: ZkStat | undefined
     let leased: Promise<ZkStat | undefined> | undefined
+    /** Set when the lease write follows the listing: a lower bound of that write's server time. */
+    let leaseFrom: number | undefined
     let children: string[]
     const node = entry.node
     if (node.is === 'none' || node.is === 'unsure') {
-      const created = await createNode(entry, request.ttlMs, (p) => deps.ensureParent(entry.conn, p))
-      ;({ children, fresh } = created)
+      const created = await createNode(entry, request.ttlMs, (p) => deps.ensureParent(entry.conn, p), deps.hub)
+      ;({ children, fresh, stat: createdStat } = created)
     } else {
       // Woken by our watch, it is most likely our turn: start the lease in the same round trip as the
       // listing (one session's requests are answered in order); if it was not our turn, it is emptied
       // below. Not for a semaphore waiter woken by its predecessor's write: it only moved up in line.
-      if (node.is === 'waiting') {
-        if (node.woken && !node.wakeOnChange) leased = writeLease(entry, request.ttlMs)
-        node.woken = false
+      const woken = node.is === 'waiting' && node.woken && !node.wakeOnChange
+      if (node.is === 'waiting') node.woken = false
+      if (woken && node.is === 'waiting' && node.czxid !== undefined) {
+        // The token is known from the create: the listing goes first and decides alone, the lease write follows
+        // it on the session (a read queued behind a write would wait for the write's commit).
+        leaseFrom = entry.conn.serverNow()
+        const listed = listChildren(entry.conn, entry.parent)
+        leased = writeLease(entry, request.ttlMs)
+        leased.catch(() => undefined)
+        children = await listed
+      } else {
+        if (woken) leased = writeLease(entry, request.ttlMs)
+        leased?.catch(() => undefined)
+        children = await listChildren(entry.conn, entry.parent)
       }
-      leased?.catch(() => undefined)
-      children = await listChildren(entry.conn, entry.parent)
     }
     let line = lineOf(children, entry.layout.parse)
     const ours = entry.node
@@ -62,7 +75,10 @@ export async function attempt(entry: OwnerEntry, request: AcquireRequest, deps: 
     const index = line.findIndex((n) => n.name === ours.name)
     const standing = standingOf(line, index, request.permits)
     if (standing.eligible) {
-      const stat = fresh ? statOf(entry) : (leased ?? writeLease(entry, request.ttlMs))
+      if (leaseFrom !== undefined && leased !== undefined && ours.is === 'waiting' && ours.czxid !== undefined) {
+        return grantAhead(entry, request, ours.czxid, leaseFrom, leased)
+      }
+      const stat = fresh ? (createdStat ?? statOf(entry)) : (leased ?? writeLease(entry, request.ttlMs))
       return grant(entry, request, await stat)
     }
     await leased
@@ -95,6 +111,35 @@ export function grant(entry: OwnerEntry, request: AcquireRequest, stat: ZkStat |
   const lease = { mtime: Number(readLong(stat.mtime)), ttlMs: request.ttlMs }
   entry.node = { is: 'held', name: node.name, lease, onLeaseLost: node.is === 'held' ? node.onLeaseLost : undefined }
   return { acquired: true, token: readLong(stat.czxid) }
+}
+
+/**
+ * Grants a woken waiter on its listing, before its lease write answers. Until that write lands the node holds no
+ * lease, and a node without one is never judged expired, so nobody can take the lock meanwhile; the holder counts
+ * its lease from `leaseFrom` (server time, estimated low: the write's mtime is later) until the write's stat
+ * replaces it. A node gone by then is a lease lost.
+ */
+function grantAhead(
+  entry: OwnerEntry,
+  request: AcquireRequest,
+  czxid: Buffer,
+  leaseFrom: number,
+  leased: Promise<ZkStat | undefined>,
+): AcquireResult {
+  const { node } = entry
+  if (node.is !== 'waiting') return { acquired: false, retryAfterMs: 1 }
+  const lease = { mtime: leaseFrom, ttlMs: request.ttlMs }
+  const held = { is: 'held' as const, name: node.name, lease, onLeaseLost: undefined }
+  entry.node = held
+  leased.then(
+    (stat) => {
+      if (entry.node !== held) return
+      if (stat === undefined) leaseLost(entry, 'its lock node is gone')
+      else if (held.lease === lease) held.lease = { mtime: Number(readLong(stat.mtime)), ttlMs: request.ttlMs }
+    },
+    () => undefined,
+  )
+  return { acquired: true, token: readLong(czxid) }
 }
 
 /**

@@ -6,7 +6,7 @@
 import { ZK, type ZkEvent } from './zk-client.js'
 import { leaseLost, type OwnerEntry } from './zk-entry.js'
 import { ZkSubscription } from './zk-subscription.js'
-import { type WatchHub, watchNodes } from './zk-watch.js'
+import { guardLease, type WatchHub, watchNodes } from './zk-watch.js'
 
 export class ZkWaiters {
   private readonly unbound: ZkSubscription[] = []
@@ -87,6 +87,10 @@ export class ZkWaiters {
     this.watched.delete(event.path)
     const name = event.path.slice(event.path.lastIndexOf('/') + 1)
     for (const entry of entries) {
+      if (event.type === ZK.NODE_CHILDREN_CHANGED && entry.parentWatch === 'armed' && event.path === entry.parent) {
+        this.parentChanged(entry)
+        continue
+      }
       entry.watching.delete(name)
       if (!this.isCurrent(entry)) continue
       const { node } = entry
@@ -103,6 +107,18 @@ export class ZkWaiters {
           () => this.wake(entry),
         )
       } else this.wake(entry)
+    }
+  }
+
+  /**
+   * The line changed after our create (see `OwnerEntry.parentWatch`): a holder that relied on that watch now
+   * watches its own node (or, before `watchLease`, will). A waiter is not woken: its own watch on the node
+   * ahead does that.
+   */
+  private parentChanged(entry: OwnerEntry): void {
+    entry.parentWatch = 'fired'
+    if (this.isCurrent(entry) && entry.node.is === 'held' && entry.node.onLeaseLost !== undefined) {
+      guardLease(entry, this.hub)
     }
   }
 

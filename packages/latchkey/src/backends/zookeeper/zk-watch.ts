@@ -1,6 +1,6 @@
 /** Watching the nodes a waiter (or a holder, its own node) waits on, routed through one client watcher. */
 import { ZK, type ZkEvent, zkCode } from './zk-client.js'
-import type { OwnerEntry } from './zk-entry.js'
+import { leaseLost, type OwnerEntry } from './zk-entry.js'
 import type { LockNode } from './zk-nodes.js'
 
 /** Routes watch events to the entries waiting on a path (one client watcher function for all paths). */
@@ -63,4 +63,19 @@ export async function watchChildren(entry: OwnerEntry, hub: WatchHub): Promise<s
     if (zkCode(error) === ZK.NO_NODE) return []
     throw error
   }
+}
+
+/**
+ * Watches a holder's own node (getData: a deletion or a data change fires it), so that its deletion behind the
+ * holder's back (forceRelease, or a contender judging its lease expired) tells the lease at once. A node already
+ * gone tells it now.
+ */
+export function guardLease(entry: OwnerEntry, hub: WatchHub): void {
+  const { node } = entry
+  if (node.is !== 'held') return
+  const own = { name: node.name, owner: entry.owner, kind: entry.kind, order: '' }
+  void watchNodes(entry, [own], hub).then(
+    (gone) => gone && leaseLost(entry, 'its lock node is gone'),
+    () => undefined,
+  )
 }
