@@ -9,7 +9,7 @@ import { leaseLost, NO_NODE, type OwnerEntry } from './zk-entry.js'
 import { checkHolders } from './zk-holders.js'
 import { createNode, listChildren, statOf, writeLease } from './zk-node-ops.js'
 import { agreeingLine, lineOf, standingOf } from './zk-nodes.js'
-import { type WatchHub, watchNodes } from './zk-watch.js'
+import { DELETED, type WatchHub, watchNodes } from './zk-watch.js'
 
 /** What an attempt needs from the backend. */
 export interface AttemptDeps {
@@ -134,7 +134,7 @@ function grantAhead(
   leased.then(
     (stat) => {
       if (entry.node !== held) return
-      if (stat === undefined) leaseLost(entry, 'its lock node is gone')
+      if (stat === undefined) leaseLost(entry, DELETED)
       else if (held.lease === lease) held.lease = { mtime: Number(readLong(stat.mtime)), ttlMs: request.ttlMs }
     },
     () => undefined,

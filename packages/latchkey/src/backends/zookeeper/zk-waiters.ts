@@ -6,7 +6,7 @@
 import { ZK, type ZkEvent } from './zk-client.js'
 import { leaseLost, type OwnerEntry } from './zk-entry.js'
 import { ZkSubscription } from './zk-subscription.js'
-import { guardLease, type WatchHub, watchNodes } from './zk-watch.js'
+import { DELETED, guardLease, type WatchHub, watchNodes } from './zk-watch.js'
 
 export class ZkWaiters {
   private readonly unbound: ZkSubscription[] = []
@@ -129,14 +129,13 @@ export class ZkWaiters {
 
   /** The holder's own node changed: our renewal (watch again) or its deletion behind our back (lease lost). */
   private ownNodeEvent(entry: OwnerEntry, event: ZkEvent, name: string): void {
-    const why = 'its lock node was deleted (forceRelease, or its TTL ran out and a contender took over)'
     if (event.type === ZK.NODE_DELETED) {
-      leaseLost(entry, why)
+      leaseLost(entry, DELETED)
       return
     }
     const node = { name, owner: '', kind: entry.kind, order: '' }
     void watchNodes(entry, [node], this.hub).then(
-      (gone) => gone && leaseLost(entry, why),
+      (gone) => gone && leaseLost(entry, DELETED),
       () => undefined,
     )
   }

@@ -75,7 +75,10 @@ export function guardLease(entry: OwnerEntry, hub: WatchHub): void {
   if (node.is !== 'held') return
   const own = { name: node.name, owner: entry.owner, kind: entry.kind, order: '' }
   void watchNodes(entry, [own], hub).then(
-    (gone) => gone && leaseLost(entry, 'its lock node is gone'),
+    (gone) => gone && leaseLost(entry, DELETED),
     () => undefined,
   )
 }
+
+/** Why a holder whose node was deleted behind its back lost its lease. */
+export const DELETED = 'its lock node was deleted (forceRelease, or its TTL ran out and a contender took over)'
