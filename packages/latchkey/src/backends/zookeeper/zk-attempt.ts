@@ -7,7 +7,7 @@ import { readLong, type ZkStat } from './zk-client.js'
 import type { ZkConnection } from './zk-connection.js'
 import { leaseLost, NO_NODE, type OwnerEntry } from './zk-entry.js'
 import { checkHolders } from './zk-holders.js'
-import { createNode, listChildren, statOf, writeLease } from './zk-node-ops.js'
+import { createNode, listArmingParent, listChildren, statOf, writeLease } from './zk-node-ops.js'
 import { agreeingLine, lineOf, standingOf } from './zk-nodes.js'
 import { DELETED, type WatchHub, watchNodes } from './zk-watch.js'
 
@@ -46,7 +46,9 @@ export async function attempt(entry: OwnerEntry, request: AcquireRequest, deps: 
         // The token is known from the create: the listing goes first and decides alone, the lease write follows
         // it on the session (a read queued behind a write would wait for the write's commit).
         leaseFrom = entry.conn.serverNow()
-        const listed = listChildren(entry.conn, entry.parent)
+        // The listing re-arms the lock node's child watch: granted on it, the holder needs no watch of its own
+        // until the line changes (`OwnerEntry.parentWatch`).
+        const listed = listArmingParent(entry, deps.hub)
         leased = writeLease(entry, request.ttlMs)
         leased.catch(() => undefined)
         children = await listed

@@ -86,15 +86,17 @@ function nodeData(entry: OwnerEntry, ttlMs: number | undefined): Buffer {
  * the client registers it). Set right after our create, it fires on the first change of the line after it: a
  * contender joining, or a node leaving (ours deleted behind our back among them).
  */
-async function listArmingParent(entry: OwnerEntry, hub: WatchHub): Promise<string[]> {
+export async function listArmingParent(entry: OwnerEntry, hub: WatchHub): Promise<string[]> {
   const { conn, parent } = entry
-  entry.parentWatch = undefined
   try {
     const children = await conn.run<string[]>('getChildren', (cb) => conn.client.getChildren(parent, hub.watcher, cb))
+    // An event while this was in flight came from an earlier registration; the one set now is armed.
     entry.parentWatch = 'armed'
     hub.arm(parent, entry)
     return children
   } catch (error) {
+    // No watch was set (a missing lock node sets none): the holder must not rely on one.
+    if (entry.parentWatch === 'armed') entry.parentWatch = 'fired'
     if (zkCode(error) === ZK.NO_NODE) return []
     throw error
   }

@@ -87,7 +87,8 @@ export class ZkWaiters {
     this.watched.delete(event.path)
     const name = event.path.slice(event.path.lastIndexOf('/') + 1)
     for (const entry of entries) {
-      if (event.type === ZK.NODE_CHILDREN_CHANGED && entry.parentWatch === 'armed' && event.path === entry.parent) {
+      // Only the listings of `attempt` arm a lock node's child watch for an entry that sets `parentWatch`.
+      if (event.type === ZK.NODE_CHILDREN_CHANGED && entry.parentWatch !== undefined && event.path === entry.parent) {
         this.parentChanged(entry)
         continue
       }
