@@ -1,7 +1,8 @@
 /**
  * What the ZooKeeper backend sends per lock, counted on its client's request queue (pings excluded): an
- * uncontended mutex costs what Curator's InterProcessMutex costs (create, list, delete), and a woken waiter
- * lists before it writes its lease, so the grant never waits for that write to commit.
+ * uncontended mutex costs what Curator's InterProcessMutex costs (create, list, delete); a waiter's watch on the
+ * node ahead fires on its deletion only; a woken waiter lists before it writes its lease, so the grant never
+ * waits for that write to commit.
  */
 import { randomUUID } from 'node:crypto'
 import type zookeeper from 'node-zookeeper-client'
@@ -61,16 +62,27 @@ describe('zookeeper: requests per lock', () => {
     await locks.close()
   })
 
-  it('a woken waiter lists before it writes its lease (the grant never waits for that write to commit)', async () => {
+  it('a waiter sleeps through the renewals ahead; woken, it lists before it writes its lease', async () => {
     const holder = await recordedClient()
     const waiter = await recordedClient()
     clients.push(holder.client, waiter.client)
     const a = createLocks({ backend: zookeeperBackend({ client: asZkClient(holder.client) }), namespace })
-    const b = createLocks({ backend: zookeeperBackend({ client: asZkClient(waiter.client) }), namespace })
+    const waiterBackend = zookeeperBackend({ client: asZkClient(waiter.client) })
+    const b = createLocks({ backend: waiterBackend, namespace })
     const first = await a.mutex('handoff').acquire()
     const waiting = b.mutex('handoff').acquire({ waitMs: 10_000 })
-    // In line: its node created, the holder's lease read, its own emptied, a watch on the node ahead.
-    await eventually('the waiter watches the holder', () => waiter.sent.includes('getData'))
+    // In line: its node created, the holder's lease read, its own emptied, a watch on the node ahead (for its
+    // deletion only: a getChildren on it).
+    await eventually('the waiter watches the holder', () => waiter.sent.length >= 5)
+    expect(waiter.sent).toEqual(['create2', 'getChildren', 'getData', 'setData', 'getChildren'])
+    waiter.sent.length = 0
+    // The holder renewing (a write to its node) does not fire that watch: the waiter sends nothing.
+    // One read on the waiter's own session after that write: ZooKeeper delivers a session's watch events and replies
+    // in order, so a watch event of the renewal would have come (and its re-watch been sent) before the answer.
+    await first.extend()
+    await waiterBackend.isLocked({ key: `${namespace}:probe`, kind: 'mutex', permits: 1 })
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(waiter.sent).toEqual(['getChildren'])
     waiter.sent.length = 0
     await first.release()
     const second = await waiting

@@ -94,7 +94,8 @@ export async function attempt(entry: OwnerEntry, request: AcquireRequest, deps: 
     // A waiting node holds no lease: nobody may judge it expired while it waits its turn.
     if (ours.is === 'waiting' && ours.dataLeased && (await writeLease(entry, undefined)) === undefined) continue
     if (entry.node.is === 'waiting') entry.node.wakeOnChange = standing.wakeOnChange
-    if (await watchNodes(entry, standing.watch, deps.hub)) continue
+    // Only a semaphore waiter behind a waiting predecessor needs that node's data changes (its permit write).
+    if (await watchNodes(entry, standing.watch, deps.hub, entry.parent, !standing.wakeOnChange)) continue
     return { acquired: false, retryAfterMs }
   }
   return { acquired: false, retryAfterMs: retryAfterMs ?? 1 }

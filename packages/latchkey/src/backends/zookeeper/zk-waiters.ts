@@ -103,7 +103,7 @@ export class ZkWaiters {
       if (event.type === ZK.NODE_DATA_CHANGED && node.is === 'waiting' && !node.wakeOnChange) {
         // The node ahead only started or renewed its lease: watch it again and stay asleep (no spurious wake).
         const node = { name, owner: '', kind: entry.kind, order: '' }
-        void watchNodes(entry, [node], this.hub, event.path.slice(0, event.path.lastIndexOf('/'))).then(
+        void watchNodes(entry, [node], this.hub, event.path.slice(0, event.path.lastIndexOf('/')), true).then(
           (gone) => gone && this.wake(entry),
           () => this.wake(entry),
         )
@@ -135,7 +135,7 @@ export class ZkWaiters {
       return
     }
     const node = { name, owner: '', kind: entry.kind, order: '' }
-    void watchNodes(entry, [node], this.hub).then(
+    void watchNodes(entry, [node], this.hub, entry.parent, true).then(
       (gone) => gone && leaseLost(entry, DELETED),
       () => undefined,
     )
