@@ -19,13 +19,40 @@ export interface AttemptDeps {
   drop(entry: OwnerEntry): Promise<void>
   /** Schedules the deletion of a lock's node directory that may now be empty (see `ZkParents.emptied`). */
   emptied(path: string): void
+  /** What this process last saw of a lock's line at a create: others in it (`true`), or none. */
+  readonly crowded: CrowdedLines
 }
+
+/**
+ * Exclusive locks whose line had other nodes at this process's last create there (insertion order, at most
+ * {@link CROWDED_MAX}). A create there is made without a lease: most likely it waits, and a waiting node must hold
+ * none (see below), so this saves emptying it; if it is first after all, its lease is written before the grant.
+ */
+export class CrowdedLines {
+  private readonly paths = new Set<string>()
+
+  has(path: string): boolean {
+    return this.paths.has(path)
+  }
+
+  saw(path: string, crowded: boolean): void {
+    this.paths.delete(path)
+    if (!crowded) return
+    this.paths.add(path)
+    if (this.paths.size > CROWDED_MAX) this.paths.delete(this.paths.values().next().value as string)
+  }
+}
+
+const CROWDED_MAX = 1_000
+const EXCLUSIVE_KINDS = new Set(['mutex', 'fair', 'write'])
 
 /** Tries once (a few rounds when the line changes under us); see the module comment. */
 export async function attempt(entry: OwnerEntry, request: AcquireRequest, deps: AttemptDeps): Promise<AcquireResult> {
   let retryAfterMs: number | undefined
   for (let round = 0; round < 8; round++) {
     let fresh = false
+    /** Whether a node created in this round holds its lease from the create. */
+    let leaseAtCreate = true
     /** The stat of a node created in this round by CREATE2 (undefined after a plain CREATE). */
     let createdStat: ZkStat | undefined
     let leased: Promise<ZkStat | undefined> | undefined
@@ -34,8 +61,12 @@ export async function attempt(entry: OwnerEntry, request: AcquireRequest, deps: 
     let children: string[]
     const node = entry.node
     if (node.is === 'none' || node.is === 'unsure') {
-      const created = await createNode(entry, request.ttlMs, (p) => deps.ensureParent(entry.conn, p), deps.hub)
+      const exclusive = EXCLUSIVE_KINDS.has(request.kind)
+      leaseAtCreate = !exclusive || !deps.crowded.has(entry.parent)
+      const ttl = leaseAtCreate ? request.ttlMs : undefined
+      const created = await createNode(entry, ttl, (p) => deps.ensureParent(entry.conn, p), deps.hub)
       ;({ children, fresh, stat: createdStat } = created)
+      if (fresh && exclusive) deps.crowded.saw(entry.parent, children.length > 1)
     } else {
       // Woken by our watch, it is most likely our turn: start the lease in the same round trip as the
       // listing (one session's requests are answered in order); if it was not our turn, it is emptied
@@ -80,7 +111,8 @@ export async function attempt(entry: OwnerEntry, request: AcquireRequest, deps: 
       if (leaseFrom !== undefined && leased !== undefined && ours.is === 'waiting' && ours.czxid !== undefined) {
         return grantAhead(entry, request, ours.czxid, leaseFrom, leased)
       }
-      const stat = fresh ? (createdStat ?? statOf(entry)) : (leased ?? writeLease(entry, request.ttlMs))
+      const stat =
+        fresh && leaseAtCreate ? (createdStat ?? statOf(entry)) : (leased ?? writeLease(entry, request.ttlMs))
       return grant(entry, request, await stat)
     }
     await leased

@@ -86,8 +86,8 @@ export type HeldEntry = OwnerEntry & { node: Extract<NodeState, { is: 'held' }> 
 export const NO_NODE: NodeState = Object.freeze({ is: 'none' })
 
 /** A node just created (or found by its prefix), in line with the lease it was created with. */
-export function waitingNode(name: string, czxid?: Buffer): NodeState {
-  return { is: 'waiting', name, dataLeased: true, wakeOnChange: false, woken: false, czxid }
+export function waitingNode(name: string, czxid?: Buffer, dataLeased = true): NodeState {
+  return { is: 'waiting', name, dataLeased, wakeOnChange: false, woken: false, czxid }
 }
 
 /** The owner's child name, when it has a node we know of. */

@@ -44,7 +44,7 @@ export async function createNode(
     entry.node = UNSURE
     try {
       const { path, stat } = await created
-      entry.node = waitingNode(path.slice(path.lastIndexOf('/') + 1), stat?.czxid)
+      entry.node = waitingNode(path.slice(path.lastIndexOf('/') + 1), stat?.czxid, ttlMs !== undefined)
       if (stat !== undefined) conn.observe(stat)
       return { children: await listed, fresh: true, stat }
     } catch (error) {

@@ -9,7 +9,7 @@ import type {
   ReleaseSubscription,
   RenewRequest,
 } from '../../backend/types.js'
-import { type AttemptDeps, attempt, keeps } from './zk-attempt.js'
+import { type AttemptDeps, attempt, CrowdedLines, keeps } from './zk-attempt.js'
 import { readLong, type ZkClient } from './zk-client.js'
 import type { ConnectionState, ZkConnection } from './zk-connection.js'
 import { attemptCuratorSemaphore } from './zk-curator-semaphore.js'
@@ -75,6 +75,7 @@ export class ZookeeperBackend extends BackendBase {
     hub: this.waiters.hub,
     drop: (entry) => this.drop(entry),
     emptied: (path) => this.parents.emptied(path),
+    crowded: new CrowdedLines(),
   }
 
   constructor(private readonly settings: ZookeeperSettings) {
