@@ -30,7 +30,8 @@ const durationMs = smoke ? 9_000 : 20_000
 const csMs: [number, number] = smoke ? [20, 200] : [50, 500]
 const seeds = Number(values.seeds)
 const LAB = import.meta.dirname
-const DATA = join(LAB, '.data')
+/** Where the lab's own servers keep their data (LAB_DATA_DIR, else lab/.data). */
+const DATA = process.env.LAB_DATA_DIR ?? join(LAB, '.data')
 
 interface Planned {
   run: string
@@ -57,10 +58,14 @@ for (const seed of Array.from({ length: seeds }, (_, i) => i + 1)) {
       (d) =>
         (d.needs !== 'server' || target.restartable) &&
         (d.needs !== 'network' || target.networked) &&
+        (d.backends === undefined || d.backends.includes(target.name)) &&
         (!serverVariant || d.needs === 'server' || d.id === 'T1'),
     )
+    // A backend without fencing tokens runs with fencing off only: its fence would compare tokens that are all 0.
+    const fencings = smoke ? [target.fenced] : target.fenced ? [false, true] : [false]
     for (const def of scenarios) {
-      for (const fencing of smoke ? [true] : [false, true]) {
+      const { setup } = def
+      for (const fencing of fencings) {
         planned.push({
           run: `${prefix}${def.id}-${target.name}-fence-${fencing ? 'on' : 'off'}-s${seed}`,
           scenario: def.id,
@@ -69,7 +74,11 @@ for (const seed of Array.from({ length: seeds }, (_, i) => i + 1)) {
           fencing,
           seed,
           fault: def.fault(ttlMs),
-          prepare: (ns) => target.prepare(ns, DATA),
+          prepare: (ns) => {
+            if (setup === undefined) return target.prepare(ns, DATA)
+            if (target.prepareWith === undefined) throw new TypeError(`lab: ${target.name} has no ${setup.kind} setup`)
+            return target.prepareWith(setup, ns, DATA)
+          },
         })
       }
     }
@@ -136,7 +145,7 @@ try {
       continue
     }
     try {
-      const { restartServer, pauseServer } = prepared
+      const { restartServer, pauseServer, jumpServerClock, clientEnv, failover } = prepared
       await runScenario({
         ...p,
         url: prepared.url,
@@ -147,6 +156,9 @@ try {
         namespace,
         ...(restartServer === undefined ? {} : { restartServer }),
         ...(pauseServer === undefined ? {} : { pauseServer }),
+        ...(jumpServerClock === undefined ? {} : { jumpServerClock }),
+        ...(clientEnv === undefined ? {} : { clientEnv }),
+        ...(failover === undefined ? {} : { failover }),
       })
       const summary = checkRun(runDir(p.run))
       console.log(formatSummary(summary))

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs what the lab needs beyond the test servers: libfaketime (for the clock scenarios, not run yet).
+# Installs what the lab needs beyond the test servers: libfaketime (for the clock scenarios T15-T17).
 # redis-server, ZooKeeper and etcd come with scripts/servers/*.sh. Idempotent.
 set -euo pipefail
 if ! command -v faketime >/dev/null; then

@@ -2,6 +2,14 @@ import { mkdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { backendFromUrl } from 'latchkey'
 import { type Cluster, etcdCluster, zookeeperEnsemble } from './clusters.js'
+import {
+  clockPostgres,
+  clockRedis,
+  clockRedlock,
+  clockSqlite,
+  replicatedRedis,
+  type Setup,
+} from './fault-deployments.js'
 import { type PrivateRedis, startPrivateRedis } from './redis-server.js'
 
 /** Where a lab client's lock lives: a URL its strategy opens, and how to remove what the run left there. */
@@ -12,6 +20,12 @@ export interface Prepared {
   restartServer?: (downMs: number) => Promise<void>
   /** For a server the lab owns: freeze it for `ms` (server-pause scenarios). */
   pauseServer?: (ms: number) => Promise<void>
+  /** For a server on a fake clock: step its wall clock by `ms` (server-clock scenarios). */
+  jumpServerClock?: (ms: number) => void
+  /** Added to every client's environment (SQLite on a fake clock: the clients' clock is the lock's). */
+  clientEnv?: Record<string, string>
+  /** For a replicated Redis: kill the primary and promote its replica (failover scenarios). */
+  failover?: () => Promise<void>
 }
 
 /** A backend the lab can run against. `shared` ones are the machine's shared servers (only our clients pause). */
@@ -22,7 +36,15 @@ export interface Target {
   restartable: boolean
   /** Clients reach the lock service over TCP (a network fault can cut them off); false for an embedded file. */
   networked: boolean
+  /**
+   * The backend hands out fencing tokens. RedLock does not (no sound token exists across independent masters),
+   * nor do the session-held locks (PostgreSQL advisory, MariaDB GET_LOCK): the lab runs them with fencing off
+   * only, since a fence that compares tokens that are all 0 admits everything and would be no fence at all.
+   */
+  fenced: boolean
   prepare(namespace: string, runDataDir: string): Promise<Prepared>
+  /** The deployment a clock or failover scenario needs, where this target has it. */
+  prepareWith?(setup: Setup, namespace: string, runDataDir: string): Promise<Prepared>
 }
 
 const PG = process.env.LAB_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
@@ -31,6 +53,8 @@ const ZK = process.env.LAB_ZK_HOSTS ?? '127.0.0.1:2181'
 const ETCD = process.env.LAB_ETCD_HOSTS ?? '127.0.0.1:2379'
 /** The private redis-server's port (never the shared 6379). */
 export const LAB_REDIS_PORT = Number(process.env.LAB_REDIS_PORT ?? 26379)
+/** The port of the lab's own PostgreSQL (the clock scenarios'; never the shared 5432), beside the lab's Redis ports. */
+const LAB_PG_PORT = Number(process.env.LAB_PG_PORT ?? LAB_REDIS_PORT + 60)
 
 type Persistence = 'none' | 'always' | 'everysec'
 const redisServers = new Map<number, PrivateRedis>()
@@ -75,6 +99,7 @@ const redisTarget = (name: string, persistence: Persistence): Target => ({
   shared: false,
   restartable: true,
   networked: true,
+  fenced: true,
   prepare: async (_namespace, dataRoot) => {
     const server = await privateRedis(dataRoot, LAB_REDIS_PORT + PORT_OFFSET[persistence], persistence)
     return {
@@ -84,6 +109,14 @@ const redisTarget = (name: string, persistence: Persistence): Target => ({
       pauseServer: (ms) => server.pause(ms),
     }
   },
+  ...(persistence === 'none'
+    ? {
+        prepareWith: async (setup, namespace, dataRoot) =>
+          setup.kind === 'replica'
+            ? replicatedRedis(LAB_REDIS_PORT, dataRoot)
+            : clockRedis(LAB_REDIS_PORT, dataRoot, namespace, setup),
+      }
+    : {}),
 })
 
 /** RedLock over five private nodes; server faults strike a majority of them at once. */
@@ -92,6 +125,7 @@ const redlockTarget: Target = {
   shared: false,
   restartable: true,
   networked: true,
+  fenced: false,
   prepare: async (_namespace, dataRoot) => {
     const nodes = await Promise.all(REDLOCK_PORTS.map((port) => privateRedis(dataRoot, port, 'none')))
     const hit = nodes.slice(0, REDLOCK_MAJORITY)
@@ -101,6 +135,10 @@ const redlockTarget: Target = {
       restartServer: async (downMs) => void (await Promise.all(hit.map((n) => n.restart(downMs)))),
       pauseServer: async (ms) => void (await Promise.all(hit.map((n) => n.pause(ms)))),
     }
+  },
+  prepareWith: async (setup, namespace, dataRoot) => {
+    if (setup.kind !== 'server-clock') throw new TypeError('lab: RedLock has no replicated deployment')
+    return clockRedlock(LAB_REDIS_PORT, dataRoot, namespace, setup)
   },
 }
 
@@ -122,16 +160,26 @@ async function deleteSqlRows(url: string, key: string, tables: string[]): Promis
   }
 }
 
-const sqlTarget = (name: string, base: string, strategy: string): Target => ({
+const sqlTarget = (name: string, base: string, strategy: string, fenced: boolean): Target => ({
   name,
   shared: true,
   restartable: false,
   networked: true,
+  fenced,
   prepare: async (namespace) => ({
     url: `${base}?strategy=${strategy}`,
     cleanup: () =>
       deleteSqlRows(base, `${namespace}:resource`, ['latchkey_holders', 'latchkey_waiters', 'latchkey_locks']),
   }),
+  // The shared server's clock must not move: a clock scenario gets a PostgreSQL of its own.
+  ...(base === PG
+    ? {
+        prepareWith: async (setup, namespace, dataRoot) => {
+          if (setup.kind !== 'server-clock') throw new TypeError('lab: PostgreSQL has no replicated deployment here')
+          return clockPostgres(LAB_PG_PORT, dataRoot, namespace, setup, strategy)
+        },
+      }
+    : {}),
 })
 
 /** Every latchkey backend the lab knows, by name. */
@@ -145,6 +193,7 @@ export const TARGETS: Record<string, Target> = {
     shared: false,
     restartable: false,
     networked: false,
+    fenced: true,
     prepare: async (namespace, dataRoot) => {
       mkdirSync(dataRoot, { recursive: true })
       const file = join(dataRoot, `${namespace}.db`)
@@ -155,16 +204,22 @@ export const TARGETS: Record<string, Target> = {
       }
       return { url: `sqlite:${file}`, cleanup }
     },
+    prepareWith: async (setup, namespace, dataRoot) => {
+      if (setup.kind !== 'server-clock') throw new TypeError('lab: SQLite has no replicated deployment')
+      const plain = await TARGETS.sqlite!.prepare(namespace, dataRoot)
+      return { ...plain, ...clockSqlite(dataRoot, namespace, setup) }
+    },
   },
-  'postgres-table': sqlTarget('postgres-table', PG, 'table'),
-  'postgres-advisory': sqlTarget('postgres-advisory', PG, 'advisory'),
-  'mariadb-table': sqlTarget('mariadb-table', MYSQL, 'table'),
-  'mariadb-get_lock': sqlTarget('mariadb-get_lock', MYSQL, 'get_lock'),
+  'postgres-table': sqlTarget('postgres-table', PG, 'table', true),
+  'postgres-advisory': sqlTarget('postgres-advisory', PG, 'advisory', false),
+  'mariadb-table': sqlTarget('mariadb-table', MYSQL, 'table', true),
+  'mariadb-get_lock': sqlTarget('mariadb-get_lock', MYSQL, 'get_lock', false),
   zookeeper: {
     name: 'zookeeper',
     shared: true,
     restartable: false,
     networked: true,
+    fenced: true,
     prepare: async (namespace) => ({
       url: `zookeeper://${ZK}/${namespace}?sessionTimeoutMs=4000`,
       cleanup: () => removeZkTree(`/${namespace}`),
@@ -175,6 +230,7 @@ export const TARGETS: Record<string, Target> = {
     shared: false,
     restartable: true,
     networked: true,
+    fenced: true,
     prepare: async (namespace) => {
       const ensemble = await cluster('zookeeper-3', zookeeperEnsemble)
       const hosts = ensemble.url.replace('zookeeper://', '')
@@ -191,6 +247,7 @@ export const TARGETS: Record<string, Target> = {
     shared: false,
     restartable: true,
     networked: true,
+    fenced: true,
     prepare: async (namespace, dataRoot) => {
       const members = await cluster('etcd-3', () => etcdCluster(dataRoot))
       return {
@@ -206,6 +263,7 @@ export const TARGETS: Record<string, Target> = {
     shared: true,
     restartable: false,
     networked: true,
+    fenced: true,
     prepare: async (namespace) => {
       const url = `etcd://${ETCD}?prefix=${namespace}`
       return { url, cleanup: () => deleteEtcdPrefix(namespace) }
