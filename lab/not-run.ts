@@ -24,8 +24,8 @@ export const NOT_RUN: { cells: string; why: string }[] = [
     why: "not testable here: under libfaketime 0.9.10 the JVM runs so slowly that ZooKeeper started in 26-37 s instead of 1.7 s and left a lock request unanswered for more than 5 s, so a run would measure the slowdown, not the clock. Expected: sessions are timed on the monotonic clock, but latchkey's ZooKeeper leases are judged by the server's wall clock (node mtime + TTL against a fresh mtime), so a forward step should let waiters delete a live holder's node early, as on Redis.",
   },
   {
-    cells: 'T15-T16 on etcd and MariaDB',
-    why: "etcd: not testable on one machine (Go programs bypass LD_PRELOAD, and changing the host clock would affect every process). MariaDB: not run; it needs a private mariadbd on a fake clock (the shared server's clock must not move), which the lab does not start yet. Its table strategy times leases on the database clock, as PostgreSQL's table strategy does (see that column); GET_LOCK has no lease on the server.",
+    cells: 'T15-T16 on etcd',
+    why: 'not testable on one machine: Go programs bypass LD_PRELOAD, and changing the host clock would affect every process.',
   },
   {
     cells: "T17(b) (the client's monotonic clock slowed)",

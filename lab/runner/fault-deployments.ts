@@ -111,6 +111,51 @@ export async function clockPostgres(
 }
 
 /**
+ * A private MariaDB on a fake clock (its table strategy times leases on the database's clock; GET_LOCK on the
+ * client's). The data dir is made once (mariadb-install-db, root without a password) and each run starts a fresh
+ * mariadbd on it, which drops to the `mysql` user itself.
+ */
+export async function clockMariadb(port: number, dataRoot: string, namespace: string, setup: Setup, strategy: string) {
+  const clock = clockFor(dataRoot, namespace, setup)
+  const dir = join(dataRoot, `mariadb-${port}`)
+  if (!existsSync(join(dir, 'data', 'mysql'))) {
+    rmSync(dir, { recursive: true, force: true })
+    mkdirSync(dir, { recursive: true })
+    execFileSync(
+      'mariadb-install-db',
+      ['--no-defaults', '--user=mysql', `--datadir=${join(dir, 'data')}`, '--auth-root-authentication-method=normal'],
+      { stdio: 'ignore' },
+    )
+  }
+  const child: ChildProcess = spawn(
+    'mariadbd',
+    [
+      '--no-defaults',
+      '--user=mysql',
+      `--datadir=${join(dir, 'data')}`,
+      `--port=${port}`,
+      '--bind-address=127.0.0.1',
+      // In the data dir: mariadbd runs as mysql and cannot create its socket in a directory root owns.
+      `--socket=${join(dir, 'data', 'sock')}`,
+      '--skip-log-bin',
+    ],
+    { stdio: 'ignore', env: { ...process.env, ...clock.env() } },
+  )
+  await waitForPort(port, 30_000)
+  execFileSync('mariadb', ['-h127.0.0.1', `-P${port}`, '-uroot', '-e', 'CREATE DATABASE IF NOT EXISTS test'])
+  return {
+    url: `mysql://root@127.0.0.1:${port}/test?strategy=${strategy}`,
+    cleanup: async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return
+      const exited = new Promise((resolve) => child.once('exit', resolve))
+      child.kill('SIGKILL')
+      await exited
+    },
+    jumpServerClock: (ms: number) => clock.jump(ms),
+  } satisfies Prepared
+}
+
+/**
  * SQLite on a fake clock: the lock's clock is the host's wall clock, which every client reads (the clients' expiry
  * arithmetic is the "server"), so all the clients share one fake clock and a step moves it for all of them.
  */

@@ -3,6 +3,7 @@ import { join } from 'node:path'
 import { backendFromUrl } from 'latchkey'
 import { type Cluster, etcdCluster, zookeeperEnsemble } from './clusters.js'
 import {
+  clockMariadb,
   clockPostgres,
   clockRedis,
   clockRedlock,
@@ -55,6 +56,8 @@ const ETCD = process.env.LAB_ETCD_HOSTS ?? '127.0.0.1:2379'
 export const LAB_REDIS_PORT = Number(process.env.LAB_REDIS_PORT ?? 26379)
 /** The port of the lab's own PostgreSQL (the clock scenarios'; never the shared 5432), beside the lab's Redis ports. */
 const LAB_PG_PORT = Number(process.env.LAB_PG_PORT ?? LAB_REDIS_PORT + 60)
+/** The port of the lab's own MariaDB (the clock scenarios'; never the shared 3306). */
+const LAB_MYSQL_PORT = Number(process.env.LAB_MYSQL_PORT ?? LAB_REDIS_PORT + 70)
 
 type Persistence = 'none' | 'always' | 'everysec'
 const redisServers = new Map<number, PrivateRedis>()
@@ -171,15 +174,13 @@ const sqlTarget = (name: string, base: string, strategy: string, fenced: boolean
     cleanup: () =>
       deleteSqlRows(base, `${namespace}:resource`, ['latchkey_holders', 'latchkey_waiters', 'latchkey_locks']),
   }),
-  // The shared server's clock must not move: a clock scenario gets a PostgreSQL of its own.
-  ...(base === PG
-    ? {
-        prepareWith: async (setup, namespace, dataRoot) => {
-          if (setup.kind !== 'server-clock') throw new TypeError('lab: PostgreSQL has no replicated deployment here')
-          return clockPostgres(LAB_PG_PORT, dataRoot, namespace, setup, strategy)
-        },
-      }
-    : {}),
+  // The shared server's clock must not move: a clock scenario gets a server of its own.
+  prepareWith: async (setup, namespace, dataRoot) => {
+    if (setup.kind !== 'server-clock') throw new TypeError(`lab: ${name} has no replicated deployment here`)
+    return base === PG
+      ? clockPostgres(LAB_PG_PORT, dataRoot, namespace, setup, strategy)
+      : clockMariadb(LAB_MYSQL_PORT, dataRoot, namespace, setup, strategy)
+  },
 })
 
 /** Every latchkey backend the lab knows, by name. */
