@@ -1,9 +1,9 @@
 /**
  * The safety lab: `npm run lab` runs every scenario against every latchkey backend (fencing off and on) and the
  * naive algorithms, then writes lab/RESULTS.md. `npm run lab -- --smoke` runs one short scenario per backend.
- * Options: `--only <text>[,<text>...]` (runs whose name contains one of them; their cells are merged into the
- * existing report),
- * `--seeds <n>` (default 1), `--no-naive`, `--report-only` (re-check the stored runs and rewrite the report).
+ * Options: `--only <text>[,<text>...]` (runs whose name contains one of them), `--seeds <n>` (default 1),
+ * `--no-naive`, `--report-only` (re-check the stored runs and rewrite the report). The report keeps the earlier
+ * RESULTS.md's cells that no run at hand replaces (see previous-report.ts).
  */
 import { randomBytes } from 'node:crypto'
 import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs'
@@ -32,8 +32,8 @@ const durationMs = smoke ? 9_000 : 20_000
 const csMs: [number, number] = smoke ? [20, 200] : [50, 500]
 const seeds = Number(values.seeds)
 const LAB = import.meta.dirname
-/** Data dirs of the servers the lab starts (LAB_DATA to put them elsewhere, e.g. on a scratch disk). */
-const DATA = process.env.LAB_DATA ?? join(LAB, '.data')
+/** Where the lab's own servers keep their data (LAB_DATA_DIR, else lab/.data). */
+const DATA = process.env.LAB_DATA_DIR ?? join(LAB, '.data')
 
 interface Planned {
   run: string
@@ -68,6 +68,7 @@ for (const seed of Array.from({ length: seeds }, (_, i) => i + 1)) {
         (d.needs !== 'server' || target.restartable) &&
         (d.needs !== 'network' || target.networked) &&
         (d.needs !== 'session' || target.endsSessions) &&
+        (d.backends === undefined || d.backends.includes(target.name)) &&
         // T9 runs only inside lab/netns.sh's namespaces, and there only T9 can run (the shared servers are outside).
         (d.needs === 'partition') === inNetns &&
         (d.needs !== 'partition' || target.partitionable === true) &&
@@ -78,8 +79,11 @@ for (const seed of Array.from({ length: seeds }, (_, i) => i + 1)) {
           d.needs === 'power-loss' ||
           d.id === 'T1'),
     )
+    // A backend without fencing tokens runs with fencing off only: its fence would compare tokens that are all 0.
+    const fencings = smoke ? [target.fenced] : target.fenced ? [false, true] : [false]
     for (const def of scenarios) {
-      for (const fencing of smoke ? [true] : [false, true]) {
+      const { setup } = def
+      for (const fencing of fencings) {
         planned.push({
           run: `${prefix}${def.id}-${target.name}-fence-${fencing ? 'on' : 'off'}-s${seed}`,
           scenario: def.id,
@@ -88,7 +92,11 @@ for (const seed of Array.from({ length: seeds }, (_, i) => i + 1)) {
           fencing,
           seed,
           fault: def.fault(ttlMs),
-          prepare: (ns) => target.prepare(ns, DATA, def.needs),
+          prepare: (ns) => {
+            if (setup === undefined) return target.prepare(ns, DATA, def.needs)
+            if (target.prepareWith === undefined) throw new TypeError(`lab: ${target.name} has no ${setup.kind} setup`)
+            return target.prepareWith(setup, ns, DATA)
+          },
         })
       }
     }
@@ -125,9 +133,11 @@ function violations(s: RunSummary): string[] {
   // and stale writes; they do not fail the run.
   const expectedUnsafe = SCENARIOS.find((d) => d.id === s.scenario)?.unsafeOn?.includes(s.backend) === true
   if (s.tokenRegressions > 0 && !expectedUnsafe) found.push(`${s.tokenRegressions} token regressions`)
-  // A backend that hands out no fencing token (RedLock; the session-held advisory and GET_LOCK locks) cannot be
-  // saved by the fence: its stale writes are the measured result of the cell, not a defect of the run.
-  const fenced = s.tokensChecked > 0 && !expectedUnsafe
+  // A backend that hands out no fencing token (RedLock; the session-held advisory and GET_LOCK locks) runs with
+  // fencing off only: nothing can save it, so its stale writes are the measured result of the cell. A backend with
+  // tokens must show the fence at work, or the checks below would pass vacuously.
+  const fenced = TARGETS[s.backend]?.fenced === true && !expectedUnsafe
+  if (fenced && s.fencing && s.tokensChecked === 0) found.push('no fencing token checked with fencing on')
   if (fenced && s.fencing && s.staleAccepted > 0) found.push(`${s.staleAccepted} stale writes accepted with fencing on`)
   if (fenced && s.fencing && s.lostUpdates > 0) found.push(`${s.lostUpdates} lost updates with fencing on`)
   return found.map((f) => `${s.run}: ${f}`)
@@ -160,7 +170,16 @@ try {
       continue
     }
     try {
-      const { restartServer, pauseServer, endSession, partitionCluster, onFollower } = prepared
+      const {
+        restartServer,
+        pauseServer,
+        endSession,
+        partitionCluster,
+        onFollower,
+        jumpServerClock,
+        clientEnv,
+        failover,
+      } = prepared
       await runScenario({
         ...p,
         url: prepared.url,
@@ -174,6 +193,9 @@ try {
         ...(endSession === undefined ? {} : { endSession }),
         ...(partitionCluster === undefined ? {} : { partitionCluster }),
         ...(onFollower === undefined ? {} : { onFollower }),
+        ...(jumpServerClock === undefined ? {} : { jumpServerClock }),
+        ...(clientEnv === undefined ? {} : { clientEnv }),
+        ...(failover === undefined ? {} : { failover }),
       })
       const summary = checkRun(runDir(p.run))
       console.log(formatSummary(summary))
@@ -200,9 +222,7 @@ if (selected.length > 0) {
 const note = `Invocations that produced these runs (pauses 1.5-3x the TTL, 5 clients, 1 seed unless said):\n\n${existsSync(log) ? readFileSync(log, 'utf8') : ''}`
 // The smoke's report goes beside its runs: a test run must not rewrite the tracked lab/RESULTS.md.
 const report = smoke ? join(runDir(''), 'SMOKE.md') : join(LAB, 'RESULTS.md')
-// A partial run (--only) merges its cells into the report instead of replacing the cells it did not run.
-const merge = values.only !== undefined && !smoke
-console.log(`\n${writeResults(runDir(''), report, note, smoke, merge)}\n\nlab: ${selected.length} runs in ${seconds} s`)
+console.log(`\n${writeResults(runDir(''), report, note, smoke)}\n\nlab: ${selected.length} runs in ${seconds} s`)
 if (problems.length > 0) {
   console.log(`\nlab: ${problems.length} problems:\n${problems.map((p) => `  ${p}`).join('\n')}`)
   process.exitCode = 1

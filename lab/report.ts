@@ -3,7 +3,8 @@ import { dirname, join } from 'node:path'
 import { lagCdfSvg } from './checker/lag-cdf.js'
 import type { RunSummary } from './checker/summarize.js'
 import { NOT_RUN } from './not-run.js'
-import { mergeTables, parseReport, renderMatrix } from './report-merge.js'
+import { type PreviousReport, readPreviousReport } from './previous-report.js'
+import { TARGETS } from './runner/targets.js'
 import { NAIVE, SCENARIOS } from './scenarios.js'
 
 /** Every `summary.json` under `resultsDir`. */
@@ -17,8 +18,11 @@ export function readSummaries(resultsDir: string): RunSummary[] {
 
 const sum = (runs: RunSummary[], pick: (s: RunSummary) => number): number => runs.reduce((n, s) => n + pick(s), 0)
 
+/** A backend without fencing tokens (RedLock, the session-held SQL locks): it has no fencing-on runs. */
+const unfenced = (backend: string): boolean => TARGETS[backend]?.fenced === false
+
 /** One matrix cell: overlaps per 1,000 sections (all runs), stale writes accepted with fencing off and on. */
-function cell(runs: RunSummary[]): string {
+function cell(runs: RunSummary[], backend: string): string {
   if (runs.length === 0) return '–'
   const sections = sum(runs, (s) => s.sections)
   const per1000 = sections === 0 ? 0 : Math.round((sum(runs, (s) => s.overlaps) / sections) * 10_000) / 10
@@ -26,7 +30,11 @@ function cell(runs: RunSummary[]): string {
   const on = runs.filter((s) => s.fencing)
   const offText = off.length === 0 ? 'off –' : `off ${sum(off, (s) => s.staleAccepted)}`
   const onText =
-    on.length === 0 ? 'on –' : `on ${sum(on, (s) => s.staleAccepted)} (${sum(on, (s) => s.staleRejected)} rej.)`
+    on.length > 0
+      ? `on ${sum(on, (s) => s.staleAccepted)} (${sum(on, (s) => s.staleRejected)} rej.)`
+      : unfenced(backend)
+        ? 'on n/a (no token)'
+        : 'on –'
   const unwarned = sum(runs, (s) => s.unwarnedOverlaps ?? 0)
   const unavailable = `unav. ${median(runs.map((s) => s.unavailableP50Ms))}/${Math.max(0, ...runs.map((s) => s.unavailableMaxMs))} ms`
   return `${per1000} (${unwarned} unwarned) · ${offText} · ${onText} · ${unavailable} · n=${runs.length}`
@@ -43,25 +51,49 @@ function median(values: number[]): number {
  * its successor was granted the lock and calls release() and renews. Had either touched the successor's lock, a
  * third client would have entered while the successor was inside: an overlap in which nobody was paused ("clean").
  */
-function zombieRow(latchkey: RunSummary[], backends: string[]): string {
+function zombieRow(latchkey: RunSummary[], backends: string[], previous: PreviousReport, carried: Set<string>): string {
   const cells = backends.map((b) => {
     const runs = latchkey.filter((s) => s.scenario === 'T2' && s.backend === b)
-    if (runs.length === 0) return '–'
+    if (runs.length === 0) return carry(previous, carried, 'T18', b)
     return `${sum(runs, (s) => s.cleanOverlaps ?? 0)} overlaps without a paused client, over ${sum(runs, (s) => s.faults)} zombie holders · n=${runs.length}`
   })
   return `| T18 zombie release/renewal after a successor took the lock (from the T2 runs) | ${cells.join(' | ')} |`
 }
 
-/** The safety matrix as a Markdown table (scenario x backend), latchkey runs only. */
-export function matrix(summaries: RunSummary[]): string {
+/** The earlier report's cell for a scenario and backend ('–' if none); records that it was carried over. */
+function carry(previous: PreviousReport, carried: Set<string>, id: string, backend: string): string {
+  const text = previous.cells.get(id)?.get(backend) ?? '–'
+  if (text !== '–') carried.add(`${id} ${backend}`)
+  return text
+}
+
+/**
+ * The safety matrix as a Markdown table (scenario x backend), latchkey runs only. A cell with no run at hand keeps
+ * the earlier report's text (`previous`); `carried` receives "<scenario> <backend>" of each such cell.
+ */
+export function matrix(
+  summaries: RunSummary[],
+  previous: PreviousReport = readPreviousReport(undefined),
+  carried = new Set<string>(),
+): string {
   const latchkey = summaries.filter((s) => s.strategy === 'latchkey')
-  const backends = [...new Set(latchkey.map((s) => s.backend))].sort()
-  const rows = SCENARIOS.filter((d) => latchkey.some((s) => s.scenario === d.id)).map((d) => {
-    const cells = backends.map((b) => cell(latchkey.filter((s) => s.scenario === d.id && s.backend === b)))
-    return `| ${d.id} ${d.title} | ${cells.join(' | ')} |`
-  })
-  if (latchkey.some((s) => s.scenario === 'T2')) rows.push(zombieRow(latchkey, backends))
+  const earlier = [...previous.cells.values()].flatMap((row) => [...row.keys()])
+  const backends = [...new Set([...latchkey.map((s) => s.backend), ...earlier])].sort()
+  const rows = SCENARIOS.filter((d) => latchkey.some((s) => s.scenario === d.id) || previous.cells.has(d.id)).map(
+    (d) => {
+      const cells = backends.map((b) => {
+        const runs = latchkey.filter((s) => s.scenario === d.id && s.backend === b)
+        return runs.length === 0 ? carry(previous, carried, d.id, b) : cell(runs, b)
+      })
+      return `| ${d.id} ${d.title} | ${cells.join(' | ')} |`
+    },
+  )
+  if (latchkey.some((s) => s.scenario === 'T2') || previous.cells.has('T18'))
+    rows.push(zombieRow(latchkey, backends, previous, carried))
   const liveness = backends.map((b) => {
+    // A backend some of whose cells are carried over keeps the earlier row: its runs are not all at hand.
+    const kept = previous.liveness.get(b)
+    if (kept !== undefined && [...carried].some((c) => c.endsWith(` ${b}`))) return kept
     const runs = latchkey.filter((s) => s.backend === b)
     const lags = runs.filter((s) => s.losses > 0)
     return `| ${b} | ${median(runs.map((s) => s.unavailableP50Ms))} / ${Math.max(0, ...runs.map((s) => s.unavailableMaxMs))} | ${lags.length === 0 ? '–' : Math.max(...lags.map((s) => s.lossLagMaxMs))} | ${sum(
@@ -84,7 +116,7 @@ export function matrix(summaries: RunSummary[]): string {
 }
 
 /** Writes the loss-lag CDF figure of the latchkey runs and returns the Markdown that shows it. */
-function lagCdf(summaries: RunSummary[], figuresDir: string, suffix = ''): string {
+function lagCdf(summaries: RunSummary[], figuresDir: string): string {
   const byBackend = new Map<string, number[]>()
   for (const s of summaries) {
     if (s.strategy !== 'latchkey') continue
@@ -93,8 +125,8 @@ function lagCdf(summaries: RunSummary[], figuresDir: string, suffix = ''): strin
   const svg = lagCdfSvg(byBackend)
   if (svg === '') return ''
   mkdirSync(figuresDir, { recursive: true })
-  writeFileSync(join(figuresDir, `loss-lag-cdf${suffix}.svg`), svg)
-  return `![loss-detection lag CDF per backend](figures/loss-lag-cdf${suffix}.svg)`
+  writeFileSync(join(figuresDir, 'loss-lag-cdf.svg'), svg)
+  return '![loss-detection lag CDF per backend](figures/loss-lag-cdf.svg)'
 }
 
 /** Copies a run's timeline into lab/figures (tracked) and returns a Markdown link to it, or '' without one. */
@@ -107,7 +139,14 @@ function figure(resultsDir: string, figuresDir: string | undefined, run: string)
 }
 
 /** A verdict paragraph per naive algorithm, with the history excerpt that proves it (and its timeline). */
-export function verdicts(summaries: RunSummary[], resultsDir = '', figuresDir?: string): string {
+export function verdicts(
+  summaries: RunSummary[],
+  resultsDir = '',
+  figuresDir?: string,
+  previous?: PreviousReport,
+): string {
+  // Without a naive run at hand, the earlier report's verdicts stand (with their excerpts and timelines).
+  if (previous?.naive !== undefined && !summaries.some((s) => s.strategy !== 'latchkey')) return previous.naive
   const parts: string[] = []
   for (const naive of NAIVE) {
     const run = summaries.find((s) => s.strategy === naive.strategy && s.scenario === naive.scenario)
@@ -131,57 +170,75 @@ export function verdicts(summaries: RunSummary[], resultsDir = '', figuresDir?: 
   return parts.join('\n')
 }
 
+/** The run a run-table row or a run name belongs to: "<scenario> <backend>", or undefined for a naive run. */
+function cellOf(run: string): string | undefined {
+  for (const d of SCENARIOS) {
+    for (const b of Object.keys(TARGETS)) {
+      if (run.startsWith(`${d.id}-${b}-fence-`) || run.startsWith(`smoke-${d.id}-${b}-fence-`)) return `${d.id} ${b}`
+    }
+  }
+  return undefined
+}
+
 /**
  * Writes the report at `path` from the summaries under `resultsDir` (smoke runs only, or every other run);
- * returns the matrix text. `merge` (a partial run): the cells, rows and lines of the report already at `path`
- * stay unless a run at hand measured them (see report-merge.ts), and the earlier loss-lag figure is kept beside
- * one of the runs at hand.
+ * returns the matrix text. The full report keeps what the earlier one at `path` says about runs not at hand.
  */
-export function writeResults(resultsDir: string, path: string, note: string, smoke: boolean, merge = false): string {
+export function writeResults(resultsDir: string, path: string, note: string, smoke: boolean): string {
   const summaries = readSummaries(resultsDir).filter((s) => s.run.startsWith('smoke-') === smoke)
-  const figuresDir = smoke ? undefined : join(dirname(path), 'figures')
-  const previous = merge && existsSync(path) ? parseReport(readFileSync(path, 'utf8')) : undefined
-  const runRows = summaries.map((s) => {
-    const link = figure(resultsDir, figuresDir, s.run)
-    const name = link === '' ? s.run : `[${s.run}](figures/${s.run}.svg)`
-    return `| ${name} | ${s.sections} | ${s.overlaps} | ${s.staleAccepted}/${s.staleRejected} | ${s.lostUpdates} | ${s.faults} | ${s.seconds} | ${s.tokenRegressions} |`
-  })
-  let table = matrix(summaries)
-  let noteText = note
-  let naive = verdicts(summaries, resultsDir, figuresDir)
-  let cdf = smoke ? '' : lagCdf(summaries, join(dirname(path), 'figures'), previous === undefined ? '' : '-added')
-  if (previous !== undefined) {
-    const now = parseReport(
-      [note, table, '', '## The naive algorithms', '', naive, '', '## Runs', '', RUNS_HEADER, ...runRows].join('\n'),
-    )
-    // No naive algorithm among the runs at hand: their verdicts are the earlier report's.
-    if (!summaries.some((s) => s.strategy !== 'latchkey')) now.naive = ''
-    const merged = mergeTables(
-      previous,
-      now,
-      SCENARIOS.map((d) => d.id),
-    )
-    table = renderMatrix(merged)
-    noteText = `${note.split('\n')[0]}\n\n${merged.invocations.join('\n')}\n`
-    naive = merged.naive
-    runRows.splice(0, runRows.length, ...merged.runs.values())
-    const earlier = '![loss-detection lag CDF per backend](figures/loss-lag-cdf.svg)'
+  const previous = readPreviousReport(smoke || !existsSync(path) ? undefined : readFileSync(path, 'utf8'))
+  const carried = new Set<string>()
+  const table = matrix(summaries, previous, carried)
+  // The CDF needs every run's lags; with cells carried over, the earlier figure (of the earlier runs) stays.
+  let cdf = ''
+  if (!smoke && carried.size === 0) cdf = lagCdf(summaries, join(dirname(path), 'figures'))
+  else if (!smoke)
     cdf =
-      cdf === ''
-        ? earlier
-        : `${earlier}\n\nThe same for the runs of the partial invocations since (${[...new Set(summaries.map((s) => s.scenario))].join(', ')}):\n\n${cdf}`
-  }
+      '![loss-detection lag CDF per backend](figures/loss-lag-cdf.svg) (of the runs the carried-over cells come from; the cells measured since are not in it)'
+  const fresh = new Set(summaries.map((s) => s.run))
+  const naiveCarried = previous.naive !== undefined && !summaries.some((s) => s.strategy !== 'latchkey')
+  // An earlier run's row stays while its cell (or, for a naive run, the verdicts) is carried over.
+  const keptRuns = [...previous.runs.entries()].filter(([run]) => {
+    if (fresh.has(run)) return false
+    const at = cellOf(run)
+    return at === undefined ? naiveCarried : carried.has(at)
+  })
+  const earlierInvocations = previous.invocations.filter((line) => !note.includes(line))
+  const noteLines = note.split('\n')
+  const fullNote = [noteLines[0], '', ...earlierInvocations, ...noteLines.slice(2)]
+    .join('\n')
+    .replace(/\n\n\n+/g, '\n\n')
+  const runRows = [
+    ...keptRuns,
+    ...summaries.map((s): [string, string] => {
+      const link = figure(resultsDir, smoke ? undefined : join(dirname(path), 'figures'), s.run)
+      const name = link === '' ? s.run : `[${s.run}](figures/${s.run}.svg)`
+      return [
+        s.run,
+        `| ${name} | ${s.sections} | ${s.overlaps} | ${s.staleAccepted}/${s.staleRejected} | ${s.lostUpdates} | ${s.faults} | ${s.seconds} | ${s.tokenRegressions} |`,
+      ]
+    }),
+  ].sort(([a], [b]) => a.localeCompare(b))
   const text = [
     '# latchkey safety lab: results so far',
     '',
     'Generated by `npm run lab` (lab/report.ts) from the run summaries under lab/results; do not edit by hand.',
-    noteText,
+    fullNote,
     '',
     'Each cell: overlaps per 1,000 critical sections (the referee saw two clients inside at once; lock-level, so',
     'counted in runs with fencing off and on; "unwarned": how many of them had a holder inside whose `lease.signal`',
     'had not aborted yet) · stale writes accepted with fencing off · stale writes accepted with',
     'fencing on (and rejected by the fence) · number of runs. A stale write is a write by a client after another',
-    'client entered the critical section. The F outcome is overlaps > 0 and `on 0`.',
+    'client entered the critical section. The F outcome is overlaps > 0 and `on 0`. A backend without fencing',
+    'tokens (RedLock, PostgreSQL advisory locks, MariaDB GET_LOCK) runs with fencing off only and shows',
+    '`on n/a (no token)`: nothing can reject its stale writes, so each of its overlaps stands unfenced.',
+    ...(carried.size === 0
+      ? []
+      : [
+          '',
+          `${carried.size} cells are carried over from the earlier report (lab/results is not tracked, and only the runs`,
+          'at hand are re-checked); a backend with carried cells keeps its earlier liveness row.',
+        ]),
     '',
     table,
     '',
@@ -193,7 +250,7 @@ export function writeResults(resultsDir: string, path: string, note: string, smo
     '',
     '## The naive algorithms',
     '',
-    naive,
+    verdicts(summaries, resultsDir, smoke ? undefined : join(dirname(path), 'figures'), previous),
     '',
     '## Runs',
     '',
@@ -201,7 +258,7 @@ export function writeResults(resultsDir: string, path: string, note: string, smo
     'paused, orange while cut off from the lock service; | a write the resource accepted, × one the fence refused).',
     '',
     RUNS_HEADER,
-    ...runRows,
+    ...runRows.map(([, row]) => row),
     '',
   ].join('\n')
   writeFileSync(path, text)

@@ -1,4 +1,5 @@
 import type { RunSummary } from './checker/summarize.js'
+import { REPLICATION_LAG_MS, type Setup } from './runner/fault-deployments.js'
 import type { FaultSpec } from './runner/nemesis.js'
 
 /** What a scenario needs of a backend (see ScenarioDef.needs). */
@@ -22,6 +23,10 @@ export interface ScenarioDef {
    * go back): their stale writes with fencing on are the measured result of the cell, not a failed run.
    */
   unsafeOn?: string[]
+  /** The backends the scenario applies to (all, when absent). */
+  backends?: string[]
+  /** A deployment of its own the scenario needs (a fake server clock, a replicated Redis). */
+  setup?: Setup
 }
 
 const none: FaultSpec = { kind: 'none', at: '', everyMs: 0, durationMs: [0, 0] }
@@ -129,6 +134,88 @@ export const SCENARIOS: ScenarioDef[] = [
       'lock server killed -9 as a client enters, restarted 0-0.1 s later (T11 without persistence: redis, RedLock 3 of 5 nodes; T12 durable: AOF, the ZooKeeper/etcd leader, MariaDB and PostgreSQL with their default durability)',
     fault: (ttl) => ({ kind: 'server-kill', at: 'enter', everyMs: 2 * ttl, durationMs: [0, 100] }),
     needs: 'server',
+  },
+  {
+    id: 'T14b',
+    title:
+      'RedLock: 3 of 5 nodes killed -9 as a client enters, restarted empty (no persistence) only after 1.25-2x the TTL',
+    fault: (ttl) => ({ kind: 'server-kill', at: 'enter', everyMs: 2 * ttl, durationMs: [1.25 * ttl, 2 * ttl] }),
+    needs: 'server',
+    backends: ['redlock'],
+  },
+  {
+    id: 'T15',
+    title:
+      "lock server's wall clock stepped forward 2x the TTL one TTL into a holder's long job (RedLock: 3 of 5 nodes; SQLite: the host clock every client reads)",
+    // One TTL after the grant: the watchdog has renewed, and the waiters' retries are spread out as in any lease.
+    fault: (ttl) => ({
+      kind: 'server-clock-jump',
+      at: 'enter',
+      everyMs: 2 * ttl,
+      durationMs: [2 * ttl, 2 * ttl],
+      delayMs: ttl,
+    }),
+    backends: [
+      'redis',
+      'redlock',
+      'sqlite',
+      'postgres-table',
+      'postgres-advisory',
+      'mariadb-table',
+      'mariadb-get_lock',
+    ],
+    setup: { kind: 'server-clock' },
+  },
+  {
+    id: 'T16',
+    title:
+      "lock server's wall clock running at 2x real time for the whole run (RedLock: 3 of 5 nodes; SQLite: the host's)",
+    fault: () => ({ ...none, kind: 'server-drift', rate: 2 }),
+    backends: [
+      'redis',
+      'redlock',
+      'sqlite',
+      'postgres-table',
+      'postgres-advisory',
+      'mariadb-table',
+      'mariadb-get_lock',
+    ],
+    setup: { kind: 'server-clock', rate: 2 },
+  },
+  {
+    id: 'T16b',
+    title: "lock server's wall clock running at 4x real time for the whole run (past the watchdog's TTL/3 renewal)",
+    fault: () => ({ ...none, kind: 'server-drift', rate: 4 }),
+    backends: [
+      'redis',
+      'redlock',
+      'sqlite',
+      'postgres-table',
+      'postgres-advisory',
+      'mariadb-table',
+      'mariadb-get_lock',
+    ],
+    setup: { kind: 'server-clock', rate: 4 },
+  },
+  {
+    id: 'T17',
+    title:
+      "holder's own wall clock stepped 1 h as it enters, forward and back at alternate faults (its monotonic clock untouched)",
+    fault: (ttl) => ({
+      kind: 'client-clock-jump',
+      at: 'enter',
+      everyMs: 2 * ttl,
+      durationMs: [3_600_000, 3_600_000],
+    }),
+    backends: ['redis', 'redlock', 'zookeeper', 'etcd', 'postgres-table', 'mariadb-table'],
+  },
+  {
+    id: 'T19',
+    title: `Redis primary killed -9 as a client enters; its replica (replication ${REPLICATION_LAG_MS} ms behind) promoted, clients moved to it`,
+    // The struck holder's job lasts 2x the TTL (durationMs), so it is still at work when its lock is lost.
+    fault: (ttl) => ({ kind: 'failover', at: 'enter', everyMs: 2 * ttl, durationMs: [2 * ttl, 2 * ttl] }),
+    backends: ['redis'],
+    setup: { kind: 'replica' },
   },
 ]
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs what the lab needs beyond the test servers: libfaketime (for the clock scenarios, not run yet), and
+# Installs what the lab needs beyond the test servers: libfaketime (for the clock scenarios T15-T17), and
 # FUSE with Python's fusepy for lab/lazyfs/lazy_fs.py (T13, power loss).
 # redis-server, ZooKeeper and etcd come with scripts/servers/*.sh. Idempotent.
 set -euo pipefail

@@ -57,6 +57,9 @@ const FAULT_EVENTS = new Set([
   'cluster-partition',
   'stall-reply',
   'delay-write',
+  'clock-jump',
+  'clock-drift',
+  'failover',
 ])
 
 const count = (events: HistoryEvent[], f: string, type: string): number =>

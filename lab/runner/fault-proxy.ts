@@ -28,9 +28,14 @@ export class FaultProxy {
   private server: Server | undefined
   port = 0
 
+  /**
+   * `delayMs` > 0 makes the proxy a slow link: every chunk, both ways, is forwarded that much later (in order).
+   * The lab uses it as the replication link of a Redis replica, so the replica is that far behind its primary.
+   */
   constructor(
     private readonly upstreamHost: string,
-    private readonly upstreamPort: number,
+    private upstreamPort: number,
+    private readonly delayMs = 0,
   ) {}
 
   async start(): Promise<number> {
@@ -49,6 +54,20 @@ export class FaultProxy {
     if (mode === 'pass') for (const pipe of this.pipes) flush(pipe.down, pipe.client)
   }
 
+  /**
+   * Sends new connections to another upstream port and cuts the current ones (their clients reconnect through the
+   * proxy and reach the new upstream): a failover behind a stable address, as a virtual IP or a Sentinel-aware
+   * client gives. Bytes held or delayed on the cut connections are dropped with them, as a crash drops them.
+   */
+  retarget(port: number): void {
+    this.upstreamPort = port
+    for (const pipe of this.pipes) {
+      pipe.client.destroy()
+      pipe.server.destroy()
+    }
+    this.pipes.clear()
+  }
+
   async close(): Promise<void> {
     for (const pipe of this.pipes) {
       pipe.client.destroy()
@@ -64,13 +83,18 @@ export class FaultProxy {
     this.pipes.add(pipe)
     client.setNoDelay(true)
     server.setNoDelay(true)
+    const later = (to: Socket, chunk: Buffer): void => {
+      if (this.delayMs === 0) to.write(chunk)
+      // Timers of equal delay fire in the order they were set, so the stream stays in order.
+      else setTimeout(() => to.destroyed || to.write(chunk), this.delayMs)
+    }
     client.on('data', (chunk) => {
       if (this.mode === 'stall-both' || pipe.up.length > 0) pipe.up.push(chunk)
-      else server.write(chunk)
+      else later(server, chunk)
     })
     server.on('data', (chunk) => {
       if (this.mode !== 'pass' || pipe.down.length > 0) pipe.down.push(chunk)
-      else client.write(chunk)
+      else later(client, chunk)
     })
     const end = (): void => {
       this.pipes.delete(pipe)

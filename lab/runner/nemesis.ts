@@ -22,7 +22,14 @@ import type { CutWhich } from './netns-clusters.js'
  *   then delivers it (a silent partition that heals; see fault-proxy.ts);
  * - `stall-reply`: the lock service's replies to the client are held for the duration (a delayed acquire reply);
  * - `delay-write`: the client's write to the resource is held in flight for the duration; the client's own
- *   request times out, it leaves and releases, and the write lands later.
+ *   request times out, it leaves and releases, and the write lands later;
+ * - `server-clock-jump`: the lock server's wall clock steps forward by the drawn duration (libfaketime; its
+ *   monotonic clock does not move);
+ * - `client-clock-jump`: the struck client's wall clock steps by the drawn duration, forward and back in turn
+ *   (its monotonic clock does not move);
+ * - `server-drift`: the lock server's wall clock runs `rate` times as fast as real time for the whole run (set when
+ *   the server starts; logged as one fault at the start);
+ * - `failover`: the Redis primary is killed -9 as a client enters and its replica promoted.
  * `at` is where a client fault strikes: `enter` (a client that just entered the critical section, T2), `write`
  * (its write request), or a named pause point of the client (`in-cs`: after the validity check, before the write,
  * T3; `acquire`: just before it asks for the lock; `after-setnx`; `after-get`).
@@ -40,14 +47,35 @@ export interface FaultSpec {
     | 'cluster-partition'
     | 'stall-reply'
     | 'delay-write'
+    | 'server-clock-jump'
+    | 'client-clock-jump'
+    | 'server-drift'
+    | 'failover'
   at: string
   /** Mean time between faults. */
   everyMs: number
-  /** Pause length range (ms). */
+  /** Pause length range (ms); for a clock jump, its size. */
   durationMs: [number, number]
   /** `cluster-partition`: the member cut off. */
   member?: CutWhich
+  /** `server-drift`: how many times as fast as real time the server's wall clock runs. */
+  rate?: number
+  /** A clock jump: how long after the strike the clock steps (the holder works on meanwhile). */
+  delayMs?: number
 }
+
+/** Faults whose duration is time the fault lasts (the next one is scheduled after it ends). */
+const LASTING = new Set<FaultSpec['kind']>([
+  'pause',
+  'session-kill',
+  'starve',
+  'server-kill',
+  'server-pause',
+  'partition',
+  'cluster-partition',
+  'stall-reply',
+  'delay-write',
+])
 
 /** One planned fault, drawn from the seed. */
 export interface PlannedFault {
@@ -57,14 +85,16 @@ export interface PlannedFault {
 
 /** The seeded schedule: the same seed gives the same gaps and durations, so a failing run can be replayed. */
 export function planFaults(spec: FaultSpec, seed: number, runMs: number): PlannedFault[] {
-  if (spec.kind === 'none') return []
+  if (spec.kind === 'none' || spec.kind === 'server-drift') return []
   const rng = seededRng(seed ^ 0x5eed)
   const plan: PlannedFault[] = []
   let clock = 1_000
   for (;;) {
     const afterMs = rng.int(Math.round(spec.everyMs / 2), Math.round((spec.everyMs * 3) / 2))
-    const durationMs = rng.int(spec.durationMs[0], spec.durationMs[1])
-    clock += afterMs + (spec.kind === 'kill' ? 0 : durationMs)
+    const drawn = rng.int(spec.durationMs[0], spec.durationMs[1])
+    // A client's clock goes forward and back in turn, so it does not end the run hours away from the others.
+    const durationMs = spec.kind === 'client-clock-jump' && plan.length % 2 === 1 ? -drawn : drawn
+    clock += afterMs + (LASTING.has(spec.kind) ? durationMs : 0)
     if (clock > runMs - 1_000) return plan
     plan.push({ afterMs, durationMs })
   }
@@ -84,6 +114,12 @@ export interface NemesisHooks {
   partitionCluster?: (which: CutWhich, pid: number, ms: number) => Promise<string>
   /** Sets the mode of every proxy between `proc` and the lock service. */
   network?: (proc: string, mode: ProxyMode) => void
+  /** Steps the lock server's wall clock by `ms`. */
+  jumpServerClock?: (ms: number) => void
+  /** Steps client `proc`'s wall clock by `ms`. */
+  jumpClientClock?: (proc: string, ms: number) => void
+  /** Kills the Redis primary and promotes its replica. */
+  failover?: () => Promise<void>
 }
 
 /** Carries out a plan against the client processes; strikes are logged to the nemesis history. */
@@ -125,6 +161,8 @@ export class Nemesis {
 
   /** Runs the plan: waits, arms, lets the next matching client take the fault, repeats. */
   async run(plan: PlannedFault[]): Promise<void> {
+    // A drifting clock is a condition of the whole run, in force from the server's start.
+    if (this.spec.kind === 'server-drift') this.log.log('info', 'clock-drift', { value: this.spec.rate ?? 1 })
     for (const fault of plan) {
       await sleep(fault.afterMs)
       if (this.stopped) return
@@ -176,6 +214,13 @@ export class Nemesis {
       } else if (kind === 'delay-write') {
         // The runner delivers the held write itself; the next fault waits until it has landed.
         await sleep(fault.durationMs + 50)
+      } else if (kind === 'server-clock-jump') {
+        // The next fault is armed only after this one's step.
+        await sleep((this.spec.delayMs ?? 0) + 50)
+      } else if (kind === 'failover') {
+        if (this.hooks.failover === undefined) throw new TypeError('lab: failover needs a replicated Redis')
+        await this.hooks.failover()
+        this.log.log('info', 'failover-done')
       }
     }
   }
@@ -204,6 +249,20 @@ export class Nemesis {
       this.log.log('info', kind, { client: proc, value: fault.durationMs })
     } else if (kind === 'delay-write') {
       this.log.log('info', 'delay-write', { client: proc, value: fault.durationMs })
+    } else if (kind === 'server-clock-jump') {
+      // Stepped at once, as the client enters: its lock's expiry moves closer by the whole jump.
+      const jump = this.hooks.jumpServerClock
+      if (jump === undefined) throw new TypeError('lab: a clock jump needs a fake server clock')
+      setTimeout(() => {
+        jump(fault.durationMs)
+        this.log.log('info', 'clock-jump', { client: proc, value: fault.durationMs, error: 'server wall clock' })
+      }, this.spec.delayMs ?? 0)
+    } else if (kind === 'client-clock-jump') {
+      if (this.hooks.jumpClientClock === undefined) throw new TypeError('lab: a clock jump needs fake client clocks')
+      this.hooks.jumpClientClock(proc, fault.durationMs)
+      this.log.log('info', 'clock-jump', { client: proc, value: fault.durationMs, error: 'client wall clock' })
+    } else if (kind === 'failover') {
+      this.log.log('info', 'failover', { client: proc })
     } else {
       child.kill('SIGKILL')
       this.log.log('info', 'kill', { client: proc })

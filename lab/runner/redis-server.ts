@@ -7,32 +7,36 @@ import { sleep } from '../lib/clock.js'
 export interface PrivateRedis {
   url: string
   port: number
-  /** SIGKILL, then a fresh redis-server on the same port and data dir after `downMs`. */
-  restart(downMs: number): Promise<void>
+  /** SIGKILL, then a fresh redis-server on the same port and data dir after `downMs` (with `args` instead, if given). */
+  restart(downMs: number, args?: string[]): Promise<void>
+  /** SIGKILL (a crash; nothing is flushed). */
+  kill(): Promise<void>
+  /** Starts the server again after a kill, with `args` instead of the first ones if given. */
+  relaunch(args?: string[]): Promise<void>
   /** SIGSTOP, then SIGCONT after `ms` (keys expire by wall time, so the pause does not stop their clocks). */
   pause(ms: number): Promise<void>
   stop(): Promise<void>
 }
 
 /**
- * Starts redis-server on `port` with `dir` as its data dir; `persistence` picks the AOF policy. `afterKill` runs
- * between the kill and the new start of a restart (T13 cuts the power of its disk there).
+ * Starts redis-server on `port` with `dir` as its data dir; `persistence` picks the AOF policy. `env` is added to
+ * the server's environment (a fake clock), `args` to its command line (`--replicaof`); `afterKill` runs between
+ * the kill and the new start of a restart (T13 cuts the power of its disk there).
  */
 export async function startPrivateRedis(
   port: number,
   dir: string,
   persistence: 'none' | 'always' | 'everysec' = 'none',
-  afterKill?: () => void,
+  options: { env?: Record<string, string>; args?: string[]; afterKill?: () => void } = {},
 ): Promise<PrivateRedis> {
   mkdirSync(dir, { recursive: true })
   const aof = persistence === 'none' ? ['--appendonly', 'no'] : ['--appendonly', 'yes', '--appendfsync', persistence]
+  let extra = options.args ?? []
   const launch = async (): Promise<ChildProcess> => {
     const child = spawn(
       'redis-server',
-      ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--dir', dir, ...aof],
-      {
-        stdio: 'ignore',
-      },
+      ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--dir', dir, ...aof, ...extra],
+      { stdio: 'ignore', env: { ...process.env, ...options.env } },
     )
     await waitForPort(port, 10_000)
     return child
@@ -47,10 +51,16 @@ export async function startPrivateRedis(
   return {
     url: `redis://127.0.0.1:${port}`,
     port,
-    restart: async (downMs) => {
+    restart: async (downMs, args) => {
       await kill(child)
-      afterKill?.()
+      options.afterKill?.()
+      if (args !== undefined) extra = args
       await sleep(downMs)
+      child = await launch()
+    },
+    kill: () => kill(child),
+    relaunch: async (args) => {
+      if (args !== undefined) extra = args
       child = await launch()
     },
     pause: async (ms) => {

@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url'
 import { nowMs, sleep } from '../lib/clock.js'
 import type { ClientConfig, ClientRequest, RunnerReply } from '../lib/protocol.js'
 import type { SessionInfo } from './end-session.js'
+import { FakeClock } from './fake-clock.js'
 import { type FaultProxy, proxiedUrl } from './fault-proxy.js'
 import { type FaultSpec, Nemesis, planFaults } from './nemesis.js'
 import type { CutWhich } from './netns-clusters.js'
@@ -39,6 +40,12 @@ export interface Scenario {
   partitionCluster?: (which: CutWhich, pid: number, ms: number) => Promise<string>
   /** Ends the lock session of client process `pid` on the server (session-kill scenarios). */
   endSession?: (pid: number, session: SessionInfo | undefined) => Promise<string>
+  /** Steps the lock server's wall clock (server-clock scenarios). */
+  jumpServerClock?: (ms: number) => void
+  /** Added to every client's environment. */
+  clientEnv?: Record<string, string>
+  /** Kills the Redis primary and promotes its replica (failover scenarios). */
+  failover?: () => Promise<void>
 }
 
 /** Faults that need each client's traffic to the lock service to go through proxies of its own. */
@@ -66,15 +73,20 @@ export async function runScenario(s: Scenario): Promise<string> {
   // What each client last said about its lock session (ZooKeeper's id and password: the server shows no password).
   const sessions = new Map<string, SessionInfo>()
   const { endSession } = s
+  // Client clock faults: each client on a fake wall clock of its own, so a step strikes one process only.
+  const clocks = new Map<string, FakeClock>()
   const nemesis = new Nemesis(s.fault, join(dir, 'nemesis.jsonl'), {
     ...(s.restartServer === undefined ? {} : { restartServer: s.restartServer }),
     ...(s.pauseServer === undefined ? {} : { pauseServer: s.pauseServer }),
     ...(endSession === undefined ? {} : { endSession: (proc, pid) => endSession(pid, sessions.get(proc)) }),
     ...(s.partitionCluster === undefined ? {} : { partitionCluster: s.partitionCluster }),
     ...(s.onFollower === undefined ? {} : { onFollower: s.onFollower }),
+    ...(s.jumpServerClock === undefined ? {} : { jumpServerClock: s.jumpServerClock }),
+    ...(s.failover === undefined ? {} : { failover: s.failover }),
     network: (proc, mode) => {
       for (const proxy of proxies.get(proc) ?? []) proxy.set(mode)
     },
+    jumpClientClock: (proc, ms) => clocks.get(proc)?.jump(ms),
   })
   // Writes the nemesis holds in flight (delay-write); the run waits for them to land before it is judged.
   const inFlight = new Set<Promise<void>>()
@@ -100,7 +112,14 @@ export async function runScenario(s: Scenario): Promise<string> {
       csMs: s.csMs,
       seed: s.seed * 100 + spawned,
     }
-    const child = fork(CLIENT, [JSON.stringify(config)], { execArgv: ['--import', 'tsx'], stdio: 'inherit' })
+    let env: NodeJS.ProcessEnv = { ...process.env, ...s.clientEnv }
+    if (s.fault.kind === 'client-clock-jump') {
+      // Cached for a second: re-read on every call, the clock file slows a client's start-up threefold.
+      const clock = new FakeClock(join(dir, `${proc}.clock`), undefined, false, 1)
+      clocks.set(proc, clock)
+      env = { ...env, ...clock.env() }
+    }
+    const child = fork(CLIENT, [JSON.stringify(config)], { execArgv: ['--import', 'tsx'], stdio: 'inherit', env })
     children.set(proc, child)
     child.on('message', (message: ClientRequest) => void serve(proc, child, message))
     child.once('exit', (code, signal) => {
@@ -160,7 +179,7 @@ export async function runScenario(s: Scenario): Promise<string> {
   for (const list of proxies.values()) for (const proxy of list) await proxy.close()
   writeFileSync(
     join(dir, 'meta.json'),
-    `${JSON.stringify({ ...s, restartServer: undefined, pauseServer: undefined, endSession: undefined, partitionCluster: undefined, onFollower: undefined, startedAt: started, endedAt: nowMs(), finalValue: referee.current, spawned }, null, 2)}\n`,
+    `${JSON.stringify({ ...s, restartServer: undefined, pauseServer: undefined, endSession: undefined, partitionCluster: undefined, onFollower: undefined, jumpServerClock: undefined, failover: undefined, clientEnv: undefined, startedAt: started, endedAt: nowMs(), finalValue: referee.current, spawned }, null, 2)}\n`,
   )
   return dir
 }
@@ -168,11 +187,20 @@ export async function runScenario(s: Scenario): Promise<string> {
 /**
  * What a fault striking at `enter` asks of the client: a starved event loop blocks itself; a holder cut off from
  * the lock service, or whose lock server froze, keeps working as long as the fault lasts (a job longer than the
- * lease), so the fault meets a holder that is still inside.
+ * lease), so the fault meets a holder that is still inside; so does one whose server's clock is about to step
+ * (for as long as the step: it is still inside, its watchdog renewing, when its lock expires early), and one whose
+ * Redis primary fails over (it is still inside when its lock turns out missing on the promoted replica).
  */
 function faultOnEnter(kind: FaultSpec['kind'], durationMs: number): { starveMs?: number; workMs?: number } {
   if (kind === 'starve') return { starveMs: durationMs }
-  if (kind === 'partition' || kind === 'server-pause' || kind === 'cluster-partition') return { workMs: durationMs }
+  if (
+    kind === 'partition' ||
+    kind === 'server-pause' ||
+    kind === 'cluster-partition' ||
+    kind === 'server-clock-jump' ||
+    kind === 'failover'
+  )
+    return { workMs: durationMs }
   return {}
 }
 

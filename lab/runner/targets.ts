@@ -11,6 +11,15 @@ import {
   type SessionInfo,
   terminatePostgresBackends,
 } from './end-session.js'
+import {
+  clockMariadb,
+  clockPostgres,
+  clockRedis,
+  clockRedlock,
+  clockSqlite,
+  replicatedRedis,
+  type Setup,
+} from './fault-deployments.js'
 import { type LazyMount, mountLazyFs } from './lazy-fs.js'
 import { type CutWhich, type NetnsCluster, netnsEtcd, netnsZookeeper } from './netns-clusters.js'
 import { type PrivateRedis, startPrivateRedis } from './redis-server.js'
@@ -30,6 +39,12 @@ export interface Prepared {
   partitionCluster?: (which: CutWhich, pid: number, ms: number) => Promise<string>
   /** The server ends client process `pid`'s lock session (session-kill scenarios); says what it did. */
   endSession?: (pid: number, session: SessionInfo | undefined) => Promise<string>
+  /** For a server on a fake clock: step its wall clock by `ms` (server-clock scenarios). */
+  jumpServerClock?: (ms: number) => void
+  /** Added to every client's environment (SQLite on a fake clock: the clients' clock is the lock's). */
+  clientEnv?: Record<string, string>
+  /** For a replicated Redis: kill the primary and promote its replica (failover scenarios). */
+  failover?: () => Promise<void>
 }
 
 /** A backend the lab can run against. `shared` ones are the machine's shared servers (only our clients pause). */
@@ -47,10 +62,18 @@ export interface Target {
   /** Clients reach the lock service over TCP (a network fault can cut them off); false for an embedded file. */
   networked: boolean
   /**
+   * The backend hands out fencing tokens. RedLock does not (no sound token exists across independent masters),
+   * nor do the session-held locks (PostgreSQL advisory, MariaDB GET_LOCK): the lab runs them with fencing off
+   * only, since a fence that compares tokens that are all 0 admits everything and would be no fence at all.
+   */
+  fenced: boolean
+  /**
    * `needs`: what the run's scenario needs. `server`: it faults the server itself, so a shared server is replaced
    * by a private instance; `partition`: the cluster runs in network namespaces.
    */
   prepare(namespace: string, runDataDir: string, needs?: ScenarioNeeds): Promise<Prepared>
+  /** The deployment a clock or failover scenario needs, where this target has it. */
+  prepareWith?(setup: Setup, namespace: string, runDataDir: string): Promise<Prepared>
 }
 
 const PG = process.env.LAB_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
@@ -62,6 +85,10 @@ const LAB_MARIADB_PORT = Number(process.env.LAB_MARIADB_PORT ?? 26306)
 const LAB_POSTGRES_PORT = Number(process.env.LAB_POSTGRES_PORT ?? 26432)
 /** The private redis-server's port (never the shared 6379). */
 export const LAB_REDIS_PORT = Number(process.env.LAB_REDIS_PORT ?? 26379)
+/** The port of the lab's own PostgreSQL (the clock scenarios'; never the shared 5432), beside the lab's Redis ports. */
+const LAB_PG_PORT = Number(process.env.LAB_PG_PORT ?? LAB_REDIS_PORT + 60)
+/** The port of the lab's own MariaDB (the clock scenarios'; never the shared 3306). */
+const LAB_MYSQL_PORT = Number(process.env.LAB_MYSQL_PORT ?? LAB_REDIS_PORT + 70)
 
 type Persistence = 'none' | 'always' | 'everysec'
 const redisServers = new Map<number, PrivateRedis>()
@@ -149,7 +176,7 @@ async function powerLossRedis(dataRoot: string, persistence: Persistence): Promi
   if (server === undefined) {
     const mount = await mountLazyFs(join(dataRoot, `redis-lazy-${port}`))
     lazyMounts.push(mount)
-    server = await startPrivateRedis(port, mount.dir, persistence, () => mount.powerLoss())
+    server = await startPrivateRedis(port, mount.dir, persistence, { afterKill: () => mount.powerLoss() })
     redisServers.set(port, server)
   }
   return server
@@ -162,6 +189,7 @@ const redisTarget = (name: string, persistence: Persistence): Target => ({
   endsSessions: persistence === 'none',
   losesPower: persistence !== 'none',
   networked: true,
+  fenced: true,
   prepare: async (_namespace, dataRoot, needs) => {
     const server =
       needs === 'power-loss'
@@ -175,6 +203,14 @@ const redisTarget = (name: string, persistence: Persistence): Target => ({
       endSession: (pid) => killRedisClients(server.url, pid),
     }
   },
+  ...(persistence === 'none'
+    ? {
+        prepareWith: async (setup, namespace, dataRoot) =>
+          setup.kind === 'replica'
+            ? replicatedRedis(LAB_REDIS_PORT, dataRoot)
+            : clockRedis(LAB_REDIS_PORT, dataRoot, namespace, setup),
+      }
+    : {}),
 })
 
 /** RedLock over five private nodes; server faults strike a majority of them at once. */
@@ -184,6 +220,7 @@ const redlockTarget: Target = {
   restartable: true,
   endsSessions: false,
   networked: true,
+  fenced: false,
   prepare: async (_namespace, dataRoot) => {
     const nodes = await Promise.all(REDLOCK_PORTS.map((port) => privateRedis(dataRoot, port, 'none')))
     const hit = nodes.slice(0, REDLOCK_MAJORITY)
@@ -193,6 +230,10 @@ const redlockTarget: Target = {
       restartServer: async (downMs) => void (await Promise.all(hit.map((n) => n.restart(downMs)))),
       pauseServer: async (ms) => void (await Promise.all(hit.map((n) => n.pause(ms)))),
     }
+  },
+  prepareWith: async (setup, namespace, dataRoot) => {
+    if (setup.kind !== 'server-clock') throw new TypeError('lab: RedLock has no replicated deployment')
+    return clockRedlock(LAB_REDIS_PORT, dataRoot, namespace, setup)
   },
 }
 
@@ -218,12 +259,13 @@ async function deleteSqlRows(url: string, key: string, tables: string[]): Promis
  * A SQL strategy on the shared server, or, for a run that freezes or kills the server, on the lab's private
  * instance of the same engine (default durability), which nobody else uses.
  */
-const sqlTarget = (name: string, shared: string, strategy: string): Target => ({
+const sqlTarget = (name: string, shared: string, strategy: string, fenced: boolean): Target => ({
   name,
   shared: true,
   restartable: true,
   endsSessions: true,
   networked: true,
+  fenced,
   prepare: async (namespace, dataRoot, needs) => {
     const engine = shared.startsWith('postgres') ? 'postgres' : 'mariadb'
     const own = needs === 'server' ? await privateSql(engine, dataRoot) : undefined
@@ -239,6 +281,13 @@ const sqlTarget = (name: string, shared: string, strategy: string): Target => ({
         : { restartServer: (downMs: number) => own.restart(downMs), pauseServer: (ms: number) => own.pause(ms) }),
     }
   },
+  // The shared server's clock must not move: a clock scenario gets a server of its own.
+  prepareWith: async (setup, namespace, dataRoot) => {
+    if (setup.kind !== 'server-clock') throw new TypeError(`lab: ${name} has no replicated deployment here`)
+    return shared === PG
+      ? clockPostgres(LAB_PG_PORT, dataRoot, namespace, setup, strategy)
+      : clockMariadb(LAB_MYSQL_PORT, dataRoot, namespace, setup, strategy)
+  },
 })
 
 /** Every latchkey backend the lab knows, by name. */
@@ -253,6 +302,7 @@ export const TARGETS: Record<string, Target> = {
     restartable: false,
     endsSessions: false,
     networked: false,
+    fenced: true,
     prepare: async (namespace, dataRoot) => {
       mkdirSync(dataRoot, { recursive: true })
       const file = join(dataRoot, `${namespace}.db`)
@@ -263,17 +313,23 @@ export const TARGETS: Record<string, Target> = {
       }
       return { url: `sqlite:${file}`, cleanup }
     },
+    prepareWith: async (setup, namespace, dataRoot) => {
+      if (setup.kind !== 'server-clock') throw new TypeError('lab: SQLite has no replicated deployment')
+      const plain = await TARGETS.sqlite!.prepare(namespace, dataRoot)
+      return { ...plain, ...clockSqlite(dataRoot, namespace, setup) }
+    },
   },
-  'postgres-table': sqlTarget('postgres-table', PG, 'table'),
-  'postgres-advisory': sqlTarget('postgres-advisory', PG, 'advisory'),
-  'mariadb-table': sqlTarget('mariadb-table', MYSQL, 'table'),
-  'mariadb-get_lock': sqlTarget('mariadb-get_lock', MYSQL, 'get_lock'),
+  'postgres-table': sqlTarget('postgres-table', PG, 'table', true),
+  'postgres-advisory': sqlTarget('postgres-advisory', PG, 'advisory', false),
+  'mariadb-table': sqlTarget('mariadb-table', MYSQL, 'table', true),
+  'mariadb-get_lock': sqlTarget('mariadb-get_lock', MYSQL, 'get_lock', false),
   zookeeper: {
     name: 'zookeeper',
     shared: true,
     restartable: false,
     endsSessions: true,
     networked: true,
+    fenced: true,
     prepare: async (namespace) => ({
       url: `zookeeper://${ZK}/${namespace}?sessionTimeoutMs=4000`,
       cleanup: () => removeZkTree(`/${namespace}`),
@@ -287,6 +343,7 @@ export const TARGETS: Record<string, Target> = {
     endsSessions: false,
     partitionable: true,
     networked: true,
+    fenced: true,
     prepare: async (namespace, dataRoot, needs) => {
       if (needs === 'partition')
         return netnsPrepared(namespace, await cluster('zookeeper-netns', () => netnsZookeeper(dataRoot)))
@@ -307,6 +364,7 @@ export const TARGETS: Record<string, Target> = {
     endsSessions: false,
     partitionable: true,
     networked: true,
+    fenced: true,
     prepare: async (namespace, dataRoot, needs) => {
       if (needs === 'partition') return netnsPrepared(namespace, await cluster('etcd-netns', () => netnsEtcd(dataRoot)))
       const members = await cluster('etcd-3', () => etcdCluster(dataRoot))
@@ -324,6 +382,7 @@ export const TARGETS: Record<string, Target> = {
     restartable: false,
     endsSessions: true,
     networked: true,
+    fenced: true,
     prepare: async (namespace) => {
       const url = `etcd://${ETCD}?prefix=${namespace}`
       return {
