@@ -36,10 +36,6 @@ export const NOT_RUN: { cells: string; why: string }[] = [
     why: "SQLite: the lock's clock is the host's wall clock, which every client reads, so one client's clock cannot differ from the others' on a host; its clock rows are T15/T16 (all clients' clock stepped). The clusters and the AOF variants differ from the single servers only in the server; a client-side fault is measured on the single servers.",
   },
   {
-    cells: 'T17 on the session locks (PostgreSQL advisory, MariaDB GET_LOCK)',
-    why: "not run: the T17 runs left them out. The server holds these locks for the client's session, so a step of the client's wall clock is expected to change nothing; not measured.",
-  },
-  {
     cells: 'T20 (a lock on a pooled connection that is returned or reconnected)',
     why: 'a library property, tested in the normal suite: the SQL session strategies pin a dedicated connection and treat its loss as a lost lease.',
   },
