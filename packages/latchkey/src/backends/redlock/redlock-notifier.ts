@@ -1,10 +1,10 @@
 /**
  * RedLock release notifications: one subscriber connection per node per backend, opened on the first wait. A
- * release publishes the released owner on every node's channel of the lock (scripts/release.lua); the first of
- * those messages to arrive wakes ONE local waiter, the longest-waiting, and the other nodes' copies are ignored.
- * So a release costs one RedLock round per process instead of one per waiter (a herd of split votes), and the
- * waiters of a process are served in order of arrival. Any node suffices: a release goes to every node, so a
- * message is lost only if it is lost on all of them, and a lost one costs at most the core's fallback pause.
+ * release publishes the released owner on every node's channel of the lock (scripts/release.lua); once copies
+ * have come from a quorum of nodes (see dispatch), it wakes ONE local waiter, the longest-waiting (the head), the
+ * only one that makes rounds of its own (see blockedFor). So a release costs one RedLock round per process instead
+ * of one per waiter (a herd of split votes), and the waiters of a process are served in order of arrival. A
+ * message is lost only if it is lost on every node, and a lost one costs at most the core's fallback pause.
  */
 import type { SubscriberConnection } from '../redis/client-adapter.js'
 import { RedlockChannel, RedlockSubscription, type ReleaseCopies } from './redlock-subscription.js'
