@@ -64,8 +64,8 @@ function redlock4(c: Redis, ns: string, ttlMs: number): Contender['acquire'] {
   return (key) => redlock.lock(`${ns}:${key}`, ttlMs).then((lock) => ({ release: () => lock.unlock() }), gaveUp)
 }
 
-function redlock5(c: Redis, ns: string, ttlMs: number): Contender['acquire'] {
-  const redlock = new RedlockV5([c])
+function redlock5(c: Redis[], ns: string, ttlMs: number): Contender['acquire'] {
+  const redlock = new RedlockV5(c)
   // v5 emits an `error` event for every failed poll; without a listener it would throw.
   redlock.on('error', () => undefined)
   return (key) => redlock.acquire([`${ns}:${key}`], ttlMs).then((lock) => ({ release: () => lock.release() }), gaveUp)
@@ -84,16 +84,20 @@ function semaphore(c: Redis, ns: string, ttlMs: number): Contender['acquire'] {
   }
 }
 
-/** Opens one peer on its own connection to `url`; every key it writes starts with `ns:`. */
+/**
+ * Opens one peer on its own connection to `url`; every key it writes starts with `ns:`. redlock 5 also takes
+ * several comma-separated URLs, one independent master each (as latchkey's RedLock backend is given them).
+ */
 export function openPeer(peer: PeerName, url: string, ns: string, ttlMs: number): Contender {
-  const c = client(url)
+  const clients = (peer === 'redlock5' ? url.split(',') : [url]).map(client)
+  const c = clients[0] as Redis
   const acquire =
     peer === 'raw'
       ? raw(c, ns)
       : peer === 'redlock4'
         ? redlock4(c, ns, ttlMs)
         : peer === 'redlock5'
-          ? redlock5(c, ns, ttlMs)
+          ? redlock5(clients, ns, ttlMs)
           : semaphore(c, ns, ttlMs)
-  return { acquire, close: async () => void (await c.quit()) }
+  return { acquire, close: async () => void (await Promise.all(clients.map((x) => x.quit()))) }
 }

@@ -7,7 +7,7 @@
 import { runSubset } from './lib/subset.js'
 
 await runSubset(
-  'RedLock (5 nodes) beside redlock 5.0-beta and single-node Redis',
-  ['redlock', 'redlock5', 'redis'],
+  'RedLock (5 nodes) beside redlock 5.0-beta (one node, and the same 5 nodes) and single-node Redis',
+  ['redlock', 'redlock5', 'redlock5-5', 'redis'],
   'redis',
 )

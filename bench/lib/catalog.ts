@@ -146,6 +146,11 @@ export function catalog(s: Servers): ContenderDef[] {
     }),
     peer('redlock4', 'redlock 4.2 (default: 10 retries, 200±100 ms)', 'redlock4', s.redis),
     peer('redlock5', 'redlock 5.0-beta (default: 10 retries, 200±100 ms)', 'redlock5', s.redis),
+    {
+      // The same library on the same five masters as latchkey's RedLock backend: the like-for-like comparison.
+      ...peer('redlock5-5', 'redlock 5.0-beta on the 5 RedLock nodes (same defaults)', 'redlock5', s.redlock.join(',')),
+      probeUrls: s.redlock,
+    },
     peer('redis-semaphore', 'redis-semaphore 5.8 (default: fixed 10 ms polling)', 'redis-semaphore', s.redis),
     floor(
       'proto-blpop',

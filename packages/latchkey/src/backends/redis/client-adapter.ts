@@ -61,7 +61,10 @@ export interface RedisCommander extends ScriptRunner {
   ): SubscriberConnection
 }
 
-type Emitter = { on(event: string, fn: (...args: never[]) => void): unknown }
+type Emitter = {
+  on(event: string, fn: (...args: never[]) => void): unknown
+  removeListener(event: string, fn: (...args: never[]) => void): unknown
+}
 
 interface Ioredis extends Emitter, IoredisScripting {
   readonly options?: { host?: string; port?: number; path?: string }
@@ -160,11 +163,42 @@ function ioredisParts(client: Ioredis): LibraryParts {
       sub.on('error', onError as (...args: never[]) => void)
       sub.on('message', onMessage as (...args: never[]) => void)
       return {
-        subscribe: async (channel) => void (await sub.subscribe(channel)),
-        unsubscribe: async (channel) => void (await sub.unsubscribe(channel)),
+        subscribe: async (channel) => {
+          await ready(sub)
+          await sub.subscribe(channel)
+        },
+        unsubscribe: async (channel) => {
+          await ready(sub)
+          await sub.unsubscribe(channel)
+        },
         close: async () => sub.disconnect(),
       }
     },
+  }
+}
+
+/**
+ * Resolves once the ioredis connection `sub` is ready; rejects if it ends for good first. A (UN)SUBSCRIBE must
+ * not go out earlier: ioredis writes commands that Redis allows while loading (SUBSCRIBE is one) at once during
+ * its connection handshake, which puts the connection in subscriber mode before the handshake's ready check
+ * (INFO) is sent. ioredis then refuses that check, drops the connection and reconnects, and since the connection
+ * never was ready it does not resubscribe the channels it had acknowledged: their messages are lost for as long
+ * as they stay subscribed. The handshake lasts long enough for this on a loaded host (seen: hundreds of ms, with
+ * a RedLock waiter subscribing a second lock's channel meanwhile; ioredis 5.11).
+ */
+async function ready(sub: Ioredis): Promise<void> {
+  // A loop, not one wait: the connection may have dropped again by the time this resumes.
+  while (sub.status !== 'ready') {
+    if (sub.status === 'end') throw new Error('latchkey: the subscriber connection is closed')
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        sub.removeListener('ready', done)
+        sub.removeListener('end', done)
+        resolve()
+      }
+      sub.on('ready', done)
+      sub.on('end', done)
+    })
   }
 }
 

@@ -84,7 +84,9 @@ export class RedlockBackend extends BackendBase {
     super()
     const openers = nodes.map((n) => n.openSubscriber)
     const all = openers.every((o) => o !== undefined)
-    this.notifier = all ? new RedlockNotifier(openers as SubscriberOpener[], SUBSCRIBER_LINGER_MS) : undefined
+    this.notifier = all
+      ? new RedlockNotifier(openers as SubscriberOpener[], SUBSCRIBER_LINGER_MS, settings.quorum)
+      : undefined
     this.capabilities = defineCapabilities({ notifications: all ? 'global' : 'none', inspect: true, list: true })
     const notifier = this.notifier
     if (notifier !== undefined) this.subscribe = (ref, owner) => notifier.subscribe(this.channel(ref), owner ?? '')

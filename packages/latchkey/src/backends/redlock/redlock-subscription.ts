@@ -1,6 +1,13 @@
 import type { ReleaseSubscription } from '../../backend/types.js'
 import { WakeableSubscription } from '../../backend/wakeable-subscription.js'
 
+/** The nodes from which a release's message has come, and whether it has woken a waiter yet. */
+export interface ReleaseCopies {
+  readonly nodes: Set<number>
+  woken: boolean
+  grace: NodeJS.Timeout | undefined
+}
+
 /** The local waiters of one RedLock channel (one lock) and the state of its SUBSCRIBE on each node. */
 export class RedlockChannel {
   /** Open subscriptions in order of arrival: the oldest is woken first. */
@@ -8,10 +15,12 @@ export class RedlockChannel {
   /** Per node: the SUBSCRIBE is under way or acknowledged (undefined: not asked, or it failed). */
   readonly subscribed: (Promise<void> | undefined)[]
   /**
-   * Owners whose release this process has already seen, newest last: every node publishes each release, and
-   * only the first of those messages wakes a waiter. A few, not one, since two releases' messages can interleave.
+   * Owners whose release this process has seen announced, oldest first, with the nodes whose copy of the message
+   * came: every node publishes each release, and the waiter is woken once, by the copy that makes a quorum.
    */
-  readonly released: string[] = []
+  readonly releases = new Map<string, ReleaseCopies>()
+  /** How many nodes acknowledged the SUBSCRIBE. */
+  acknowledged = 0
   /** When the first node acknowledged the SUBSCRIBE (monotonic ms): rounds sent after it are seen released. */
   subscribedAt: number | undefined
   /**
@@ -47,8 +56,6 @@ export class RedlockSubscription extends WakeableSubscription implements Release
    * the next try goes to the nodes even if no release woke it.
    */
   retrying = false
-  /** Has sent a round (or answered one from what the process knew): no longer a newcomer. */
-  tried = false
   /** Its poll timer does not by itself keep the process alive. */
   protected override readonly unrefTimer = true
 

@@ -1,0 +1,81 @@
+/**
+ * The notifier's waking rules, without servers (subscriber connections are stubs that acknowledge at once): only a
+ * process's head waiter makes rounds of its own, and a release wakes it once a quorum of nodes' copies came.
+ */
+import { describe, expect, it } from 'vitest'
+import { eventually } from '../../testing/index.js'
+import type { SubscriberConnection } from '../redis/client-adapter.js'
+import { RedlockNotifier, type SubscriberOpener } from './redlock-notifier.js'
+import type { RedlockSubscription } from './redlock-subscription.js'
+
+const NODES = 5
+const QUORUM = 3
+const CHANNEL = 'latchkey:redlock:unit:released'
+
+const stub: SubscriberOpener = (): SubscriberConnection => ({
+  subscribe: async () => undefined,
+  unsubscribe: async () => undefined,
+  close: async () => undefined,
+})
+
+/** A notifier over NODES stub connections, with `owners` subscribed in order and every acknowledgement's wake spent. */
+async function subscribed(...owners: string[]): Promise<{ notifier: RedlockNotifier; subs: RedlockSubscription[] }> {
+  const notifier = new RedlockNotifier(
+    Array.from({ length: NODES }, () => stub),
+    60_000,
+    QUORUM,
+  )
+  const subs = owners.map((o) => notifier.subscribe(CHANNEL, o))
+  await Promise.all(subs[0]?.channel.subscribed ?? [])
+  for (const s of subs) spend(s)
+  return { notifier, subs }
+}
+
+/** What a try does with a wake: it answers it. */
+function spend(sub: RedlockSubscription): void {
+  sub.owesTry = false
+  sub.pending = false
+}
+
+describe('RedlockNotifier', () => {
+  it('a waiter behind the head makes no round of its own, even when nothing is known of the holder', async () => {
+    const { notifier, subs } = await subscribed('head', 'second')
+    const [head, second] = subs as [RedlockSubscription, RedlockSubscription]
+    const now = performance.now()
+    expect(notifier.blockedFor(second, now)).toBeGreaterThan(0)
+    // The head's round was a split vote: the process knows no holder. The head asks again; the one behind it
+    // still waits (before, it made a round too, and so did every other sleeper whose timer came).
+    notifier.polled(head, now, undefined, 0)
+    expect(notifier.blockedFor(head, now + 1)).toBeUndefined()
+    expect(notifier.blockedFor(second, now + 1)).toBeGreaterThan(0)
+    expect(notifier.blockedFor(second, now + 5_000)).toBeGreaterThan(0)
+    // Once the head has left, the next in line is the head.
+    head.close()
+    expect(notifier.blockedFor(second, now + 5_000)).toBeUndefined()
+    await notifier.close()
+  })
+
+  it('a release wakes the head at the quorum-th node copy of its message, once', async () => {
+    const { notifier, subs } = await subscribed('head', 'second')
+    const [head, second] = subs as [RedlockSubscription, RedlockSubscription]
+    notifier.dispatch(CHANNEL, 'holder', 0)
+    notifier.dispatch(CHANNEL, 'holder', 1)
+    expect(head.owesTry).toBe(false)
+    expect(notifier.isGone(CHANNEL, 'holder', performance.now())).toBe(true)
+    notifier.dispatch(CHANNEL, 'holder', 2)
+    expect(head.owesTry).toBe(true)
+    spend(head)
+    notifier.dispatch(CHANNEL, 'holder', 3)
+    notifier.dispatch(CHANNEL, 'holder', 4)
+    expect(head.owesTry || second.owesTry).toBe(false)
+    await notifier.close()
+  })
+
+  it('a release whose other copies do not come (subscriber connections down) still wakes the head', async () => {
+    const { notifier, subs } = await subscribed('head')
+    const [head] = subs as [RedlockSubscription]
+    notifier.dispatch(CHANNEL, 'holder', 4)
+    await eventually('the head woken by its grace timer', () => head.owesTry)
+    await notifier.close()
+  })
+})

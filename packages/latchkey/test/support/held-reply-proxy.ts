@@ -1,0 +1,85 @@
+/**
+ * A loopback TCP proxy in front of one Redis server that can hold the replies of new connections: after
+ * `holdNewConnections()`, a connection it accepts forwards the client's commands at once but keeps the server's
+ * replies until `releaseHeld()`. A client connecting meanwhile is connected but stuck in its handshake, as a
+ * client on a loaded host is for hundreds of ms. Connections accepted before (or after the release) pass through.
+ */
+import { connect, createServer, type Server, type Socket } from 'node:net'
+
+interface Held {
+  readonly client: Socket
+  readonly chunks: Buffer[]
+}
+
+export class HeldReplyProxy {
+  port = 0
+  private server: Server | undefined
+  private holding = false
+  private readonly held: Held[] = []
+  private readonly sockets = new Set<Socket>()
+
+  constructor(
+    private readonly targetPort: number,
+    private readonly targetHost = '127.0.0.1',
+  ) {}
+
+  async start(): Promise<this> {
+    this.server = createServer((client) => this.accept(client))
+    await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', resolve))
+    const address = this.server.address()
+    this.port = typeof address === 'object' && address !== null ? address.port : 0
+    return this
+  }
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`
+  }
+
+  /** Connections accepted from now on keep the server's replies until {@link releaseHeld}. */
+  holdNewConnections(): void {
+    this.holding = true
+  }
+
+  /** How many held connections have a reply waiting (their client has started its handshake). */
+  get heldWithReplies(): number {
+    return this.held.filter((h) => h.chunks.length > 0).length
+  }
+
+  /** Delivers the held replies in order; from now on every connection passes through. */
+  releaseHeld(): void {
+    this.holding = false
+    for (const { client, chunks } of this.held.splice(0)) {
+      if (!client.destroyed) for (const chunk of chunks) client.write(chunk)
+    }
+  }
+
+  async close(): Promise<void> {
+    for (const s of this.sockets) s.destroy()
+    this.sockets.clear()
+    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()))
+  }
+
+  private accept(client: Socket): void {
+    const upstream = connect(this.targetPort, this.targetHost)
+    this.sockets.add(client)
+    this.sockets.add(upstream)
+    const hold: Held | undefined = this.holding ? { client, chunks: [] } : undefined
+    if (hold !== undefined) this.held.push(hold)
+    client.on('data', (chunk: Buffer) => upstream.write(chunk))
+    upstream.on('data', (chunk: Buffer) => {
+      // Held until released; the release empties `held`, so later chunks pass through after the held ones.
+      if (hold !== undefined && this.held.includes(hold)) hold.chunks.push(chunk)
+      else if (!client.destroyed) client.write(chunk)
+    })
+    const end = (): void => {
+      client.destroy()
+      upstream.destroy()
+      this.sockets.delete(client)
+      this.sockets.delete(upstream)
+    }
+    client.on('close', end)
+    upstream.on('close', end)
+    client.on('error', end)
+    upstream.on('error', end)
+  }
+}
