@@ -27,15 +27,17 @@ describeBackendConformance('etcd', () => etcdBackend({ hosts: ETCD_URL }), {
   processBackend: { module },
   cleanup,
   // Every etcd write is a raft commit with an fsync (several ms on a busy 2-core VM), so the suite's 10 ms
-  // holds and 120 ms leases get twice the room; server-side expiry is whole seconds anyway.
-  timeScale: 2,
+  // holds and 120 ms leases get three times the room; server-side expiry is whole seconds anyway. (Twice was too
+  // little with two test files running at once: a waiter's re-try sent as its 300 ms wait ended was still
+  // unanswered at the deadline, which the core reports as the backend's silence, not as a timeout.)
+  timeScale: 3,
 })
 
 // Go's concurrency.Mutex layout (etcdctl lock): every kind, the same contract; interop with Go in etcd-interop.test.ts.
 describeBackendConformance('etcd (etcd layout)', () => etcdBackend({ hosts: ETCD_URL, layout: 'etcd' }), {
   processBackend: { module, export: 'createEtcdLayoutBackend' },
   cleanup,
-  timeScale: 2,
+  timeScale: 3,
 })
 
 describe('etcd backend specifics', () => {
