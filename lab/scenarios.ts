@@ -207,7 +207,16 @@ export const SCENARIOS: ScenarioDef[] = [
       everyMs: 2 * ttl,
       durationMs: [3_600_000, 3_600_000],
     }),
-    backends: ['redis', 'redlock', 'zookeeper', 'etcd', 'postgres-table', 'mariadb-table', 'postgres-advisory', 'mariadb-get_lock'],
+    backends: [
+      'redis',
+      'redlock',
+      'zookeeper',
+      'etcd',
+      'postgres-table',
+      'mariadb-table',
+      'postgres-advisory',
+      'mariadb-get_lock',
+    ],
   },
   {
     id: 'T19',
