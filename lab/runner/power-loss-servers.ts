@@ -55,9 +55,13 @@ async function killNow(child: ChildProcess): Promise<void> {
   await exited
 }
 
+/**
+ * `ready`: resolves once the server serves (ZooKeeper accepts connections before it has loaded its data, and
+ * exits if it cannot: waiting for the port alone would let a run go on against a dead server).
+ */
 function powerLossServer(
   url: string,
-  port: number,
+  ready: () => Promise<void>,
   disk: LazyMount,
   launch: () => ChildProcess,
   first: ChildProcess,
@@ -70,7 +74,7 @@ function powerLossServer(
       disk.powerLoss()
       await sleep(downMs)
       child = launch()
-      await waitForPort(port, 60_000)
+      await ready()
     },
     pause: async (ms) => {
       child.kill('SIGSTOP')
@@ -119,15 +123,18 @@ export async function startLazyZookeeper(port: number, dir: string): Promise<Pow
       config,
     ])
   const first = launch()
-  await waitForPort(port, 60_000)
-  await untilServing(port)
+  const ready = async (): Promise<void> => {
+    await waitForPort(port, 60_000)
+    await untilServing(port)
+  }
+  await ready()
   // ZooKeeper 3.8 writes its first snapshot (snapshot.0) at startup without fsyncing it: a power cut before the
   // kernel writes it back leaves it empty beside a non-empty transaction log, and the server then refuses to
   // start ("No snapshot found, but there are log entries. Something is broken!"; measured here on the first
   // T13 fault). That is a fresh server's first half-minute; T13 measures a server that has run longer, so its
   // startup writes reach the disk as the kernel's writeback would take them.
   disk.writeback()
-  return powerLossServer(`zookeeper://127.0.0.1:${port}`, port, disk, launch, first)
+  return powerLossServer(`zookeeper://127.0.0.1:${port}`, ready, disk, launch, first)
 }
 
 /**
@@ -158,6 +165,7 @@ export async function startLazyEtcd(clientPort: number, peerPort: number, dir: s
       `lazy=${peer}`,
     ])
   const first = launch()
-  await waitForPort(clientPort, 30_000)
-  return powerLossServer(`etcd://127.0.0.1:${clientPort}`, clientPort, disk, launch, first)
+  const ready = () => waitForPort(clientPort, 30_000)
+  await ready()
+  return powerLossServer(`etcd://127.0.0.1:${clientPort}`, ready, disk, launch, first)
 }
