@@ -10,7 +10,7 @@ fails, and every unsynced byte is gone), and starts the server again on the moun
 kernel's page cache (direct_io, no attribute caching), or the kernel would serve the dropped bytes from its own
 cache.
 
-    /usr/bin/python3 lazy_fs.py <backing dir> <mount point>     # foreground; unmount with fusermount -u
+    /usr/bin/python3 lazy_fs.py <backing dir> <mount point> [--page-cache]    # foreground; fusermount -u
 
 Needs Debian's python3-fusepy and fuse (lab/setup.sh installs them).
 """
@@ -19,15 +19,31 @@ import errno
 import os
 import sys
 
-from fusepy import FUSE, FuseOSError, Operations
+from fusepy import FUSE, FuseOSError, Operations, fuse_get_context
+
+
+PAGE = 4096
 
 
 class Shadow:
-    """A file's content as the writers see it, and the lowest offset not yet on the backing file."""
+    """A file's content as the writers see it, and the pages of it not yet on the backing file.
+
+    It outlives an fsync: reloading a database's whole redo log or WAL segment after every commit's fsync would
+    make each commit cost a read of the file. Dirty pages, not one low-water offset, so an fsync after scattered
+    page writes (InnoDB, PostgreSQL) writes those pages, not everything from the lowest one to the end.
+    """
 
     def __init__(self, data: bytes):
         self.data = bytearray(data)
-        self.dirty_from = len(data)
+        self.dirty: set[int] = set()
+        # The length on the backing file: a size change (append, truncate) is unsynced until an fsync.
+        self.synced_size = len(data)
+
+    def touch(self, start: int, end: int) -> None:
+        self.dirty.update(range(start // PAGE, (max(end, start + 1) - 1) // PAGE + 1))
+
+    def unsynced(self) -> int:
+        return len(self.dirty) * PAGE + abs(len(self.data) - self.synced_size)
 
 
 class LazyFS(Operations):
@@ -47,15 +63,25 @@ class LazyFS(Operations):
         return shadow
 
     def power_loss(self) -> None:
-        lost = sum(len(s.data) - s.dirty_from for s in self.shadows.values() if len(s.data) > s.dirty_from)
+        lost = sum(s.unsynced() for s in self.shadows.values())
         self.shadows.clear()
         print(f'lazy_fs: power loss, {lost} unsynced bytes dropped', flush=True)
+
+    def writeback(self) -> None:
+        """Writes every file's unsynced data to disk, as the kernel writes back dirty pages some 30 s old."""
+        written = sum(s.unsynced() for s in self.shadows.values())
+        for path in list(self.shadows):
+            self.fsync(path, False, None)
+        print(f'lazy_fs: writeback, {written} unsynced bytes written', flush=True)
 
     # ---- metadata ----
 
     def getattr(self, path, fh=None):
         if path == '/.power-loss':
             self.power_loss()
+            raise FuseOSError(errno.ENOENT)
+        if path == '/.writeback':
+            self.writeback()
             raise FuseOSError(errno.ENOENT)
         st = os.lstat(self._full(path))
         attrs = {key: getattr(st, key) for key in (
@@ -78,8 +104,15 @@ class LazyFS(Operations):
     def chown(self, path, uid, gid):
         return os.chown(self._full(path), uid, gid)
 
+    def _own(self, path):
+        # Created as its caller (the server's user), not as this root process: PostgreSQL refuses a data dir
+        # that is not its own.
+        uid, gid, _pid = fuse_get_context()
+        os.chown(self._full(path), uid, gid)
+
     def mkdir(self, path, mode):
-        return os.mkdir(self._full(path), mode)
+        os.mkdir(self._full(path), mode)
+        self._own(path)
 
     def rmdir(self, path):
         return os.rmdir(self._full(path))
@@ -109,6 +142,7 @@ class LazyFS(Operations):
     def create(self, path, mode, fi=None):
         fd = os.open(self._full(path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
         os.close(fd)
+        self._own(path)
         self.shadows[path] = Shadow(b'')
         return 0
 
@@ -130,27 +164,33 @@ class LazyFS(Operations):
         if offset > len(shadow.data):
             shadow.data.extend(b'\0' * (offset - len(shadow.data)))
         shadow.data[offset:offset + len(data)] = data
-        shadow.dirty_from = min(shadow.dirty_from, offset)
+        shadow.touch(offset, offset + len(data))
         return len(data)
 
     def truncate(self, path, length, fh=None):
         shadow = self._shadow(path)
+        old = len(shadow.data)
         del shadow.data[length:]
         if length > len(shadow.data):
             shadow.data.extend(b'\0' * (length - len(shadow.data)))
-        shadow.dirty_from = min(shadow.dirty_from, length)
+            shadow.touch(old, length)
 
     def fsync(self, path, datasync, fh):
-        shadow = self.shadows.pop(path, None)
-        if shadow is None:
+        shadow = self.shadows.get(path)
+        if shadow is None or (not shadow.dirty and shadow.synced_size == len(shadow.data)):
             return 0
         fd = os.open(self._full(path), os.O_WRONLY)
         try:
-            os.pwrite(fd, bytes(shadow.data[shadow.dirty_from:]), shadow.dirty_from)
+            for page in sorted(shadow.dirty):
+                start = page * PAGE
+                if start < len(shadow.data):
+                    os.pwrite(fd, bytes(shadow.data[start:start + PAGE]), start)
             os.ftruncate(fd, len(shadow.data))
             os.fsync(fd)
         finally:
             os.close(fd)
+        shadow.dirty.clear()
+        shadow.synced_size = len(shadow.data)
         return 0
 
     def flush(self, path, fh):
@@ -163,8 +203,12 @@ class LazyFS(Operations):
 def main() -> None:
     # One thread (nothreads): the operations never run concurrently, so the shadows need no lock.
     backing, mount = sys.argv[1], sys.argv[2]
+    # --page-cache: for a server that mmaps its files (etcd's bbolt), which FUSE refuses under direct_io
+    # (ENODEV). Without it, FUSE still writes through to this process at once, and drops a file's cached pages
+    # when the file is opened again, which a restarted server does: it reads what survived the power cut.
+    direct_io = '--page-cache' not in sys.argv[3:]
     fs = LazyFS(os.path.realpath(backing))
-    FUSE(fs, mount, foreground=True, nothreads=True, allow_other=True, direct_io=True, attr_timeout=0,
+    FUSE(fs, mount, foreground=True, nothreads=True, allow_other=True, direct_io=direct_io, attr_timeout=0,
          entry_timeout=0, negative_timeout=0)
 
 

@@ -3,6 +3,7 @@ import { chownSync, closeSync, existsSync, mkdirSync, openSync, readdirSync, rmS
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { sleep } from '../lib/clock.js'
+import { type LazyMount, mountLazyFs } from './lazy-fs.js'
 import { waitForPort } from './redis-server.js'
 
 const run = promisify(execFile)
@@ -70,12 +71,20 @@ function groupAlive(pgid: number): boolean {
  * The server's processes are frozen as a group: PostgreSQL serves each connection from a process of its own, so
  * stopping only the postmaster would leave every open session answering.
  */
-function privateServer(url: string, port: number, launch: () => Promise<ChildProcess>, first: ChildProcess) {
+function privateServer(
+  url: string,
+  port: number,
+  launch: () => Promise<ChildProcess>,
+  first: ChildProcess,
+  disk?: LazyMount,
+) {
   let child = first
   const server: PrivateSqlServer = {
     url,
     restart: async (downMs) => {
       await killGroup(child)
+      // T13: the power goes with the server, so its data dir keeps only what it fsynced.
+      disk?.powerLoss()
       await sleep(downMs)
       child = await launch()
       await waitForPort(port, 60_000)
@@ -88,21 +97,37 @@ function privateServer(url: string, port: number, launch: () => Promise<ChildPro
         signalGroup(child, 'SIGCONT')
       }
     },
-    stop: () => killGroup(child),
+    stop: async () => {
+      await killGroup(child)
+      await disk?.unmount()
+    },
   }
   return server
 }
 
+/**
+ * Where a server's data lives. On a lazy disk (T13), the database is created in the mount's backing directory
+ * (as if it had been fsynced: the power cuts under test come later, and creating it through the single-threaded
+ * FUSE process would be slow) and the server runs on the mount; the socket and pid files stay off the mount
+ * (lazy_fs.py makes no sockets).
+ */
+async function dataDirs(dir: string, lazy: boolean): Promise<{ init: string; data: string; disk?: LazyMount }> {
+  if (!lazy) return { init: join(dir, 'data'), data: join(dir, 'data') }
+  const disk = await mountLazyFs(join(dir, 'disk'))
+  return { init: join(disk.backing, 'data'), data: join(disk.dir, 'data'), disk }
+}
+
 /** A MariaDB server (default durability: InnoDB redo log flushed at each commit) in `dir`, database `test`. */
-export async function startPrivateMariadb(port: number, dir: string): Promise<PrivateSqlServer> {
+export async function startPrivateMariadb(port: number, dir: string, lazy = false): Promise<PrivateSqlServer> {
   const { uid, gid } = await account('mysql')
-  const data = join(dir, 'data')
   rmSync(dir, { recursive: true, force: true })
-  mkdirSync(data, { recursive: true })
+  mkdirSync(dir, { recursive: true })
+  const { init, data, disk } = await dataDirs(dir, lazy)
+  mkdirSync(init, { recursive: true })
   chownSync(dir, uid, gid)
-  chownSync(data, uid, gid)
+  chownSync(init, uid, gid)
   await run('mariadb-install-db', [
-    `--datadir=${data}`,
+    `--datadir=${init}`,
     '--user=mysql',
     '--auth-root-authentication-method=normal',
     '--skip-test-db',
@@ -116,8 +141,8 @@ export async function startPrivateMariadb(port: number, dir: string): Promise<Pr
         `--datadir=${data}`,
         `--port=${port}`,
         '--bind-address=127.0.0.1',
-        `--socket=${join(data, 'mysqld.sock')}`,
-        `--pid-file=${join(data, 'mysqld.pid')}`,
+        `--socket=${join(dir, 'mysqld.sock')}`,
+        `--pid-file=${join(dir, 'mysqld.pid')}`,
         '--user=mysql',
       ],
       { detached: true },
@@ -125,18 +150,19 @@ export async function startPrivateMariadb(port: number, dir: string): Promise<Pr
   const first = await launch()
   await waitForPort(port, 60_000)
   await run('mariadb', ['-h127.0.0.1', `-P${port}`, '-uroot', '-e', 'CREATE DATABASE IF NOT EXISTS test'])
-  return privateServer(`mysql://root@127.0.0.1:${port}/test`, port, launch, first)
+  return privateServer(`mysql://root@127.0.0.1:${port}/test`, port, launch, first, disk)
 }
 
 /** A PostgreSQL 15 server (default durability: fsync on, synchronous commit) in `dir`, database `test`. */
-export async function startPrivatePostgres(port: number, dir: string): Promise<PrivateSqlServer> {
+export async function startPrivatePostgres(port: number, dir: string, lazy = false): Promise<PrivateSqlServer> {
   const { uid, gid } = await account('postgres')
   const bin = pgBin()
-  const data = join(dir, 'data')
   rmSync(dir, { recursive: true, force: true })
   mkdirSync(dir, { recursive: true })
+  const { init, data, disk } = await dataDirs(dir, lazy)
   chownSync(dir, uid, gid)
-  await run(join(bin, 'initdb'), ['-D', data, '-A', 'trust', '-U', 'postgres'], { uid, gid })
+  if (disk !== undefined) chownSync(disk.backing, uid, gid)
+  await run(join(bin, 'initdb'), ['-D', init, '-A', 'trust', '-U', 'postgres'], { uid, gid })
   const launch = async (): Promise<ChildProcess> =>
     spawnLogged(
       join(dir, 'postgres.log'),
@@ -147,7 +173,7 @@ export async function startPrivatePostgres(port: number, dir: string): Promise<P
   const first = await launch()
   await waitForPort(port, 60_000)
   await run('psql', ['-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', '-c', 'CREATE DATABASE test'])
-  return privateServer(`postgres://postgres@127.0.0.1:${port}/test`, port, launch, first)
+  return privateServer(`postgres://postgres@127.0.0.1:${port}/test`, port, launch, first, disk)
 }
 
 /** The PostgreSQL server binaries, newest version first (the Debian layout keeps them out of PATH). */

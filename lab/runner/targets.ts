@@ -22,6 +22,7 @@ import {
 } from './fault-deployments.js'
 import { type LazyMount, mountLazyFs } from './lazy-fs.js'
 import { type CutWhich, type NetnsCluster, netnsEtcd, netnsZookeeper } from './netns-clusters.js'
+import { startLazyEtcd, startLazyZookeeper } from './power-loss-servers.js'
 import { type PrivateRedis, startPrivateRedis } from './redis-server.js'
 import { type PrivateSqlServer, startPrivateMariadb, startPrivatePostgres } from './sql-servers.js'
 
@@ -89,6 +90,12 @@ export const LAB_REDIS_PORT = Number(process.env.LAB_REDIS_PORT ?? 26379)
 const LAB_PG_PORT = Number(process.env.LAB_PG_PORT ?? LAB_REDIS_PORT + 60)
 /** The port of the lab's own MariaDB (the clock scenarios'; never the shared 3306). */
 const LAB_MYSQL_PORT = Number(process.env.LAB_MYSQL_PORT ?? LAB_REDIS_PORT + 70)
+/** The ports of the lab's MariaDB and PostgreSQL on a lazy disk (T13, power loss), beside the lab's Redis ports. */
+const LAZY_MARIADB_PORT = LAB_REDIS_PORT + 80
+const LAZY_POSTGRES_PORT = LAB_REDIS_PORT + 90
+/** The lab's standalone ZooKeeper and single etcd on a lazy disk (T13); etcd's peer port is the next one. */
+const LAZY_ZK_PORT = LAB_REDIS_PORT + 40
+const LAZY_ETCD_PORT = LAB_REDIS_PORT + 50
 
 type Persistence = 'none' | 'always' | 'everysec'
 const redisServers = new Map<number, PrivateRedis>()
@@ -140,15 +147,26 @@ function netnsPrepared(namespace: string, c: NetnsCluster): Prepared {
 
 const sqlServers = new Map<string, PrivateSqlServer>()
 
-/** The lab's own MariaDB or PostgreSQL, started on first use (fresh data) and kept for the rest of the lab run. */
-async function privateSql(engine: 'mariadb' | 'postgres', dataRoot: string): Promise<PrivateSqlServer> {
-  let server = sqlServers.get(engine)
+/**
+ * The lab's own MariaDB or PostgreSQL, started on first use (fresh data) and kept for the rest of the lab run;
+ * `lazy`: another instance, with its data dir on lazy_fs.py (T13), whose restarts cut the power of its disk.
+ */
+async function privateSql(engine: 'mariadb' | 'postgres', dataRoot: string, lazy = false): Promise<PrivateSqlServer> {
+  const name = lazy ? `${engine}-lazy` : engine
+  let server = sqlServers.get(name)
   if (server === undefined) {
-    server =
+    const port =
       engine === 'mariadb'
-        ? await startPrivateMariadb(LAB_MARIADB_PORT, join(dataRoot, `mariadb-${LAB_MARIADB_PORT}`))
-        : await startPrivatePostgres(LAB_POSTGRES_PORT, join(dataRoot, `postgres-${LAB_POSTGRES_PORT}`))
-    sqlServers.set(engine, server)
+        ? lazy
+          ? LAZY_MARIADB_PORT
+          : LAB_MARIADB_PORT
+        : lazy
+          ? LAZY_POSTGRES_PORT
+          : LAB_POSTGRES_PORT
+    const dir = join(dataRoot, `${name}-${port}`)
+    server =
+      engine === 'mariadb' ? await startPrivateMariadb(port, dir, lazy) : await startPrivatePostgres(port, dir, lazy)
+    sqlServers.set(name, server)
   }
   return server
 }
@@ -257,18 +275,23 @@ async function deleteSqlRows(url: string, key: string, tables: string[]): Promis
 
 /**
  * A SQL strategy on the shared server, or, for a run that freezes or kills the server, on the lab's private
- * instance of the same engine (default durability), which nobody else uses.
+ * instance of the same engine (default durability), which nobody else uses; for a power loss (T13), on one whose
+ * data dir is on lazy_fs.py.
  */
 const sqlTarget = (name: string, shared: string, strategy: string, fenced: boolean): Target => ({
   name,
   shared: true,
   restartable: true,
   endsSessions: true,
+  losesPower: true,
   networked: true,
   fenced,
   prepare: async (namespace, dataRoot, needs) => {
     const engine = shared.startsWith('postgres') ? 'postgres' : 'mariadb'
-    const own = needs === 'server' ? await privateSql(engine, dataRoot) : undefined
+    const own =
+      needs === 'server' || needs === 'power-loss'
+        ? await privateSql(engine, dataRoot, needs === 'power-loss')
+        : undefined
     const base = own?.url ?? shared
     const end = engine === 'postgres' ? terminatePostgresBackends : killMariadbSessions
     return {
@@ -328,13 +351,27 @@ export const TARGETS: Record<string, Target> = {
     shared: true,
     restartable: false,
     endsSessions: true,
+    losesPower: true,
     networked: true,
     fenced: true,
-    prepare: async (namespace) => ({
-      url: `zookeeper://${ZK}/${namespace}?sessionTimeoutMs=4000`,
-      cleanup: () => removeZkTree(`/${namespace}`),
-      endSession: (_pid, session) => closeZkSession(ZK, session),
-    }),
+    prepare: async (namespace, dataRoot, needs) => {
+      if (needs === 'power-loss') {
+        const server = await cluster('zookeeper-lazy', () =>
+          startLazyZookeeper(LAZY_ZK_PORT, join(dataRoot, `zookeeper-lazy-${LAZY_ZK_PORT}`)),
+        )
+        return {
+          url: `${server.url}/${namespace}?sessionTimeoutMs=4000`,
+          cleanup: () => removeZkTree(`/${namespace}`, `127.0.0.1:${LAZY_ZK_PORT}`),
+          restartServer: (downMs) => server.restart(downMs),
+          pauseServer: (ms) => server.pause(ms),
+        }
+      }
+      return {
+        url: `zookeeper://${ZK}/${namespace}?sessionTimeoutMs=4000`,
+        cleanup: () => removeZkTree(`/${namespace}`),
+        endSession: (_pid, session) => closeZkSession(ZK, session),
+      }
+    },
   },
   'zookeeper-3': {
     name: 'zookeeper-3',
@@ -383,7 +420,19 @@ export const TARGETS: Record<string, Target> = {
     endsSessions: true,
     networked: true,
     fenced: true,
-    prepare: async (namespace) => {
+    losesPower: true,
+    prepare: async (namespace, dataRoot, needs) => {
+      if (needs === 'power-loss') {
+        const server = await cluster('etcd-lazy', () =>
+          startLazyEtcd(LAZY_ETCD_PORT, LAZY_ETCD_PORT + 1, join(dataRoot, `etcd-lazy-${LAZY_ETCD_PORT}`)),
+        )
+        return {
+          url: `${server.url}?prefix=${namespace}`,
+          cleanup: () => deleteEtcdPrefix(namespace, `127.0.0.1:${LAZY_ETCD_PORT}`),
+          restartServer: (downMs) => server.restart(downMs),
+          pauseServer: (ms) => server.pause(ms),
+        }
+      }
       const url = `etcd://${ETCD}?prefix=${namespace}`
       return {
         url,
