@@ -8,14 +8,14 @@ import type { SessionInfo } from './end-session.js'
 import { FakeClock } from './fake-clock.js'
 import { type FaultProxy, proxiedUrl } from './fault-proxy.js'
 import { type FaultSpec, Nemesis, planFaults } from './nemesis.js'
-import type { CutWhich } from './netns-clusters.js'
 import { Referee } from './referee.js'
+import type { FaultHooks } from './targets.js'
 
 const LAB = dirname(dirname(fileURLToPath(import.meta.url)))
 const CLIENT = join(LAB, 'client', 'client.ts')
 
 /** One run: a strategy on a backend URL, N clients, a fault, fencing on or off at the referee. */
-export interface Scenario {
+export interface Scenario extends FaultHooks {
   /** Directory name under lab/results. */
   run: string
   scenario: string
@@ -30,22 +30,6 @@ export interface Scenario {
   fault: FaultSpec
   seed: number
   namespace: string
-  /** Kills the lock server and starts it again after `downMs` (server-kill scenarios). */
-  restartServer?: (downMs: number) => Promise<void>
-  /** Freezes the lock server for `ms` (server-pause scenarios). */
-  pauseServer?: (ms: number) => Promise<void>
-  /** Whether client process `pid` talks to a follower of the lock cluster (cluster-partition scenarios). */
-  onFollower?: (pid: number) => Promise<boolean>
-  /** Cuts a member of the lock cluster off from the others (cluster-partition scenarios). */
-  partitionCluster?: (which: CutWhich, pid: number, ms: number) => Promise<string>
-  /** Ends the lock session of client process `pid` on the server (session-kill scenarios). */
-  endSession?: (pid: number, session: SessionInfo | undefined) => Promise<string>
-  /** Steps the lock server's wall clock (server-clock scenarios). */
-  jumpServerClock?: (ms: number) => void
-  /** Added to every client's environment. */
-  clientEnv?: Record<string, string>
-  /** Kills the Redis primary and promotes its replica (failover scenarios). */
-  failover?: () => Promise<void>
 }
 
 /** Faults that need each client's traffic to the lock service to go through proxies of its own. */

@@ -26,10 +26,8 @@ import { startLazyEtcd, startLazyZookeeper } from './power-loss-servers.js'
 import { type PrivateRedis, startPrivateRedis } from './redis-server.js'
 import { type PrivateSqlServer, startPrivateMariadb, startPrivatePostgres } from './sql-servers.js'
 
-/** Where a lab client's lock lives: a URL its strategy opens, and how to remove what the run left there. */
-export interface Prepared {
-  url: string
-  cleanup(): Promise<void>
+/** The faults a prepared target lets the nemesis inject; each is there only where the deployment can do it. */
+export interface FaultHooks {
   /** For a server the lab owns: kill it and start it again (server-kill scenarios). */
   restartServer?: (downMs: number) => Promise<void>
   /** For a server the lab owns: freeze it for `ms` (server-pause scenarios). */
@@ -46,6 +44,12 @@ export interface Prepared {
   clientEnv?: Record<string, string>
   /** For a replicated Redis: kill the primary and promote its replica (failover scenarios). */
   failover?: () => Promise<void>
+}
+
+/** Where a lab client's lock lives: a URL its strategy opens, how to remove what the run left there, and its fault hooks. */
+export interface Prepared extends FaultHooks {
+  url: string
+  cleanup(): Promise<void>
 }
 
 /** A backend the lab can run against. `shared` ones are the machine's shared servers (only our clients pause). */
