@@ -5,9 +5,10 @@
  */
 import { randomUUID } from 'node:crypto'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
-import type { AcquireRequest, AcquireResult, LockKind } from '../src/backend/types.js'
+import type { AcquireRequest, LockKind } from '../src/backend/types.js'
 import { type RedisBackend, redisBackend } from '../src/backends/redis/index.js'
 import type { RedisReleaseSubscription } from '../src/backends/redis/release-subscription.js'
+import { backendRequest as request, tokenOf } from './support/backend-request.js'
 import { eventually } from './support/eventually.js'
 import { ioredisClient } from './support/redis-backend-module.js'
 
@@ -37,10 +38,6 @@ function countedBackend(): { b: RedisBackend; commands: () => number } {
   return { b, commands: () => commands }
 }
 
-function request(key: string, kind: LockKind = 'mutex', permits = 1): AcquireRequest {
-  return { key, kind, owner: randomUUID(), ttlMs: 10_000, permits, lockDelayMs: 0, queue: false, queueTtlMs: 5_000 }
-}
-
 /** A fresh lock name held through `b1`, with two more backends (other processes) to wait on it. */
 async function heldByFirst(kind: LockKind = 'mutex', permits = 1) {
   const name = `handoff-${randomUUID()}`
@@ -56,11 +53,6 @@ async function waitingTry(b: RedisBackend, req: AcquireRequest) {
   const sub = b.subscribe(req)
   const result = await b.tryAcquire(req)
   return { sub, result }
-}
-
-function tokenOf(result: AcquireResult): bigint {
-  if (!result.acquired) throw new Error('not acquired')
-  return result.token
 }
 
 /** Resolves once the SUBSCRIBE of each of `waits` was acknowledged, which wakes each once (`pending`). */

@@ -7,9 +7,9 @@
  */
 import { randomUUID } from 'node:crypto'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
-import type { AcquireRequest, AcquireResult } from '../src/backend/types.js'
 import { type RedisBackend, redisBackend } from '../src/backends/redis/index.js'
 import { evalScript, luaScript, readLuaFile } from '../src/backends/redis/lua-script.js'
+import { backendRequest as request, tokenOf } from './support/backend-request.js'
 import { ioredisClient } from './support/redis-backend-module.js'
 
 const client = ioredisClient()
@@ -65,24 +65,6 @@ function lockName(): string {
   const name = `rolling-${randomUUID()}`
   names.push(name)
   return name
-}
-
-function request(key: string): AcquireRequest {
-  return {
-    key,
-    kind: 'mutex',
-    owner: randomUUID(),
-    ttlMs: 10_000,
-    permits: 1,
-    lockDelayMs: 0,
-    queue: false,
-    queueTtlMs: 5_000,
-  }
-}
-
-function tokenOf(result: AcquireResult): bigint {
-  if (!result.acquired) throw new Error('not acquired')
-  return result.token
 }
 
 afterEach(async () => {

@@ -6,10 +6,10 @@
  */
 import { randomUUID } from 'node:crypto'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
-import type { AcquireRequest, AcquireResult } from '../src/backend/types.js'
 import { type RedisBackend, redisBackend } from '../src/backends/redis/index.js'
 import type { RedisReleaseSubscription } from '../src/backends/redis/release-subscription.js'
 import { SCRIPTS } from '../src/backends/redis/scripts/index.js'
+import { backendRequest as request, tokenOf } from './support/backend-request.js'
 import { eventually } from './support/eventually.js'
 import { ioredisClient } from './support/redis-backend-module.js'
 
@@ -44,24 +44,6 @@ function lockName(): string {
   const name = `short-scripts-${randomUUID()}`
   names.push(name)
   return name
-}
-
-function request(key: string): AcquireRequest {
-  return {
-    key,
-    kind: 'mutex',
-    owner: randomUUID(),
-    ttlMs: 10_000,
-    permits: 1,
-    lockDelayMs: 0,
-    queue: false,
-    queueTtlMs: 5_000,
-  }
-}
-
-function tokenOf(result: AcquireResult): bigint {
-  if (!result.acquired) throw new Error('not acquired')
-  return result.token
 }
 
 afterEach(async () => {
