@@ -17,6 +17,7 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { type ContenderDef, catalog } from './lib/catalog.js'
 import { runConfig } from './lib/config.js'
+import { ContenderPools } from './lib/contender-pools.js'
 import { machineInfo } from './lib/machine.js'
 import { redisBenchmark } from './lib/redis-benchmark.js'
 import type { DefInfo, Results } from './lib/results.js'
@@ -64,15 +65,26 @@ const info = (d: ContenderDef): DefInfo => ({
   maxWaiters: d.maxWaiters,
 })
 
+/** The contenders that open, and the matrix's cells (the Curator JVMs quit at its end). */
+async function matrix(s: Session, defs: readonly ContenderDef[]) {
+  const pools = new ContenderPools(s.pool, s.namespace)
+  try {
+    const { ok, skipped } = await available(pools, defs, s.namespace)
+    for (const k of skipped) log(`skipped ${k.id}: ${k.reason}`)
+    const cells = (await section('matrix', () => runMatrix(pools, ok, cfg.matrix, s.namespace, log))) ?? []
+    return { ok, skipped, cells }
+  } finally {
+    await pools.close()
+  }
+}
+
 /** Every selected section, in order. */
 async function measure(
   s: Session,
 ): Promise<Omit<Results, 'sections' | 'totalSeconds' | 'loadAtEnd' | 'cleanupFailures'>> {
   const machine = await machineInfo(s.servers)
   const defs = catalog(s.servers).filter((d) => cfg.only === undefined || cfg.only.has(d.id))
-  const { ok, skipped } = await available(s.pool, defs, s.namespace)
-  for (const k of skipped) log(`skipped ${k.id}: ${k.reason}`)
-  const cells = (await section('matrix', () => runMatrix(s.pool, ok, cfg.matrix, s.namespace, log))) ?? []
+  const { ok, skipped, cells } = await matrix(s, defs)
   const bench = await section(
     'redis-benchmark',
     async () => {

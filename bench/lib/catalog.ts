@@ -53,6 +53,10 @@ export interface ContenderDef {
   readonly maxWaiters: number
   /** Redis servers whose INFO commandstats count its server commands. */
   readonly probeUrls: readonly string[]
+  /** Only these scenarios (default: every one of the run). */
+  readonly scenarios?: readonly string[]
+  /** A ZooKeeper connect string: the contender is Apache Curator in a JVM (contender-pools.ts), not a worker. */
+  readonly curator?: string
   /** `concurrency`: locks one process may hold at once (sizes SQL pools; default the URL's own). */
   readonly spec: (namespace: string, ttlMs: number, concurrency?: number) => ContenderSpec
 }
@@ -74,6 +78,7 @@ function latchkey(
     crossProcess: o.crossProcess ?? true,
     maxWaiters: Math.min(WAITER_CAP, o.maxWaiters ?? 1_000),
     probeUrls: o.probeUrls ?? [],
+    ...(o.scenarios === undefined ? {} : { scenarios: o.scenarios }),
     spec: (namespace, ttlMs, concurrency) => ({
       type: 'latchkey',
       url: typeof url === 'string' ? url : url(concurrency),
@@ -105,19 +110,38 @@ function floor(
   label: string,
   name: FloorName,
   url: string,
-  o: Partial<Pick<ContenderDef, 'tables' | 'waits' | 'maxWaiters' | 'probeUrls'>> = {},
+  o: Partial<Pick<ContenderDef, 'tables' | 'waits' | 'maxWaiters' | 'probeUrls' | 'crossProcess' | 'scenarios'>> = {},
 ): ContenderDef {
   return {
     id,
     label,
     tables: o.tables ?? ['backends'],
     waits: o.waits ?? false,
-    crossProcess: true,
+    crossProcess: o.crossProcess ?? true,
+    ...(o.scenarios === undefined ? {} : { scenarios: o.scenarios }),
     maxWaiters: Math.min(WAITER_CAP, o.maxWaiters ?? 0),
     probeUrls: o.probeUrls ?? [],
     spec: (namespace, ttlMs) => ({ type: 'floor', floor: name, url, namespace, ttlMs }),
   }
 }
+
+/** Apache Curator 5.4's InterProcessMutex (Debian's jars), in a JVM that spreads waiters over 4 sessions. */
+function curator(id: string, label: string, connect: string): ContenderDef {
+  return {
+    id,
+    label,
+    tables: ['backends'],
+    waits: true,
+    crossProcess: true,
+    maxWaiters: WAITER_CAP,
+    probeUrls: [],
+    curator: connect,
+    spec: (namespace, ttlMs) => ({ type: 'curator', connect, namespace, ttlMs }),
+  }
+}
+
+/** The handoff cells measured again with every waiter in one process (the in-process wake path). */
+const ONE_PROCESS = ['w10', 'w100']
 
 /** The polling interval of latchkey's polling configuration (spinning clients commonly sleep 20 ms between tries: docs/background.md#polling-clients). */
 export const POLL_MS = 20
@@ -164,11 +188,27 @@ export function catalog(s: Servers): ContenderDef[] {
         probeUrls: [s.redis],
       },
     ),
+    latchkey('redis-1p', 'latchkey Redis, waiters in one process', s.redis, {
+      tables: ['peers'],
+      probeUrls: [s.redis],
+      crossProcess: false,
+      scenarios: ONE_PROCESS,
+    }),
+    floor('proto-blpop-1p', 'floor: proto-blpop, waiters in one process', 'proto-blpop', s.redis, {
+      tables: ['peers'],
+      waits: true,
+      maxWaiters: WAITER_CAP,
+      probeUrls: [s.redis],
+      crossProcess: false,
+      scenarios: ONE_PROCESS,
+    }),
     latchkey('memory', 'memory (one process)', 'memory:', { crossProcess: false }),
     latchkey('sqlite', 'SQLite', `sqlite:${s.tmpDir}/locks.db`),
     latchkey('redlock', 'RedLock (5 nodes)', redlockUrl, { probeUrls: s.redlock }),
     latchkey('zk', 'ZooKeeper standalone', `zookeeper://${s.zk}`),
     latchkey('zk3', 'ZooKeeper 3-node ensemble', `zookeeper://${s.zkEnsemble}`),
+    curator('curator', 'Apache Curator 5.4 InterProcessMutex (ZooKeeper standalone)', s.zk),
+    curator('curator3', 'Apache Curator 5.4 InterProcessMutex (ZooKeeper 3-node ensemble)', s.zkEnsemble),
     latchkey('etcd', 'etcd', `etcd://${new URL(s.etcd).host}`),
     // BENCH_BASELINE_DIST=<absolute path of another build's dist>: the etcd backend of that build beside this one.
     ...(BASELINE_DIST === undefined

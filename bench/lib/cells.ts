@@ -35,9 +35,12 @@ export interface CellFigures {
 const NONE = Number.NaN
 const TTL_MS = 10_000
 
+/** What runs a cell's windows: the Node worker pool, or a stand-in for a contender of another runtime. */
+export type CellPool = Pick<WorkerPool, 'size' | 'request' | 'all'>
+
 /** Where a cell runs. */
 export interface CellPlace {
-  readonly pool: WorkerPool
+  readonly pool: CellPool
   readonly namespace: string
   readonly key: string
 }

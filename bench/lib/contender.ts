@@ -31,10 +31,14 @@ export type ContenderSpec =
   | { type: 'latchkey'; url: string; namespace: string; ttlMs: number; pollMs?: number; dist?: string }
   | { type: 'peer'; peer: PeerName; url: string; namespace: string; ttlMs: number }
   | { type: 'floor'; floor: FloorName; url: string; namespace: string; ttlMs: number }
+  /** Runs in its own JVM (curator-pool.ts), never in a worker. */
+  | { type: 'curator'; connect: string; namespace: string; ttlMs: number }
 
 /** Opens `spec` in this process. */
 export async function openContender(spec: ContenderSpec): Promise<Contender> {
   if (spec.type === 'peer') return openPeer(spec.peer, spec.url, spec.namespace, spec.ttlMs)
+  if (spec.type === 'curator')
+    throw new Error('the Curator contender runs in its JVM (curator-pool.ts), not in a worker')
   if (spec.type === 'floor') {
     const { openFloor } = await import('./floors.js')
     return openFloor(spec.floor, spec.url, spec.namespace, spec.ttlMs)

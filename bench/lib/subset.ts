@@ -15,6 +15,7 @@ import { catalog, serversFromEnv } from './catalog.js'
 import { cleanupAll } from './cleanup.js'
 import { runConfig } from './config.js'
 import { runNamespace } from './contender.js'
+import { ContenderPools } from './contender-pools.js'
 import { WorkerPool } from './pool.js'
 
 /**
@@ -34,12 +35,13 @@ export async function runSubset(
   const servers = serversFromEnv(redis.url, tmp)
   const namespace = runNamespace()
   const pool = await WorkerPool.start(cfg.workers)
+  const pools = new ContenderPools(pool, namespace)
   try {
     // BENCH_ONLY narrows the subset further (e.g. BENCH_ONLY=mariadb-table,mariadb-get_lock BENCH_CONCURRENCY=-, or
     // raw,redis,redis-semaphore for the uncontended Redis cells).
     const defs = catalog(servers).filter((d) => ids.includes(d.id) && (cfg.only === undefined || cfg.only.has(d.id)))
-    const { ok, skipped } = await available(pool, defs, namespace)
-    const cells = await runMatrix(pool, ok, cfg.matrix, namespace, (l) => process.stderr.write(`${l}\n`))
+    const { ok, skipped } = await available(pools, defs, namespace)
+    const cells = await runMatrix(pools, ok, cfg.matrix, namespace, (l) => process.stderr.write(`${l}\n`))
     const s = summarise(cells)
     const m = cfg.matrix
     console.log(
@@ -58,6 +60,7 @@ export async function runSubset(
       )
     }
   } finally {
+    await pools.close()
     await pool.close()
     await cleanupAll(servers, namespace)
     await redis.dispose()

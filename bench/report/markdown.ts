@@ -8,6 +8,7 @@ import { get, type Summaries, type Summary, summarise } from './aggregate.js'
 import { type ChartFile, charts } from './charts.js'
 import { headline, saleTable, scaleTables } from './sections.js'
 import { contendedTable, type Row, sideBySide, table, uncontendedTable } from './tables.js'
+import { targetsSection } from './targets.js'
 import { verdicts } from './verdicts.js'
 
 const img = (c: ChartFile | undefined) => (c === undefined ? '' : `![${c.title}](charts/${c.file})`)
@@ -33,6 +34,7 @@ function header(r: Results): string[] {
     `- Every cell ran ${mc.runs} time${mc.runs > 1 ? 's' : ''}; the contenders' order is rotated and reversed between runs (drift on this shared machine hits them alike). Figures are **medians, [min–max] over the runs**. Uncontended cells: ${mc.uncontendedMs} ms; contended cells: ${mc.contendedMs} ms.`,
     `- Uncontended: concurrency ${mc.concurrency.join(' and ')}: that many loops of acquire → release, each on its own key, in one process. Contended: ${mc.waiters.join(', ')} waiters on one key, spread over up to 4 OS processes (child processes; one connection / backend instance per process), each holding ${mc.holdMs} ms and thinking ${mc.thinkMs} ms after release before contending again; the waiters start max(${mc.rampMs} ms, ${mc.rampPerWaiterMs} ms × waiters) before the measured window (so they have queued up) and wait at most until it ends. TTL 10 s.`,
     '- Handoff gap: another waiter\'s acquisition minus the previous holder\'s release call (times from CLOCK_MONOTONIC, shared by the processes). Overlaps: acquisitions that began before the previous holder called release (must be 0). Fairness: most acquisitions of one waiter over fewest (∞ when one got none; "starved" counts them). Server cmds: Redis `INFO commandstats` delta (including commands inside Lua; summed over the 5 nodes for RedLock; "–" for non-Redis servers). Client CPU: user+system time of the processes running the contender, per 1,000 acquisitions (harness included).',
+    "- Apache Curator 5.4's InterProcessMutex (Debian's jars) runs in one warm JVM per ZooKeeper target (bench/java/CuratorBench.java, session timeout 10 s, RetryNTimes(3, 100 ms)), its waiters spread over 4 sessions as the Node contenders' over 4 processes; its CPU is the whole JVM's. The `… in one process` rows run 10 and 100 waiters in a single process (the in-process wake path).",
     "- Redis peers and latchkey's Redis backend run against a private `redis-server` started for the run (no persistence), so other users of 6379 neither disturb nor are disturbed; the other servers are the ones `scripts/servers.sh start` runs.",
     "- Every contender runs at its defaults, except: redis-semaphore's `acquireTimeout` is the time left in the window; latchkey's polling configuration hides the Redis backend's notifications behind the public `Backend` contract (its core then polls, 2 ms doubling up to `maxPollMs` 20, jittered; the spinning clients of the usual comparison sleep 20 ms between tries); SQL pools keep the URL default (10 connections), except for the session strategies (`get_lock`, `for_update`, `advisory`) in the concurrency-50 cells: 60, since they pin a connection per held lock (`for_update` keeps one more for its tokens).",
   ]
@@ -125,6 +127,10 @@ function claimsSection(c: Ctx): string[] {
     '## Headline: latchkey Redis against its peers',
     '',
     ...headline(c.r, c.s, c.labels).map((l) => `- ${l}`),
+    '',
+    '## Performance targets, every backend against the tool a user would pick instead',
+    '',
+    ...targetsSection(c.r, c.s, c.labels),
   ]
   out.push(
     '',

@@ -4,7 +4,7 @@
  */
 import type { ContenderDef } from '../lib/catalog.js'
 import { type CellFigures, contendedCell, uncontendedCell } from '../lib/cells.js'
-import type { WorkerPool } from '../lib/pool.js'
+import type { ContenderPools } from '../lib/contender-pools.js'
 
 /** Scenario ids: uncontended at concurrency 1 / 50, contended with W waiters on one key. */
 export type ScenarioId = 'c1' | 'c50' | `w${number}`
@@ -54,7 +54,7 @@ export function runOrder<T>(items: readonly T[], run: number): T[] {
 }
 
 async function cell(
-  pool: WorkerPool,
+  pools: ContenderPools,
   def: ContenderDef,
   scenario: ScenarioId,
   run: number,
@@ -62,12 +62,12 @@ async function cell(
   namespace: string,
 ): Promise<CellRecord> {
   const t0 = performance.now()
-  const place = { pool, namespace, key: `${def.id}:${scenario}:r${run}` }
+  const place = { pool: pools.for(def), namespace, key: `${def.id}:${scenario}:r${run}` }
   const n = Number(scenario.slice(1))
   const waiters = Math.min(n, def.maxWaiters)
   const timing = { holdMs: cfg.holdMs, thinkMs: cfg.thinkMs, rampMs: rampFor(cfg, waiters) }
   try {
-    await pool.heal()
+    await pools.workers.heal()
     const figures = await withTimeout(
       scenario.startsWith('c')
         ? uncontendedCell(place, def, n, cfg.uncontendedMs)
@@ -78,7 +78,7 @@ async function cell(
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error)
     // A hung cell leaves workers busy: start fresh ones for the next cell.
-    if (message.startsWith('no answer within')) await pool.restart()
+    if (message.startsWith('no answer within')) await pools.workers.restart()
     return {
       id: def.id,
       scenario,
@@ -91,7 +91,7 @@ async function cell(
 
 /** Runs every applicable (contender, scenario) cell `cfg.runs` times; `log` gets one line per cell. */
 export async function runMatrix(
-  pool: WorkerPool,
+  pools: ContenderPools,
   defs: readonly ContenderDef[],
   cfg: MatrixConfig,
   namespace: string,
@@ -100,9 +100,13 @@ export async function runMatrix(
   const records: CellRecord[] = []
   for (let run = 0; run < cfg.runs; run++) {
     for (const scenario of scenarios(cfg)) {
-      const applicable = defs.filter((d) => scenario.startsWith('c') || (d.waits && d.maxWaiters > 0))
+      const applicable = defs.filter(
+        (d) =>
+          (d.scenarios === undefined || d.scenarios.includes(scenario)) &&
+          (scenario.startsWith('c') || (d.waits && d.maxWaiters > 0)),
+      )
       for (const def of runOrder(applicable, run)) {
-        const r = await cell(pool, def, scenario, run, cfg, namespace)
+        const r = await cell(pools, def, scenario, run, cfg, namespace)
         records.push(r)
         const f = r.figures
         const what = f === undefined ? `ERROR ${r.error}` : `${Math.round(f.rate)}/s overlaps ${f.overlaps}`
@@ -115,7 +119,7 @@ export async function runMatrix(
 
 /** Opens each contender once in worker 0; returns the ones that answered, and why the others were left out. */
 export async function available(
-  pool: WorkerPool,
+  pools: ContenderPools,
   defs: readonly ContenderDef[],
   namespace: string,
 ): Promise<{ ok: ContenderDef[]; skipped: { id: string; reason: string }[] }> {
@@ -123,12 +127,13 @@ export async function available(
   const skipped: { id: string; reason: string }[] = []
   for (const def of defs) {
     try {
-      await withTimeout(pool.request(0, { op: 'open', spec: def.spec(namespace, 10_000) }), 20_000)
+      // A JVM's first start compiles the Curator program and warms it up: more than a worker's open.
+      await withTimeout(pools.for(def).request(0, { op: 'open', spec: def.spec(namespace, 10_000) }), 60_000)
       ok.push(def)
     } catch (error) {
       skipped.push({ id: def.id, reason: error instanceof Error ? error.message : String(error) })
     } finally {
-      await withTimeout(pool.request(0, { op: 'close' }), 20_000).catch(() => undefined)
+      await withTimeout(pools.for(def).request(0, { op: 'close' }), 20_000).catch(() => undefined)
     }
   }
   return { ok, skipped }

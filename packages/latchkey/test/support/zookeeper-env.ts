@@ -17,7 +17,11 @@ export const ensemblePorts = (): number[] =>
 export async function rawClient(connectString: string, sessionTimeout = 6_000): Promise<zookeeper.Client> {
   const client = zookeeper.createClient(connectString, { sessionTimeout, spinDelay: 100, retries: 0 })
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no ZooKeeper session at ${connectString}`)), 10_000)
+    const timer = setTimeout(() => {
+      // Closed, or it would go on reconnecting to a server that is not there and keep the process alive.
+      client.close()
+      reject(new Error(`no ZooKeeper session at ${connectString}`))
+    }, 10_000)
     client.once('connected', () => {
       clearTimeout(timer)
       resolve()
