@@ -1,49 +1,19 @@
 /**
  * Apache Curator's InterProcessMutex as a bench contender: bench/java/CuratorBench.java compiled against
- * Debian's jars (scripts/servers/java.sh installs them when missing) into `<repo>/.data/curator-bench/<hash>/`,
+ * Debian's jars (the curator-interop test's compiler, which installs them when missing) into
+ * `<repo>/.data/curator-bench/<hash>/`,
  * run as one long-lived JVM per ZooKeeper target that answers the same cells as the Node workers (modes.ts).
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
-import { createHash } from 'node:crypto'
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs'
-import { join } from 'node:path'
+import { type ChildProcess, spawn } from 'node:child_process'
 import { createInterface, type Interface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
+import { compileCuratorProgram } from '../../packages/latchkey/test/support/curator-java.js'
 import type { ContendedResult, UncontendedResult } from './modes.js'
 
-const REPO = fileURLToPath(new URL('../../', import.meta.url))
 const SOURCE = fileURLToPath(new URL('../java/CuratorBench.java', import.meta.url))
-const JARS = [
-  'curator-recipes',
-  'curator-framework',
-  'curator-client',
-  'zookeeper',
-  'zookeeper-jute',
-  'guava',
-  'slf4j-api',
-  'slf4j-nop',
-].map((jar) => `/usr/share/java/${jar}.jar`)
 
 /** The classpath of the compiled bench program (compiled when its source changed). */
-export function curatorBenchClasspath(): string {
-  const missing = JARS.some((jar) => !existsSync(jar))
-  if (missing) execFileSync('bash', [join(REPO, 'scripts/servers/java.sh'), 'start'], { stdio: 'inherit' })
-  const hash = createHash('sha256').update(readFileSync(SOURCE)).digest('hex').slice(0, 12)
-  const root = join(REPO, '.data', 'curator-bench')
-  const dir = join(root, hash)
-  if (!existsSync(join(dir, 'CuratorBench.class'))) {
-    mkdirSync(root, { recursive: true })
-    // Compiled aside, then renamed into place: two runs compiling at once never see half a class file.
-    const tmp = mkdtempSync(join(root, 'build-'))
-    execFileSync('javac', ['-nowarn', '-d', tmp, '-cp', JARS.join(':'), SOURCE], { stdio: 'inherit' })
-    try {
-      renameSync(tmp, dir)
-    } catch {
-      rmSync(tmp, { recursive: true, force: true })
-    }
-  }
-  return [dir, ...JARS].join(':')
-}
+export const curatorBenchClasspath = (): string => compileCuratorProgram(SOURCE, 'CuratorBench', 'curator-bench')
 
 /** One warm JVM running Curator against one ZooKeeper target. */
 export class CuratorBench {

@@ -33,16 +33,20 @@ function hasJdk(): boolean {
   return JARS.every((jar) => existsSync(jar))
 }
 
-/** The classpath of the compiled holder: installs the JDK and Curator when missing, compiles when changed. */
-export function curatorClasspath(): string {
+/**
+ * The classpath of Java program `source` (class `className`) compiled against Curator into
+ * `<repo>/.data/<folder>/<source hash>/`: installs the JDK and Curator when missing, compiles when changed.
+ */
+export function compileCuratorProgram(source: string, className: string, folder: string): string {
   if (!hasJdk()) execFileSync('bash', [join(REPO, 'scripts/servers/java.sh'), 'start'], { stdio: 'inherit' })
-  const hash = createHash('sha256').update(readFileSync(SOURCE)).digest('hex').slice(0, 12)
-  const dir = join(REPO, '.data', 'curator-java', hash)
-  if (!existsSync(join(dir, 'CuratorHolder.class'))) {
-    mkdirSync(join(REPO, '.data', 'curator-java'), { recursive: true })
+  const hash = createHash('sha256').update(readFileSync(source)).digest('hex').slice(0, 12)
+  const root = join(REPO, '.data', folder)
+  const dir = join(root, hash)
+  if (!existsSync(join(dir, `${className}.class`))) {
+    mkdirSync(root, { recursive: true })
     // Compiled aside, then renamed into place: two runs compiling at once never see half a class file.
-    const tmp = mkdtempSync(join(REPO, '.data', 'curator-java', 'build-'))
-    execFileSync('javac', ['-nowarn', '-d', tmp, '-cp', JARS.join(':'), SOURCE], { stdio: 'inherit' })
+    const tmp = mkdtempSync(join(root, 'build-'))
+    execFileSync('javac', ['-nowarn', '-d', tmp, '-cp', JARS.join(':'), source], { stdio: 'inherit' })
     try {
       renameSync(tmp, dir)
     } catch {
@@ -51,6 +55,9 @@ export function curatorClasspath(): string {
   }
   return [dir, ...JARS].join(':')
 }
+
+/** The classpath of the compiled holder. */
+export const curatorClasspath = (): string => compileCuratorProgram(SOURCE, 'CuratorHolder', 'curator-java')
 
 /** What a holder reports when done: violations seen (a changed counter under a read lock), most files at once. */
 export interface CuratorOutcome {
