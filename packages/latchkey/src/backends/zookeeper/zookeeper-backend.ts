@@ -9,7 +9,7 @@ import type {
   ReleaseSubscription,
   RenewRequest,
 } from '../../backend/types.js'
-import { type AttemptDeps, attempt, keeps } from './zk-attempt.js'
+import { type AttemptDeps, attempt, CrowdedLines, keeps } from './zk-attempt.js'
 import { readLong, type ZkClient } from './zk-client.js'
 import type { ConnectionState, ZkConnection } from './zk-connection.js'
 import { attemptCuratorSemaphore } from './zk-curator-semaphore.js'
@@ -23,7 +23,7 @@ import { ZkParents } from './zk-parents.js'
 import { ZkSessions } from './zk-sessions.js'
 import type { ZkSubscription } from './zk-subscription.js'
 import { ZkWaiters } from './zk-waiters.js'
-import { watchNodes } from './zk-watch.js'
+import { guardLease } from './zk-watch.js'
 
 /** Resolved options of {@link ZookeeperBackend}. */
 export interface ZookeeperSettings {
@@ -75,6 +75,7 @@ export class ZookeeperBackend extends BackendBase {
     hub: this.waiters.hub,
     drop: (entry) => this.drop(entry),
     emptied: (path) => this.parents.emptied(path),
+    crowded: new CrowdedLines(),
   }
 
   constructor(private readonly settings: ZookeeperSettings) {
@@ -180,11 +181,9 @@ export class ZookeeperBackend extends BackendBase {
     }
     const { node } = entry
     node.onLeaseLost = onLost
-    const own = { name: node.name, owner: entry.owner, kind: entry.kind, order: '' }
-    void watchNodes(entry, [own], this.waiters.hub).then(
-      (gone) => gone && leaseLost(entry, 'its lock node is gone'),
-      () => undefined,
-    )
+    // Granted at its create with the lock node's child watch still armed: nobody has touched the line since, and
+    // the first change (the only way our node can go) fires it; the own-node watch is set only then (ZkWaiters).
+    if (entry.parentWatch !== 'armed') guardLease(entry, this.waiters.hub)
     return () => {
       if (node.onLeaseLost === onLost) node.onLeaseLost = undefined
     }
@@ -244,6 +243,7 @@ export class ZookeeperBackend extends BackendBase {
       node: NO_NODE,
       sub,
       watching: new Set(),
+      parentWatch: undefined,
     }
     return entry
   }

@@ -1,0 +1,96 @@
+/**
+ * What the ZooKeeper backend sends per lock, counted on its client's request queue (pings excluded): an
+ * uncontended mutex costs what Curator's InterProcessMutex costs (create, list, delete); a waiter's watch on the
+ * node ahead fires on its deletion only; a woken waiter lists before it writes its lease, so the grant never
+ * waits for that write to commit.
+ */
+import { randomUUID } from 'node:crypto'
+import type zookeeper from 'node-zookeeper-client'
+import { afterAll, describe, expect, it } from 'vitest'
+import { zookeeperBackend } from '../src/backends/zookeeper/index.js'
+import { createLocks } from '../src/core/locks.js'
+import { eventually } from './support/eventually.js'
+import { asZkClient, cleanupNamespace, rawClient, zkUrl } from './support/zookeeper-env.js'
+
+const namespace = `lkq-${randomUUID().slice(0, 8)}`
+const PING = 11
+/** Op codes: create, delete, exists, getData, setData, getChildren2, create2. */
+const NAMES: Record<number, string> = {
+  1: 'create',
+  2: 'delete',
+  3: 'exists',
+  4: 'getData',
+  5: 'setData',
+  12: 'getChildren',
+  15: 'create2',
+}
+
+/** A raw client whose requests are recorded by name, in the order they are queued. */
+async function recordedClient(): Promise<{ client: zookeeper.Client; sent: string[] }> {
+  const client = await rawClient(zkUrl())
+  const sent: string[] = []
+  const manager = (client as unknown as { connectionManager: { queue(r: unknown, cb: unknown): unknown } })
+    .connectionManager
+  const queue = manager.queue.bind(manager)
+  manager.queue = (request: unknown, cb: unknown) => {
+    const header = (request as { header?: { type?: number; wireType?: number } | null }).header
+    const type = header?.wireType ?? header?.type
+    if (type !== undefined && type !== PING) sent.push(NAMES[type] ?? `op${type}`)
+    return queue(request, cb)
+  }
+  return { client, sent }
+}
+
+const clients: zookeeper.Client[] = []
+afterAll(async () => {
+  for (const c of clients) c.close()
+  await cleanupNamespace(zkUrl(), namespace)
+})
+
+describe('zookeeper: requests per lock', () => {
+  it('an uncontended mutex sends create2, getChildren and delete, nothing else', async () => {
+    const { client, sent } = await recordedClient()
+    clients.push(client)
+    const locks = createLocks({ backend: zookeeperBackend({ client: asZkClient(client) }), namespace, ttlMs: 10_000 })
+    // The first acquisition also creates the lock's parent nodes; the second finds them.
+    await (await locks.mutex('uncontended').acquire()).release()
+    sent.length = 0
+    const lease = await locks.mutex('uncontended').acquire()
+    expect(lease.token).toBeGreaterThan(0n)
+    await lease.release()
+    expect(sent).toEqual(['create2', 'getChildren', 'delete'])
+    await locks.close()
+  })
+
+  it('a waiter sleeps through the renewals ahead; woken, it lists before it writes its lease', async () => {
+    const holder = await recordedClient()
+    const waiter = await recordedClient()
+    clients.push(holder.client, waiter.client)
+    const a = createLocks({ backend: zookeeperBackend({ client: asZkClient(holder.client) }), namespace })
+    const waiterBackend = zookeeperBackend({ client: asZkClient(waiter.client) })
+    const b = createLocks({ backend: waiterBackend, namespace })
+    const first = await a.mutex('handoff').acquire()
+    const waiting = b.mutex('handoff').acquire({ waitMs: 10_000 })
+    // In line: its node created, the holder's lease read, its own emptied, a watch on the node ahead (for its
+    // deletion only: a getChildren on it).
+    await eventually('the waiter watches the holder', () => waiter.sent.length >= 5)
+    expect(waiter.sent).toEqual(['create2', 'getChildren', 'getData', 'setData', 'getChildren'])
+    waiter.sent.length = 0
+    // The holder renewing (a write to its node) does not fire that watch: the waiter sends nothing.
+    // One read on the waiter's own session after that write: ZooKeeper delivers a session's watch events and replies
+    // in order, so a watch event of the renewal would have come (and its re-watch been sent) before the answer.
+    await first.extend()
+    await waiterBackend.isLocked({ key: `${namespace}:probe`, kind: 'mutex', permits: 1 })
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(waiter.sent).toEqual(['getChildren'])
+    waiter.sent.length = 0
+    await first.release()
+    const second = await waiting
+    expect(second.token).toBeGreaterThan(first.token)
+    // The listing decided the grant; the lease write was sent after it.
+    expect(waiter.sent.slice(0, 2)).toEqual(['getChildren', 'setData'])
+    await second.release()
+    await a.close()
+    await b.close()
+  })
+})
