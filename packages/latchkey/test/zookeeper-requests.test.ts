@@ -62,19 +62,20 @@ describe('zookeeper: requests per lock', () => {
     await locks.close()
   })
 
-  it('a waiter sleeps through the renewals ahead; woken, it lists before it writes its lease', async () => {
+  it('a waiter sleeps through the renewals ahead; woken, it is granted on its listing with no write', async () => {
     const holder = await recordedClient()
     const waiter = await recordedClient()
     clients.push(holder.client, waiter.client)
     const a = createLocks({ backend: zookeeperBackend({ client: asZkClient(holder.client) }), namespace })
     const waiterBackend = zookeeperBackend({ client: asZkClient(waiter.client) })
-    const b = createLocks({ backend: waiterBackend, namespace })
+    const b = createLocks({ backend: waiterBackend, namespace, ttlMs: 30_000 })
     const first = await a.mutex('handoff').acquire()
+    const askedAt = Date.now()
     const waiting = b.mutex('handoff').acquire({ waitMs: 10_000 })
-    // In line: its node created, the holder's lease read, its own emptied, a watch on the node ahead (for its
-    // deletion only: a getChildren on it).
-    await eventually('the waiter watches the holder', () => waiter.sent.length >= 5)
-    expect(waiter.sent).toEqual(['create2', 'getChildren', 'getData', 'setData', 'getChildren'])
+    // In line: its node created with its lease, the holder's lease read, a watch on the node ahead (for its deletion
+    // only: a getChildren on it). Its own lease is young, so it keeps it (no write).
+    await eventually('the waiter watches the holder', () => waiter.sent.length >= 4)
+    expect(waiter.sent).toEqual(['create2', 'getChildren', 'getData', 'getChildren'])
     waiter.sent.length = 0
     // The holder renewing (a write to its node) does not fire that watch: the waiter sends nothing.
     // One read on the waiter's own session after that write: ZooKeeper delivers a session's watch events and replies
@@ -87,7 +88,31 @@ describe('zookeeper: requests per lock', () => {
     await first.release()
     const second = await waiting
     expect(second.token).toBeGreaterThan(first.token)
-    // The listing decided the grant; the lease write was sent after it.
+    // The listing alone decided the grant, on the lease of its create: nothing written...
+    expect(waiter.sent).toEqual(['getChildren'])
+    // ...and that lease is timed from the create, sent after `askedAt`, not from the grant.
+    expect(second.expiresAt).toBeLessThanOrEqual(askedAt + 30_000 + 1_000)
+    await second.release()
+    await a.close()
+    await b.close()
+  })
+
+  it('a waiter whose lease from its create grows old empties it while it waits, and writes a new one when woken', async () => {
+    const waiter = await recordedClient()
+    clients.push(waiter.client)
+    const a = createLocks({ backend: zookeeperBackend({ connectString: zkUrl() }), namespace })
+    const b = createLocks({ backend: zookeeperBackend({ client: asZkClient(waiter.client) }), namespace, ttlMs: 900 })
+    const first = await a.mutex('old-lease').acquire()
+    const waiting = b.mutex('old-lease').acquire({ waitMs: 10_000 })
+    // A third of its 900 ms TTL after its create, the waiter's node gives up the lease it was created with: a node
+    // that waits holds no lease old enough to be judged expired once it is first.
+    await eventually('the waiter empties its old lease', () => waiter.sent.includes('setData'))
+    expect(waiter.sent).toEqual(['create2', 'getChildren', 'getData', 'getChildren', 'setData'])
+    waiter.sent.length = 0
+    await first.release()
+    const second = await waiting
+    expect(second.token).toBeGreaterThan(first.token)
+    // Woken without a lease: the listing decides, the lease write follows it on the session.
     expect(waiter.sent.slice(0, 2)).toEqual(['getChildren', 'setData'])
     await second.release()
     await a.close()

@@ -5,11 +5,12 @@
 import type { AcquireRequest, AcquireResult } from '../../backend/types.js'
 import { readLong, type ZkStat } from './zk-client.js'
 import type { ZkConnection } from './zk-connection.js'
-import { leaseLost, NO_NODE, type OwnerEntry } from './zk-entry.js'
+import { type CreatedLease, leaseLost, NO_NODE, type OwnerEntry } from './zk-entry.js'
 import { checkHolders } from './zk-holders.js'
 import { createNode, listArmingParent, listChildren, statOf, writeLease } from './zk-node-ops.js'
 import { agreeingLine, lineOf, standingOf } from './zk-nodes.js'
 import { DELETED, type WatchHub, watchNodes } from './zk-watch.js'
+import { keepYoungLease, stopEmptyTimer, youngLease } from './zk-young-lease.js'
 
 /** What an attempt needs from the backend. */
 export interface AttemptDeps {
@@ -19,61 +20,42 @@ export interface AttemptDeps {
   drop(entry: OwnerEntry): Promise<void>
   /** Schedules the deletion of a lock's node directory that may now be empty (see `ZkParents.emptied`). */
   emptied(path: string): void
-  /** What this process last saw of a lock's line at a create: others in it (`true`), or none. */
-  readonly crowded: CrowdedLines
 }
-
-/**
- * Exclusive locks whose line had other nodes at this process's last create there (insertion order, at most
- * {@link CROWDED_MAX}). A create there is made without a lease: most likely it waits, and a waiting node must hold
- * none (see below), so this saves emptying it; if it is first after all, its lease is written before the grant.
- */
-export class CrowdedLines {
-  private readonly paths = new Set<string>()
-
-  has(path: string): boolean {
-    return this.paths.has(path)
-  }
-
-  saw(path: string, crowded: boolean): void {
-    this.paths.delete(path)
-    if (!crowded) return
-    this.paths.add(path)
-    if (this.paths.size > CROWDED_MAX) this.paths.delete(this.paths.values().next().value as string)
-  }
-}
-
-const CROWDED_MAX = 1_000
-const EXCLUSIVE_KINDS = new Set(['mutex', 'fair', 'write'])
 
 /** Tries once (a few rounds when the line changes under us); see the module comment. */
 export async function attempt(entry: OwnerEntry, request: AcquireRequest, deps: AttemptDeps): Promise<AcquireResult> {
   let retryAfterMs: number | undefined
   for (let round = 0; round < 8; round++) {
     let fresh = false
-    /** Whether a node created in this round holds its lease from the create. */
-    let leaseAtCreate = true
     /** The stat of a node created in this round by CREATE2 (undefined after a plain CREATE). */
     let createdStat: ZkStat | undefined
     let leased: Promise<ZkStat | undefined> | undefined
     /** Set when the lease write follows the listing: a lower bound of that write's server time. */
     let leaseFrom: number | undefined
+    /** Set when a woken waiter still holds the young lease of its create: granted on it, with no write. */
+    let fromCreate: CreatedLease | undefined
     let children: string[]
     const node = entry.node
     if (node.is === 'none' || node.is === 'unsure') {
-      const exclusive = EXCLUSIVE_KINDS.has(request.kind)
-      leaseAtCreate = !exclusive || !deps.crowded.has(entry.parent)
-      const ttl = leaseAtCreate ? request.ttlMs : undefined
-      const created = await createNode(entry, ttl, (p) => deps.ensureParent(entry.conn, p), deps.hub)
+      const created = await createNode(entry, request.ttlMs, (p) => deps.ensureParent(entry.conn, p), deps.hub)
       ;({ children, fresh, stat: createdStat } = created)
-      if (fresh && exclusive) deps.crowded.saw(entry.parent, children.length > 1)
     } else {
-      // Woken by our watch, it is most likely our turn: start the lease in the same round trip as the
-      // listing (one session's requests are answered in order); if it was not our turn, it is emptied
-      // below. Not for a semaphore waiter woken by its predecessor's write: it only moved up in line.
+      // Woken by our watch, it is most likely our turn: keep the young lease of our create, or else start the
+      // lease in the same round trip as the listing (one session's requests are answered in order); if it was not
+      // our turn, it is emptied below. Not for a semaphore waiter woken by its predecessor's write: it only moved
+      // up in line.
       const woken = node.is === 'waiting' && node.woken && !node.wakeOnChange
-      if (node.is === 'waiting') node.woken = false
-      if (woken && node.is === 'waiting' && node.czxid !== undefined) {
+      if (node.is === 'waiting') {
+        node.woken = false
+        if (woken) fromCreate = youngLease(entry, node, request.ttlMs)
+        // Kept now, it must not be emptied under the grant (re-armed below if the listing says wait).
+        if (fromCreate !== undefined) stopEmptyTimer(node)
+      }
+      if (fromCreate !== undefined) {
+        // Still holding the young lease of its create (zk-young-lease.ts): the listing alone decides, and re-arms
+        // the lock node's child watch as below.
+        children = await listArmingParent(entry, deps.hub)
+      } else if (woken && node.is === 'waiting' && node.czxid !== undefined && !node.dataLeased) {
         // The token is known from the create: the listing goes first and decides alone, the lease write follows
         // it on the session (a read queued behind a write would wait for the write's commit).
         leaseFrom = entry.conn.serverNow()
@@ -108,11 +90,13 @@ export async function attempt(entry: OwnerEntry, request: AcquireRequest, deps: 
     const index = line.findIndex((n) => n.name === ours.name)
     const standing = standingOf(line, index, request.permits)
     if (standing.eligible) {
+      if (fromCreate !== undefined && ours.is === 'waiting' && ours.czxid !== undefined) {
+        return grantOnCreate(entry, request, ours.czxid, fromCreate)
+      }
       if (leaseFrom !== undefined && leased !== undefined && ours.is === 'waiting' && ours.czxid !== undefined) {
         return grantAhead(entry, request, ours.czxid, leaseFrom, leased)
       }
-      const stat =
-        fresh && leaseAtCreate ? (createdStat ?? statOf(entry)) : (leased ?? writeLease(entry, request.ttlMs))
+      const stat = fresh ? (createdStat ?? statOf(entry)) : (leased ?? writeLease(entry, request.ttlMs))
       return grant(entry, request, await stat)
     }
     await leased
@@ -123,8 +107,10 @@ export async function attempt(entry: OwnerEntry, request: AcquireRequest, deps: 
       await deps.drop(entry)
       return { acquired: false, retryAfterMs }
     }
-    // A waiting node holds no lease: nobody may judge it expired while it waits its turn.
-    if (ours.is === 'waiting' && ours.dataLeased && (await writeLease(entry, undefined)) === undefined) continue
+    // A waiting node holds no lease, or a young one (zk-young-lease.ts): nobody may judge it expired while it waits.
+    if (ours.is === 'waiting' && ours.dataLeased && !keepYoungLease(entry, ours, request.ttlMs)) {
+      if ((await writeLease(entry, undefined)) === undefined) continue
+    }
     if (entry.node.is === 'waiting') entry.node.wakeOnChange = standing.wakeOnChange
     // Only a semaphore waiter behind a waiting predecessor needs that node's data changes (its permit write).
     if (await watchNodes(entry, standing.watch, deps.hub, entry.parent, !standing.wakeOnChange)) continue
@@ -146,6 +132,23 @@ export function grant(entry: OwnerEntry, request: AcquireRequest, stat: ZkStat |
   const lease = { mtime: Number(readLong(stat.mtime)), ttlMs: request.ttlMs }
   entry.node = { is: 'held', name: node.name, lease, onLeaseLost: node.is === 'held' ? node.onLeaseLost : undefined }
   return { acquired: true, token: readLong(stat.czxid) }
+}
+
+/**
+ * Grants a woken waiter on the young lease of its create (zk-young-lease.ts): the lease runs from the create's
+ * mtime by the server's clock, and from the create's send time (no later) by ours.
+ */
+function grantOnCreate(
+  entry: OwnerEntry,
+  request: AcquireRequest,
+  czxid: Buffer,
+  created: CreatedLease,
+): AcquireResult {
+  const { node } = entry
+  if (node.is !== 'waiting') return { acquired: false, retryAfterMs: 1 }
+  const lease = { mtime: created.mtime, ttlMs: request.ttlMs }
+  entry.node = { is: 'held', name: node.name, lease, onLeaseLost: undefined }
+  return { acquired: true, token: readLong(czxid), grantedAt: created.sentAt }
 }
 
 /**

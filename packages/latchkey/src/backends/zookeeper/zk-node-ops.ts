@@ -3,7 +3,7 @@
  * writing or emptying its lease, reading its stat, deleting it; and the two generic ones they build on.
  */
 import { BackendUnavailableError } from '../../errors.js'
-import { isConnectionError, ZK, type ZkStat, zkCode } from './zk-client.js'
+import { isConnectionError, readLong, ZK, type ZkStat, zkCode } from './zk-client.js'
 import type { ZkConnection } from './zk-connection.js'
 import { canCreate2, sendCreate2 } from './zk-create2.js'
 import { NO_NODE, type NodeState, nameOf, type OwnerEntry, waitingNode } from './zk-entry.js'
@@ -37,6 +37,7 @@ export async function createNode(
     // Created with its lease, which starts at the create (ctime >= the caller's send time), by CREATE2 where
     // the client can send it: its reply carries the stat (czxid = token, mtime = lease start), so an uncontended
     // acquire needs neither a second write nor a read.
+    const sentAt = performance.now()
     const created = createOwnNode(conn, `${parent}/${prefix}`, nodeData(entry, ttlMs))
     // With `hub`, the listing also sets a child watch on the lock node: the holder's guard (see `guardLease`).
     const listed = hub === undefined ? listChildren(conn, parent) : listArmingParent(entry, hub)
@@ -44,7 +45,9 @@ export async function createNode(
     entry.node = UNSURE
     try {
       const { path, stat } = await created
-      entry.node = waitingNode(path.slice(path.lastIndexOf('/') + 1), stat?.czxid, ttlMs !== undefined)
+      const lease =
+        stat === undefined || ttlMs === undefined ? undefined : { sentAt, mtime: Number(readLong(stat.mtime)) }
+      entry.node = waitingNode(path.slice(path.lastIndexOf('/') + 1), stat?.czxid, ttlMs !== undefined, lease)
       if (stat !== undefined) conn.observe(stat)
       return { children: await listed, fresh: true, stat }
     } catch (error) {

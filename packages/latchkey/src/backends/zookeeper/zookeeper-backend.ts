@@ -9,7 +9,7 @@ import type {
   ReleaseSubscription,
   RenewRequest,
 } from '../../backend/types.js'
-import { type AttemptDeps, attempt, CrowdedLines, keeps } from './zk-attempt.js'
+import { type AttemptDeps, attempt, keeps } from './zk-attempt.js'
 import { readLong, type ZkClient } from './zk-client.js'
 import type { ConnectionState, ZkConnection } from './zk-connection.js'
 import { attemptCuratorSemaphore } from './zk-curator-semaphore.js'
@@ -24,6 +24,7 @@ import { ZkSessions } from './zk-sessions.js'
 import type { ZkSubscription } from './zk-subscription.js'
 import { ZkWaiters } from './zk-waiters.js'
 import { guardLease } from './zk-watch.js'
+import { stopEmptyTimer } from './zk-young-lease.js'
 
 /** Resolved options of {@link ZookeeperBackend}. */
 export interface ZookeeperSettings {
@@ -75,7 +76,6 @@ export class ZookeeperBackend extends BackendBase {
     hub: this.waiters.hub,
     drop: (entry) => this.drop(entry),
     emptied: (path) => this.parents.emptied(path),
-    crowded: new CrowdedLines(),
   }
 
   constructor(private readonly settings: ZookeeperSettings) {
@@ -202,6 +202,7 @@ export class ZookeeperBackend extends BackendBase {
     const conn = await this.sessions.close()
     const entries = [...this.owners.values()]
     this.owners.clear()
+    for (const entry of entries) stopEmptyTimer(entry.node)
     for (const entry of entries) entry.sub?.fire()
     const parents = new Set([...this.parents.drain(), ...entries.map((e) => e.parent)])
     if (conn === undefined) return
@@ -255,6 +256,7 @@ export class ZookeeperBackend extends BackendBase {
   }
 
   private forget(entry: OwnerEntry): false {
+    stopEmptyTimer(entry.node)
     if (this.owners.get(entry.owner) === entry) this.owners.delete(entry.owner)
     return false
   }
