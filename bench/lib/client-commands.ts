@@ -1,8 +1,10 @@
 /**
- * Counts the commands every ioredis client of this process sends (subscriber connections included), for
- * the "client cmds" figure of Redis-based contenders. Installed once per worker process.
+ * Counts the commands every ioredis client of this process sends (subscriber connections included), and the
+ * requests of its ZooKeeper clients, for the "client cmds" figure of Redis- and ZooKeeper-based contenders.
+ * Installed once per worker process.
  */
 import { Redis } from 'ioredis'
+import { countZkRequests, zkRequests } from './zk-client-requests.js'
 
 let sent = 0
 let installed = false
@@ -11,6 +13,7 @@ let installed = false
 export function countClientCommands(): void {
   if (installed) return
   installed = true
+  countZkRequests()
   const proto = Redis.prototype as unknown as { sendCommand(...args: unknown[]): unknown }
   const send = proto.sendCommand
   proto.sendCommand = function (this: unknown, ...args: unknown[]) {
@@ -19,5 +22,5 @@ export function countClientCommands(): void {
   }
 }
 
-/** Commands sent so far by this process's ioredis clients. */
-export const clientCommands = (): number => sent
+/** Commands sent so far by this process's ioredis clients, plus its ZooKeeper clients' requests. */
+export const clientCommands = (): number => sent + zkRequests().requests

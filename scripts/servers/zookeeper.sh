@@ -13,7 +13,10 @@ ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 DATA="$ROOT/.data/zookeeper"
 PORT="${LATCHKEY_ZK_PORT:-2181}"
 IFS=',' read -r -a EPORTS <<<"${LATCHKEY_ZK_ENSEMBLE_PORTS:-2291,2292,2293}"
-# Quorum (peer) and election ports of member i: 2880+i and 3880+i.
+# Quorum (peer) and election ports of member i: QBASE+i and EBASE+i (2880+i and 3880+i unless set, so that a
+# private ensemble can run beside the shared one).
+QBASE="${LATCHKEY_ZK_QUORUM_PORT_BASE:-2880}"
+EBASE="${LATCHKEY_ZK_ELECTION_PORT_BASE:-3880}"
 CLASSPATH_ZK="/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar"
 TIMEOUT_S="${LATCHKEY_ZK_START_TIMEOUT_S:-60}"
 
@@ -85,7 +88,7 @@ member_dir() { echo "$DATA/ensemble/zk$1"; }
 configure_member() {
   local i=$1 dir servers=""
   dir="$(member_dir "$i")"
-  for j in 1 2 3; do servers+="server.$j=127.0.0.1:$((2880 + j)):$((3880 + j))"$'\n'; done
+  for j in 1 2 3; do servers+="server.$j=127.0.0.1:$((QBASE + j)):$((EBASE + j))"$'\n'; done
   write_config "$dir" "${EPORTS[$((i - 1))]}" "$servers"
   echo "$i" >"$dir/data/myid"
 }

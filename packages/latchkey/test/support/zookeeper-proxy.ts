@@ -7,7 +7,8 @@
  */
 import { connect, createServer, type Server, type Socket } from 'node:net'
 
-const OP_CREATE = 1
+/** CREATE and CREATE2 (the backend sends CREATE2 where its client can: a create whose reply carries the stat). */
+const OP_CREATES = new Set([1, 15])
 
 /** Splits length-prefixed frames out of a stream; calls `onFrame` with each complete frame body. */
 class Framer {
@@ -91,7 +92,7 @@ export class ZkProxy {
     const up = new Framer((frame) => {
       // The first frame is the ConnectRequest, which has no request header.
       if (firstUp) firstUp = false
-      else if (this.armed && frame.length >= 8 && frame.readInt32BE(4) === OP_CREATE) createXid = frame.readInt32BE(0)
+      else if (this.armed && frame.length >= 8 && OP_CREATES.has(frame.readInt32BE(4))) createXid = frame.readInt32BE(0)
     })
     const down = new Framer((frame) => {
       if (firstDown) firstDown = false

@@ -5,11 +5,12 @@
 import type { AcquireRequest, AcquireResult } from '../../backend/types.js'
 import { readLong, type ZkStat } from './zk-client.js'
 import type { ZkConnection } from './zk-connection.js'
-import { NO_NODE, type OwnerEntry } from './zk-entry.js'
+import { type CreatedLease, leaseLost, NO_NODE, type OwnerEntry } from './zk-entry.js'
 import { checkHolders } from './zk-holders.js'
-import { createNode, listChildren, statOf, writeLease } from './zk-node-ops.js'
+import { createNode, listArmingParent, listChildren, statOf, writeLease } from './zk-node-ops.js'
 import { agreeingLine, lineOf, standingOf } from './zk-nodes.js'
-import { type WatchHub, watchNodes } from './zk-watch.js'
+import { DELETED, type WatchHub, watchNodes } from './zk-watch.js'
+import { keepYoungLease, stopEmptyTimer, youngLease } from './zk-young-lease.js'
 
 /** What an attempt needs from the backend. */
 export interface AttemptDeps {
@@ -26,22 +27,49 @@ export async function attempt(entry: OwnerEntry, request: AcquireRequest, deps: 
   let retryAfterMs: number | undefined
   for (let round = 0; round < 8; round++) {
     let fresh = false
+    /** The stat of a node created in this round by CREATE2 (undefined after a plain CREATE). */
+    let createdStat: ZkStat | undefined
     let leased: Promise<ZkStat | undefined> | undefined
+    /** Set when the lease write follows the listing: a lower bound of that write's server time. */
+    let leaseFrom: number | undefined
+    /** Set when a woken waiter still holds the young lease of its create: granted on it, with no write. */
+    let fromCreate: CreatedLease | undefined
     let children: string[]
     const node = entry.node
     if (node.is === 'none' || node.is === 'unsure') {
-      const created = await createNode(entry, request.ttlMs, (p) => deps.ensureParent(entry.conn, p))
-      ;({ children, fresh } = created)
+      const created = await createNode(entry, request.ttlMs, (p) => deps.ensureParent(entry.conn, p), deps.hub)
+      ;({ children, fresh, stat: createdStat } = created)
     } else {
-      // Woken by our watch, it is most likely our turn: start the lease in the same round trip as the
-      // listing (one session's requests are answered in order); if it was not our turn, it is emptied
-      // below. Not for a semaphore waiter woken by its predecessor's write: it only moved up in line.
+      // Woken by our watch, it is most likely our turn: keep the young lease of our create, or else start the
+      // lease in the same round trip as the listing (one session's requests are answered in order); if it was not
+      // our turn, it is emptied below. Not for a semaphore waiter woken by its predecessor's write: it only moved
+      // up in line.
+      const woken = node.is === 'waiting' && node.woken && !node.wakeOnChange
       if (node.is === 'waiting') {
-        if (node.woken && !node.wakeOnChange) leased = writeLease(entry, request.ttlMs)
         node.woken = false
+        if (woken) fromCreate = youngLease(entry, node, request.ttlMs)
+        // Kept now, it must not be emptied under the grant (re-armed below if the listing says wait).
+        if (fromCreate !== undefined) stopEmptyTimer(node)
       }
-      leased?.catch(() => undefined)
-      children = await listChildren(entry.conn, entry.parent)
+      if (fromCreate !== undefined) {
+        // Still holding the young lease of its create (zk-young-lease.ts): the listing alone decides, and re-arms
+        // the lock node's child watch as below.
+        children = await listArmingParent(entry, deps.hub)
+      } else if (woken && node.is === 'waiting' && node.czxid !== undefined && !node.dataLeased) {
+        // The token is known from the create: the listing goes first and decides alone, the lease write follows
+        // it on the session (a read queued behind a write would wait for the write's commit).
+        leaseFrom = entry.conn.serverNow()
+        // The listing re-arms the lock node's child watch: granted on it, the holder needs no watch of its own
+        // until the line changes (`OwnerEntry.parentWatch`).
+        const listed = listArmingParent(entry, deps.hub)
+        leased = writeLease(entry, request.ttlMs)
+        leased.catch(() => undefined)
+        children = await listed
+      } else {
+        if (woken) leased = writeLease(entry, request.ttlMs)
+        leased?.catch(() => undefined)
+        children = await listChildren(entry.conn, entry.parent)
+      }
     }
     let line = lineOf(children, entry.layout.parse)
     const ours = entry.node
@@ -62,7 +90,13 @@ export async function attempt(entry: OwnerEntry, request: AcquireRequest, deps: 
     const index = line.findIndex((n) => n.name === ours.name)
     const standing = standingOf(line, index, request.permits)
     if (standing.eligible) {
-      const stat = fresh ? statOf(entry) : (leased ?? writeLease(entry, request.ttlMs))
+      if (fromCreate !== undefined && ours.is === 'waiting' && ours.czxid !== undefined) {
+        return grantOnCreate(entry, request, ours.czxid, fromCreate)
+      }
+      if (leaseFrom !== undefined && leased !== undefined && ours.is === 'waiting' && ours.czxid !== undefined) {
+        return grantAhead(entry, request, ours.czxid, leaseFrom, leased)
+      }
+      const stat = fresh ? (createdStat ?? statOf(entry)) : (leased ?? writeLease(entry, request.ttlMs))
       return grant(entry, request, await stat)
     }
     await leased
@@ -73,10 +107,13 @@ export async function attempt(entry: OwnerEntry, request: AcquireRequest, deps: 
       await deps.drop(entry)
       return { acquired: false, retryAfterMs }
     }
-    // A waiting node holds no lease: nobody may judge it expired while it waits its turn.
-    if (ours.is === 'waiting' && ours.dataLeased && (await writeLease(entry, undefined)) === undefined) continue
+    // A waiting node holds no lease, or a young one (zk-young-lease.ts): nobody may judge it expired while it waits.
+    if (ours.is === 'waiting' && ours.dataLeased && !keepYoungLease(entry, ours, request.ttlMs)) {
+      if ((await writeLease(entry, undefined)) === undefined) continue
+    }
     if (entry.node.is === 'waiting') entry.node.wakeOnChange = standing.wakeOnChange
-    if (await watchNodes(entry, standing.watch, deps.hub)) continue
+    // Only a semaphore waiter behind a waiting predecessor needs that node's data changes (its permit write).
+    if (await watchNodes(entry, standing.watch, deps.hub, entry.parent, !standing.wakeOnChange)) continue
     return { acquired: false, retryAfterMs }
   }
   return { acquired: false, retryAfterMs: retryAfterMs ?? 1 }
@@ -95,6 +132,52 @@ export function grant(entry: OwnerEntry, request: AcquireRequest, stat: ZkStat |
   const lease = { mtime: Number(readLong(stat.mtime)), ttlMs: request.ttlMs }
   entry.node = { is: 'held', name: node.name, lease, onLeaseLost: node.is === 'held' ? node.onLeaseLost : undefined }
   return { acquired: true, token: readLong(stat.czxid) }
+}
+
+/**
+ * Grants a woken waiter on the young lease of its create (zk-young-lease.ts): the lease runs from the create's
+ * mtime by the server's clock, and from the create's send time (no later) by ours.
+ */
+function grantOnCreate(
+  entry: OwnerEntry,
+  request: AcquireRequest,
+  czxid: Buffer,
+  created: CreatedLease,
+): AcquireResult {
+  const { node } = entry
+  if (node.is !== 'waiting') return { acquired: false, retryAfterMs: 1 }
+  const lease = { mtime: created.mtime, ttlMs: request.ttlMs }
+  entry.node = { is: 'held', name: node.name, lease, onLeaseLost: undefined }
+  return { acquired: true, token: readLong(czxid), grantedAt: created.sentAt }
+}
+
+/**
+ * Grants a woken waiter on its listing, before its lease write answers. Until that write lands the node holds no
+ * lease, and a node without one is never judged expired, so nobody can take the lock meanwhile; the holder counts
+ * its lease from `leaseFrom` (server time, estimated low: the write's mtime is later) until the write's stat
+ * replaces it. A node gone by then is a lease lost.
+ */
+function grantAhead(
+  entry: OwnerEntry,
+  request: AcquireRequest,
+  czxid: Buffer,
+  leaseFrom: number,
+  leased: Promise<ZkStat | undefined>,
+): AcquireResult {
+  const { node } = entry
+  if (node.is !== 'waiting') return { acquired: false, retryAfterMs: 1 }
+  const lease = { mtime: leaseFrom, ttlMs: request.ttlMs }
+  const held = { is: 'held' as const, name: node.name, lease, onLeaseLost: undefined }
+  entry.node = held
+  leased.then(
+    (stat) => {
+      if (entry.node !== held) return
+      if (stat === undefined) leaseLost(entry, DELETED)
+      else if (held.lease === lease) held.lease = { mtime: Number(readLong(stat.mtime)), ttlMs: request.ttlMs }
+    },
+    () => undefined,
+  )
+  return { acquired: true, token: readLong(czxid) }
 }
 
 /**

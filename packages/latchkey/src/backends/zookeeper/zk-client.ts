@@ -78,6 +78,7 @@ export const ZK = Object.freeze({
   PERSISTENT: 0,
   NODE_DELETED: 2,
   NODE_DATA_CHANGED: 3,
+  NODE_CHILDREN_CHANGED: 4,
 })
 
 /** The ZooKeeper error code of `error`, or undefined for other errors. */

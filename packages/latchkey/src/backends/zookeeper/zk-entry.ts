@@ -31,6 +31,12 @@ export type NodeState =
       wakeOnChange: boolean
       /** A watch woke us since the last try (so the next try is likely to be granted). */
       woken: boolean
+      /** The node's czxid (its fencing token), when its create answered with its stat (CREATE2). */
+      readonly czxid?: Buffer | undefined
+      /** The lease the node was created with, when its create answered with its stat (see {@link CreatedLease}). */
+      readonly created?: CreatedLease | undefined
+      /** Empties the node's data before the lease it was created with grows old (see `zk-young-lease.ts`). */
+      emptyTimer?: NodeJS.Timeout | undefined
     }
   | {
       readonly is: 'held'
@@ -69,6 +75,21 @@ export interface OwnerEntry {
   sub: ZkSubscription | undefined
   /** Child names this entry has a live watch on (kept across states: a watch outlives the try that set it). */
   readonly watching: Set<string>
+  /**
+   * The child watch on the lock node set by the listing right after our create: `armed` until the line first
+   * changes after it, then `fired`. While armed, nothing can have happened to our node, so a holder granted at
+   * its create needs no watch of its own (`guardLease`).
+   */
+  parentWatch: 'armed' | 'fired' | undefined
+}
+
+/**
+ * A lease written by the node's create: `mtime` its start by the server's clock, `sentAt` the monotonic instant
+ * (`performance.now()`) the create was sent, no later than that start.
+ */
+export interface CreatedLease {
+  readonly sentAt: number
+  readonly mtime: number
 }
 
 /** An entry whose node holds the lease. */
@@ -78,8 +99,8 @@ export type HeldEntry = OwnerEntry & { node: Extract<NodeState, { is: 'held' }> 
 export const NO_NODE: NodeState = Object.freeze({ is: 'none' })
 
 /** A node just created (or found by its prefix), in line with the lease it was created with. */
-export function waitingNode(name: string): NodeState {
-  return { is: 'waiting', name, dataLeased: true, wakeOnChange: false, woken: false }
+export function waitingNode(name: string, czxid?: Buffer, dataLeased = true, created?: CreatedLease): NodeState {
+  return { is: 'waiting', name, dataLeased, wakeOnChange: false, woken: false, czxid, created }
 }
 
 /** The owner's child name, when it has a node we know of. */

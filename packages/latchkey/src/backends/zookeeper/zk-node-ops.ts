@@ -3,10 +3,12 @@
  * writing or emptying its lease, reading its stat, deleting it; and the two generic ones they build on.
  */
 import { BackendUnavailableError } from '../../errors.js'
-import { isConnectionError, ZK, type ZkStat, zkCode } from './zk-client.js'
+import { isConnectionError, readLong, ZK, type ZkStat, zkCode } from './zk-client.js'
 import type { ZkConnection } from './zk-connection.js'
+import { canCreate2, sendCreate2 } from './zk-create2.js'
 import { NO_NODE, type NodeState, nameOf, type OwnerEntry, waitingNode } from './zk-entry.js'
 import { encodeLease } from './zk-nodes.js'
+import type { WatchHub } from './zk-watch.js'
 
 const UNSURE: NodeState = Object.freeze({ is: 'unsure' })
 
@@ -20,7 +22,8 @@ export async function createNode(
   entry: OwnerEntry,
   ttlMs: number | undefined,
   ensureParent: (path: string) => Promise<void>,
-): Promise<{ children: string[]; fresh: boolean }> {
+  hub?: WatchHub,
+): Promise<{ children: string[]; fresh: boolean; stat?: ZkStat | undefined }> {
   const { conn, parent } = entry
   const prefix = entry.layout.prefix(entry.owner, entry.kind, entry.permits)
   for (let attempt = 0; attempt < 4; attempt++) {
@@ -31,23 +34,30 @@ export async function createNode(
       entry.node = found === undefined ? NO_NODE : waitingNode(found)
       if (found !== undefined) return { children, fresh: false }
     }
-    // Created with its lease, which starts at the create (ctime >= the caller's send time): an uncontended
-    // acquire then needs only a read for the token, not a second write.
-    const created = conn.run<string>('create', (cb) =>
-      conn.client.create(`${parent}/${prefix}`, nodeData(entry, ttlMs), ZK.EPHEMERAL_SEQUENTIAL, cb),
-    )
-    const listed = listChildren(conn, parent)
+    // Created with its lease, which starts at the create (ctime >= the caller's send time), by CREATE2 where
+    // the client can send it: its reply carries the stat (czxid = token, mtime = lease start), so an uncontended
+    // acquire needs neither a second write nor a read.
+    const sentAt = performance.now()
+    const created = createOwnNode(conn, `${parent}/${prefix}`, nodeData(entry, ttlMs))
+    // With `hub`, the listing also sets a child watch on the lock node: the holder's guard (see `guardLease`).
+    const listed = hub === undefined ? listChildren(conn, parent) : listArmingParent(entry, hub)
     listed.catch(() => undefined)
     entry.node = UNSURE
     try {
-      const path = await created
-      entry.node = waitingNode(path.slice(path.lastIndexOf('/') + 1))
-      return { children: await listed, fresh: true }
+      const { path, stat } = await created
+      const lease =
+        stat === undefined || ttlMs === undefined ? undefined : { sentAt, mtime: Number(readLong(stat.mtime)) }
+      entry.node = waitingNode(path.slice(path.lastIndexOf('/') + 1), stat?.czxid, ttlMs !== undefined, lease)
+      if (stat !== undefined) conn.observe(stat)
+      return { children: await listed, fresh: true, stat }
     } catch (error) {
+      const code = zkCode((error as { cause?: unknown }).cause ?? error)
       // Left unsure on a connection error: a later call (or drop) looks for the node by its prefix.
-      if (zkCode(error) === ZK.NO_NODE) {
+      if (code === ZK.NO_NODE) {
         entry.node = NO_NODE
         await ensureParent(parent)
+      } else if (code === UNIMPLEMENTED) {
+        entry.node = NO_NODE // a server before 3.5 refused CREATE2 and created nothing: the next round uses CREATE
       } else if (!isConnectionError((error as { cause?: unknown }).cause ?? error) || !conn.alive) throw error
     }
   }
@@ -56,9 +66,43 @@ export async function createNode(
   )
 }
 
+/** KeeperException.Code.UNIMPLEMENTED: the answer of a server before 3.5 to CREATE2. */
+const UNIMPLEMENTED = -6
+
+/** Creates an EPHEMERAL_SEQUENTIAL node: by CREATE2 (path and stat) where possible, else CREATE (path only). */
+function createOwnNode(conn: ZkConnection, path: string, data: Buffer): Promise<{ path: string; stat?: ZkStat }> {
+  const { client } = conn
+  if (canCreate2(client))
+    return conn.run('create', (cb) => sendCreate2(client, path, data, ZK.EPHEMERAL_SEQUENTIAL, cb))
+  return conn.run<{ path: string }>('create', (cb) =>
+    client.create(path, data, ZK.EPHEMERAL_SEQUENTIAL, (e, created) => cb(e, { path: created })),
+  )
+}
+
 /** An owner's node data: its lease, and in Curator's semaphore its permit count (see `encodeLease`). */
 function nodeData(entry: OwnerEntry, ttlMs: number | undefined): Buffer {
   return encodeLease(ttlMs, entry.gate === undefined ? undefined : entry.permits)
+}
+
+/**
+ * Lists the lock node's children with a child watch on it (armed for `entry` only when the listing answers, as
+ * the client registers it). Set right after our create, it fires on the first change of the line after it: a
+ * contender joining, or a node leaving (ours deleted behind our back among them).
+ */
+export async function listArmingParent(entry: OwnerEntry, hub: WatchHub): Promise<string[]> {
+  const { conn, parent } = entry
+  try {
+    const children = await conn.run<string[]>('getChildren', (cb) => conn.client.getChildren(parent, hub.watcher, cb))
+    // An event while this was in flight came from an earlier registration; the one set now is armed.
+    entry.parentWatch = 'armed'
+    hub.arm(parent, entry)
+    return children
+  } catch (error) {
+    // No watch was set (a missing lock node sets none): the holder must not rely on one.
+    if (entry.parentWatch === 'armed') entry.parentWatch = 'fired'
+    if (zkCode(error) === ZK.NO_NODE) return []
+    throw error
+  }
 }
 
 /** Children of a lock node; none when it does not exist. */

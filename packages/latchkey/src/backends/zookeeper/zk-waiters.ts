@@ -6,7 +6,7 @@
 import { ZK, type ZkEvent } from './zk-client.js'
 import { leaseLost, type OwnerEntry } from './zk-entry.js'
 import { ZkSubscription } from './zk-subscription.js'
-import { type WatchHub, watchNodes } from './zk-watch.js'
+import { DELETED, guardLease, type WatchHub, watchNodes } from './zk-watch.js'
 
 export class ZkWaiters {
   private readonly unbound: ZkSubscription[] = []
@@ -87,6 +87,11 @@ export class ZkWaiters {
     this.watched.delete(event.path)
     const name = event.path.slice(event.path.lastIndexOf('/') + 1)
     for (const entry of entries) {
+      // Only the listings of `attempt` arm a lock node's child watch for an entry that sets `parentWatch`.
+      if (event.type === ZK.NODE_CHILDREN_CHANGED && entry.parentWatch !== undefined && event.path === entry.parent) {
+        this.parentChanged(entry)
+        continue
+      }
       entry.watching.delete(name)
       if (!this.isCurrent(entry)) continue
       const { node } = entry
@@ -98,11 +103,23 @@ export class ZkWaiters {
       if (event.type === ZK.NODE_DATA_CHANGED && node.is === 'waiting' && !node.wakeOnChange) {
         // The node ahead only started or renewed its lease: watch it again and stay asleep (no spurious wake).
         const node = { name, owner: '', kind: entry.kind, order: '' }
-        void watchNodes(entry, [node], this.hub, event.path.slice(0, event.path.lastIndexOf('/'))).then(
+        void watchNodes(entry, [node], this.hub, event.path.slice(0, event.path.lastIndexOf('/')), true).then(
           (gone) => gone && this.wake(entry),
           () => this.wake(entry),
         )
       } else this.wake(entry)
+    }
+  }
+
+  /**
+   * The line changed after our create (see `OwnerEntry.parentWatch`): a holder that relied on that watch now
+   * watches its own node (or, before `watchLease`, will). A waiter is not woken: its own watch on the node
+   * ahead does that.
+   */
+  private parentChanged(entry: OwnerEntry): void {
+    entry.parentWatch = 'fired'
+    if (this.isCurrent(entry) && entry.node.is === 'held' && entry.node.onLeaseLost !== undefined) {
+      guardLease(entry, this.hub)
     }
   }
 
@@ -113,14 +130,13 @@ export class ZkWaiters {
 
   /** The holder's own node changed: our renewal (watch again) or its deletion behind our back (lease lost). */
   private ownNodeEvent(entry: OwnerEntry, event: ZkEvent, name: string): void {
-    const why = 'its lock node was deleted (forceRelease, or its TTL ran out and a contender took over)'
     if (event.type === ZK.NODE_DELETED) {
-      leaseLost(entry, why)
+      leaseLost(entry, DELETED)
       return
     }
     const node = { name, owner: '', kind: entry.kind, order: '' }
-    void watchNodes(entry, [node], this.hub).then(
-      (gone) => gone && leaseLost(entry, why),
+    void watchNodes(entry, [node], this.hub, entry.parent, true).then(
+      (gone) => gone && leaseLost(entry, DELETED),
       () => undefined,
     )
   }

@@ -23,7 +23,8 @@ import { ZkParents } from './zk-parents.js'
 import { ZkSessions } from './zk-sessions.js'
 import type { ZkSubscription } from './zk-subscription.js'
 import { ZkWaiters } from './zk-waiters.js'
-import { watchNodes } from './zk-watch.js'
+import { guardLease } from './zk-watch.js'
+import { stopEmptyTimer } from './zk-young-lease.js'
 
 /** Resolved options of {@link ZookeeperBackend}. */
 export interface ZookeeperSettings {
@@ -180,11 +181,9 @@ export class ZookeeperBackend extends BackendBase {
     }
     const { node } = entry
     node.onLeaseLost = onLost
-    const own = { name: node.name, owner: entry.owner, kind: entry.kind, order: '' }
-    void watchNodes(entry, [own], this.waiters.hub).then(
-      (gone) => gone && leaseLost(entry, 'its lock node is gone'),
-      () => undefined,
-    )
+    // Granted at its create with the lock node's child watch still armed: nobody has touched the line since, and
+    // the first change (the only way our node can go) fires it; the own-node watch is set only then (ZkWaiters).
+    if (entry.parentWatch !== 'armed') guardLease(entry, this.waiters.hub)
     return () => {
       if (node.onLeaseLost === onLost) node.onLeaseLost = undefined
     }
@@ -203,6 +202,7 @@ export class ZookeeperBackend extends BackendBase {
     const conn = await this.sessions.close()
     const entries = [...this.owners.values()]
     this.owners.clear()
+    for (const entry of entries) stopEmptyTimer(entry.node)
     for (const entry of entries) entry.sub?.fire()
     const parents = new Set([...this.parents.drain(), ...entries.map((e) => e.parent)])
     if (conn === undefined) return
@@ -244,6 +244,7 @@ export class ZookeeperBackend extends BackendBase {
       node: NO_NODE,
       sub,
       watching: new Set(),
+      parentWatch: undefined,
     }
     return entry
   }
@@ -255,6 +256,7 @@ export class ZookeeperBackend extends BackendBase {
   }
 
   private forget(entry: OwnerEntry): false {
+    stopEmptyTimer(entry.node)
     if (this.owners.get(entry.owner) === entry) this.owners.delete(entry.owner)
     return false
   }

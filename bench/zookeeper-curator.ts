@@ -1,0 +1,240 @@
+/**
+ * latchkey's ZooKeeper mutex beside Apache Curator 5.4's InterProcessMutex (a Java program, lib/curator-bench.ts)
+ * on the same ZooKeeper in the same run: standalone and 3-node ensemble, uncontended at concurrency 1 and 20 and
+ * 10 waiters on one lock. Each run alternates the two (the order reversed every other run); the tables give the
+ * median [min–max] over the runs and the ratio latchkey/Curator of each run.
+ *
+ *   bash scripts/servers/zookeeper.sh start && bash scripts/servers/zookeeper.sh start-ensemble
+ *   npx tsx bench/zookeeper-curator.ts   (BENCH_QUICK=1: one short run; BENCH_CONCURRENCY / BENCH_WAITERS as in
+ *   lib/config.ts; LATCHKEY_ZK_URL / LATCHKEY_ZK_ENSEMBLE_PORTS pick the servers; a target not serving is skipped)
+ *
+ * Requests per acquisition are counted by the server (its `mntr` write and read counters over the window, which
+ * treat both clients alike): exact only on a server nobody else uses meanwhile, so point the bench at a private one
+ * for those figures. latchkey's own count (its client's requests, pings excluded) is shown beside them.
+ */
+import { cleanupNamespace } from '../packages/latchkey/test/support/zookeeper-env.js'
+import { analyse } from './lib/analysis.js'
+import { CuratorBench } from './lib/curator-bench.js'
+import type { ContendedResult, UncontendedResult } from './lib/modes.js'
+import { WorkerPool } from './lib/pool.js'
+import { fmtAuto, fmtSpread, hostNow, sleep, spread } from './lib/stats.js'
+import { type ZkRequestCounters, zkRequestCounters } from './lib/zk-mntr.js'
+
+const env = process.env
+const quick = env.BENCH_QUICK === '1'
+const RUNS = quick ? 1 : 3
+const UNCONTENDED_MS = quick ? 400 : 1_500
+const CONTENDED_MS = quick ? 800 : 2_500
+const RAMP_MS = 800
+const HOLD_MS = 1
+const THINK_MS = 5
+const PROCESSES = 4
+const list = (v: string | undefined, d: number[]) =>
+  v === undefined || v === '' ? d : v === '-' ? [] : v.split(',').map(Number)
+const concurrencies = list(env.BENCH_CONCURRENCY, [1, 20])
+const waiterCounts = list(env.BENCH_WAITERS, [10])
+
+const targets = [
+  { id: 'standalone', connect: env.LATCHKEY_ZK_URL ?? '127.0.0.1:2181' },
+  {
+    id: '3-node ensemble',
+    connect: (env.LATCHKEY_ZK_ENSEMBLE_PORTS ?? '2291,2292,2293')
+      .split(',')
+      .map((p) => `127.0.0.1:${p.trim()}`)
+      .join(','),
+  },
+]
+
+/** What one contender did in one cell. */
+interface Figures {
+  /** Pairs/s (uncontended) or acquisitions/s (contended). */
+  readonly rate: number
+  readonly gapP50: number
+  readonly overlaps: number
+  /** Per acquisition, as the servers counted them (NaN when unknown). */
+  readonly writes: number
+  readonly requests: number
+  /** Per acquisition, as latchkey's client counted them (NaN for Curator). */
+  readonly clientRequests: number
+  readonly cpuMsPerOp: number
+}
+
+type Side = 'latchkey' | 'curator'
+type Scenario = { kind: 'c' | 'w'; n: number }
+
+async function counters(connect: string): Promise<ZkRequestCounters> {
+  const all = await Promise.all(connect.split(',').map((h) => zkRequestCounters(h)))
+  return { writes: all.reduce((s, c) => s + c.writes, 0), reads: all.reduce((s, c) => s + c.reads, 0) }
+}
+
+/** Server counters from `startAt` to `endAt` (read at those instants). */
+async function windowCounters(connect: string, startAt: number, endAt: number): Promise<ZkRequestCounters> {
+  await sleep(Math.max(0, startAt - hostNow()))
+  const from = await counters(connect)
+  await sleep(Math.max(0, endAt - hostNow()))
+  const to = await counters(connect)
+  return { writes: to.writes - from.writes, reads: to.reads - from.reads }
+}
+
+async function runCell(
+  side: Side,
+  sc: Scenario,
+  target: { connect: string },
+  pool: WorkerPool,
+  curator: CuratorBench,
+  key: string,
+): Promise<Figures> {
+  const spec = { type: 'latchkey' as const, url: `zookeeper://${target.connect}`, namespace: key, ttlMs: 10_000 }
+  if (sc.kind === 'c') {
+    if (side === 'latchkey') await pool.request(0, { op: 'open', spec })
+    try {
+      const startAt = hostNow() + 50
+      const endAt = startAt + UNCONTENDED_MS
+      const run: Promise<UncontendedResult> =
+        side === 'latchkey'
+          ? pool.request(0, { op: 'uncontended', concurrency: sc.n, keyPrefix: `${key}:u`, startAt, endAt })
+          : curator.uncontended(sc.n, startAt, endAt)
+      const [r, c] = await Promise.all([run, windowCounters(target.connect, startAt, endAt)])
+      return {
+        rate: r.ops / r.seconds,
+        gapP50: Number.NaN,
+        overlaps: 0,
+        writes: c.writes / r.ops,
+        requests: (c.writes + c.reads) / r.ops,
+        clientRequests: side === 'latchkey' ? r.clientCmds / r.ops : Number.NaN,
+        cpuMsPerOp: r.cpuMs / r.ops,
+      }
+    } finally {
+      if (side === 'latchkey') await pool.request(0, { op: 'close' })
+    }
+  }
+  const processes = Math.min(PROCESSES, sc.n)
+  const share = (i: number) => Math.floor(sc.n / processes) + (i < sc.n % processes ? 1 : 0)
+  if (side === 'latchkey') await pool.all(processes, () => ({ op: 'open', spec }))
+  try {
+    const startAt = hostNow() + 50
+    const measureFrom = startAt + RAMP_MS
+    const endAt = measureFrom + CONTENDED_MS
+    const w = { startAt, measureFrom, endAt, holdMs: HOLD_MS, thinkMs: THINK_MS }
+    let first = 0
+    const firstIds = Array.from({ length: processes }, (_, i) => {
+      const id = first
+      first += share(i)
+      return id
+    })
+    const run: Promise<ContendedResult[]> =
+      side === 'latchkey'
+        ? pool.all<ContendedResult>(processes, (i) => ({
+            op: 'contended',
+            waiters: share(i),
+            firstId: firstIds[i] as number,
+            key: `${key}:w`,
+            ...w,
+          }))
+        : curator.contended(sc.n, w).then((r) => [r])
+    const [parts, c] = await Promise.all([run, windowCounters(target.connect, measureFrom, endAt)])
+    const f = analyse(
+      parts.map((p) => p.intervals),
+      sc.n,
+    )
+    const ops = f.acquisitions
+    return {
+      rate: ops / (CONTENDED_MS / 1000),
+      gapP50: f.gapP50,
+      overlaps: f.overlaps,
+      writes: c.writes / ops,
+      requests: (c.writes + c.reads) / ops,
+      clientRequests: side === 'latchkey' ? parts.reduce((s, p) => s + p.clientCmds, 0) / ops : Number.NaN,
+      cpuMsPerOp: parts.reduce((s, p) => s + p.cpuMs, 0) / ops,
+    }
+  } finally {
+    if (side === 'latchkey') await pool.all(processes, () => ({ op: 'close' }))
+  }
+}
+
+async function serving(connect: string): Promise<boolean> {
+  try {
+    await counters(connect)
+    return true
+  } catch {
+    return false
+  }
+}
+
+const scenarios: Scenario[] = [
+  ...concurrencies.map((n) => ({ kind: 'c' as const, n })),
+  ...waiterCounts.map((n) => ({ kind: 'w' as const, n })),
+]
+const stamp = `lkcur-${process.pid}`
+console.log(
+  `# latchkey ZooKeeper beside Apache Curator 5.4 InterProcessMutex\n\n${new Date().toISOString()}, Node ${process.version}; median [min–max] of ${RUNS} run(s), alternating; hold ${HOLD_MS} ms, think ${THINK_MS} ms; ratio = latchkey / Curator per run (gap: Curator / latchkey, so > 1 is latchkey ahead)`,
+)
+const pool = await WorkerPool.start(PROCESSES)
+try {
+  for (const target of targets) {
+    if (!(await serving(target.connect))) {
+      console.log(`\n- skipped ${target.id} (${target.connect}): not serving`)
+      continue
+    }
+    const curator = await CuratorBench.start(target.connect, `/${stamp}`, PROCESSES)
+    const figures = new Map<string, Figures[]>()
+    try {
+      for (let run = 0; run < RUNS; run++) {
+        for (const sc of scenarios) {
+          const order: Side[] = run % 2 === 0 ? ['latchkey', 'curator'] : ['curator', 'latchkey']
+          for (const side of order) {
+            const id = `${sc.kind}${sc.n}`
+            const f = await runCell(side, sc, target, pool, curator, `${stamp}-${id}-r${run}`)
+            const k = `${side}:${id}`
+            figures.set(k, [...(figures.get(k) ?? []), f])
+            const gap = sc.kind === 'w' ? ` gap p50 ${fmtAuto(f.gapP50)} ms overlaps ${f.overlaps}` : ''
+            process.stderr.write(
+              `${target.id} run ${run + 1} ${id} ${side}: ${Math.round(f.rate)}/s${gap} req/op ${fmtAuto(f.requests)} writes/op ${fmtAuto(f.writes)}\n`,
+            )
+          }
+        }
+      }
+    } finally {
+      await curator.close()
+      // latchkey's lock nodes of this run (its namespaces all start with the stamp).
+      await cleanupNamespace(target.connect, stamp)
+    }
+    console.log(`\n## ${target.id} (${target.connect})\n`)
+    console.log(
+      '| cell | figure | latchkey | Curator | ratio | requests/acq latchkey (client) | Curator | writes/acq latchkey | Curator | client CPU ms/acq latchkey | Curator |',
+    )
+    console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |')
+    for (const sc of scenarios) {
+      const id = `${sc.kind}${sc.n}`
+      const l = figures.get(`latchkey:${id}`) ?? []
+      const c = figures.get(`curator:${id}`) ?? []
+      const pick = (xs: Figures[], f: (x: Figures) => number) => fmtSpread(spread(xs.map(f)))
+      const ratio = (f: (x: Figures) => number, invert: boolean) =>
+        fmtSpread(
+          spread(l.map((x, i) => (invert ? f(c[i] as Figures) / f(x) : f(x) / f(c[i] as Figures)))),
+          (n) => `${n.toFixed(2)}x`,
+        )
+      const common = [
+        `${pick(l, (x) => x.requests)} (${pick(l, (x) => x.clientRequests)})`,
+        pick(c, (x) => x.requests),
+        pick(l, (x) => x.writes),
+        pick(c, (x) => x.writes),
+        pick(l, (x) => x.cpuMsPerOp),
+        pick(c, (x) => x.cpuMsPerOp),
+      ]
+      const name = sc.kind === 'c' ? `uncontended c=${sc.n}` : `${sc.n} waiters`
+      if (sc.kind === 'c') {
+        const rate = [pick(l, (x) => x.rate), pick(c, (x) => x.rate), ratio((x) => x.rate, false)]
+        console.log(`| ${name} | pairs/s | ${[...rate, ...common].join(' | ')} |`)
+      } else {
+        const gap = [pick(l, (x) => x.gapP50), pick(c, (x) => x.gapP50), ratio((x) => x.gapP50, true)]
+        console.log(`| ${name} | gap p50 ms | ${[...gap, ...common].join(' | ')} |`)
+        const rate = [pick(l, (x) => x.rate), pick(c, (x) => x.rate), ratio((x) => x.rate, false)]
+        const overlaps = l.reduce((s, x) => s + x.overlaps, 0) + c.reduce((s, x) => s + x.overlaps, 0)
+        console.log(`| ${name} | acq/s (overlaps: ${overlaps}) | ${rate.join(' | ')} | | | | | | |`)
+      }
+    }
+  }
+} finally {
+  await pool.close()
+}

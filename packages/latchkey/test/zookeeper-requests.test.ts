@@ -1,0 +1,121 @@
+/**
+ * What the ZooKeeper backend sends per lock, counted on its client's request queue (pings excluded): an
+ * uncontended mutex costs what Curator's InterProcessMutex costs (create, list, delete); a waiter's watch on the
+ * node ahead fires on its deletion only; a woken waiter lists before it writes its lease, so the grant never
+ * waits for that write to commit.
+ */
+import { randomUUID } from 'node:crypto'
+import type zookeeper from 'node-zookeeper-client'
+import { afterAll, describe, expect, it } from 'vitest'
+import { zookeeperBackend } from '../src/backends/zookeeper/index.js'
+import { createLocks } from '../src/core/locks.js'
+import { eventually } from './support/eventually.js'
+import { asZkClient, cleanupNamespace, rawClient, zkUrl } from './support/zookeeper-env.js'
+
+const namespace = `lkq-${randomUUID().slice(0, 8)}`
+const PING = 11
+/** Op codes: create, delete, exists, getData, setData, getChildren2, create2. */
+const NAMES: Record<number, string> = {
+  1: 'create',
+  2: 'delete',
+  3: 'exists',
+  4: 'getData',
+  5: 'setData',
+  12: 'getChildren',
+  15: 'create2',
+}
+
+/** A raw client whose requests are recorded by name, in the order they are queued. */
+async function recordedClient(): Promise<{ client: zookeeper.Client; sent: string[] }> {
+  const client = await rawClient(zkUrl())
+  const sent: string[] = []
+  const manager = (client as unknown as { connectionManager: { queue(r: unknown, cb: unknown): unknown } })
+    .connectionManager
+  const queue = manager.queue.bind(manager)
+  manager.queue = (request: unknown, cb: unknown) => {
+    const header = (request as { header?: { type?: number; wireType?: number } | null }).header
+    const type = header?.wireType ?? header?.type
+    if (type !== undefined && type !== PING) sent.push(NAMES[type] ?? `op${type}`)
+    return queue(request, cb)
+  }
+  return { client, sent }
+}
+
+const clients: zookeeper.Client[] = []
+afterAll(async () => {
+  for (const c of clients) c.close()
+  await cleanupNamespace(zkUrl(), namespace)
+})
+
+describe('zookeeper: requests per lock', () => {
+  it('an uncontended mutex sends create2, getChildren and delete, nothing else', async () => {
+    const { client, sent } = await recordedClient()
+    clients.push(client)
+    const locks = createLocks({ backend: zookeeperBackend({ client: asZkClient(client) }), namespace, ttlMs: 10_000 })
+    // The first acquisition also creates the lock's parent nodes; the second finds them.
+    await (await locks.mutex('uncontended').acquire()).release()
+    sent.length = 0
+    const lease = await locks.mutex('uncontended').acquire()
+    expect(lease.token).toBeGreaterThan(0n)
+    await lease.release()
+    expect(sent).toEqual(['create2', 'getChildren', 'delete'])
+    await locks.close()
+  })
+
+  it('a waiter sleeps through the renewals ahead; woken, it is granted on its listing with no write', async () => {
+    const holder = await recordedClient()
+    const waiter = await recordedClient()
+    clients.push(holder.client, waiter.client)
+    const a = createLocks({ backend: zookeeperBackend({ client: asZkClient(holder.client) }), namespace })
+    const waiterBackend = zookeeperBackend({ client: asZkClient(waiter.client) })
+    const b = createLocks({ backend: waiterBackend, namespace, ttlMs: 30_000 })
+    const first = await a.mutex('handoff').acquire()
+    const askedAt = Date.now()
+    const waiting = b.mutex('handoff').acquire({ waitMs: 10_000 })
+    // In line: its node created with its lease, the holder's lease read, a watch on the node ahead (for its deletion
+    // only: a getChildren on it). Its own lease is young, so it keeps it (no write).
+    await eventually('the waiter watches the holder', () => waiter.sent.length >= 4)
+    expect(waiter.sent).toEqual(['create2', 'getChildren', 'getData', 'getChildren'])
+    waiter.sent.length = 0
+    // The holder renewing (a write to its node) does not fire that watch: the waiter sends nothing.
+    // One read on the waiter's own session after that write: ZooKeeper delivers a session's watch events and replies
+    // in order, so a watch event of the renewal would have come (and its re-watch been sent) before the answer.
+    await first.extend()
+    await waiterBackend.isLocked({ key: `${namespace}:probe`, kind: 'mutex', permits: 1 })
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(waiter.sent).toEqual(['getChildren'])
+    waiter.sent.length = 0
+    await first.release()
+    const second = await waiting
+    expect(second.token).toBeGreaterThan(first.token)
+    // The listing alone decided the grant, on the lease of its create: nothing written...
+    expect(waiter.sent).toEqual(['getChildren'])
+    // ...and that lease is timed from the create, sent after `askedAt`, not from the grant.
+    expect(second.expiresAt).toBeLessThanOrEqual(askedAt + 30_000 + 1_000)
+    await second.release()
+    await a.close()
+    await b.close()
+  })
+
+  it('a waiter whose lease from its create grows old empties it while it waits, and writes a new one when woken', async () => {
+    const waiter = await recordedClient()
+    clients.push(waiter.client)
+    const a = createLocks({ backend: zookeeperBackend({ connectString: zkUrl() }), namespace })
+    const b = createLocks({ backend: zookeeperBackend({ client: asZkClient(waiter.client) }), namespace, ttlMs: 900 })
+    const first = await a.mutex('old-lease').acquire()
+    const waiting = b.mutex('old-lease').acquire({ waitMs: 10_000 })
+    // A third of its 900 ms TTL after its create, the waiter's node gives up the lease it was created with: a node
+    // that waits holds no lease old enough to be judged expired once it is first.
+    await eventually('the waiter empties its old lease', () => waiter.sent.includes('setData'))
+    expect(waiter.sent).toEqual(['create2', 'getChildren', 'getData', 'getChildren', 'setData'])
+    waiter.sent.length = 0
+    await first.release()
+    const second = await waiting
+    expect(second.token).toBeGreaterThan(first.token)
+    // Woken without a lease: the listing decides, the lease write follows it on the session.
+    expect(waiter.sent.slice(0, 2)).toEqual(['getChildren', 'setData'])
+    await second.release()
+    await a.close()
+    await b.close()
+  })
+})
