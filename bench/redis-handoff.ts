@@ -8,7 +8,10 @@
  *   npx tsx bench/redis-handoff.ts [rounds] [windowMs]      (defaults 5 2000)
  *
  * BENCH_BASELINE_DIST=<absolute path of another build's dist> adds that build as a contender (before and after a
- * change in one run); BENCH_WAITERS=10,100 and BENCH_PROCESSES=1,4 pick the cells.
+ * change in one run); BENCH_WAITERS=10,100 and BENCH_PROCESSES=1,4 pick the cells. BENCH_SIDE_BY_SIDE=1 runs the
+ * contenders of a cell at the same time instead of one after the other, each on its own workers and its own
+ * private redis-server: on a loaded machine both then see the same load at every instant (each also adds a
+ * little load to the other, and to all alike).
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -28,11 +31,15 @@ const numbers = (v: string | undefined, d: number[]) => (v === undefined ? d : v
 const waiterCounts = numbers(process.env.BENCH_WAITERS, [10, 100])
 const processCounts = numbers(process.env.BENCH_PROCESSES, [1, 4])
 const baselineDist = process.env.BENCH_BASELINE_DIST
+const sideBySide = process.env.BENCH_SIDE_BY_SIDE === '1'
+const contenders = baselineDist === undefined ? 2 : 3
 
-const redis = await startRedisServer()
+const servers = await Promise.all(Array.from({ length: sideBySide ? contenders : 1 }, () => startRedisServer()))
+const redis = servers[0] as (typeof servers)[number]
 const tmp = mkdtempSync(join(tmpdir(), 'latchkey-handoff-'))
 const namespace = runNamespace()
-const pool = await WorkerPool.start(Math.max(...processCounts))
+const perContender = Math.max(...processCounts)
+const pool = await WorkerPool.start(sideBySide ? perContender * contenders : perContender)
 const loads: string[] = []
 const load = async () =>
   (await import('node:os'))
@@ -40,15 +47,17 @@ const load = async () =>
     .map((x) => x.toFixed(2))
     .join(' ')
 try {
-  const all = catalog(serversFromEnv(redis.url, tmp))
-  const redisDef = all.find((d) => d.id === 'redis') as ContenderDef
-  const defs: ContenderDef[] = [redisDef, all.find((d) => d.id === 'proto-blpop') as ContenderDef]
+  // Side by side, contender i runs on servers[i].
+  const on = (i: number) => catalog(serversFromEnv((servers[sideBySide ? i : 0] ?? redis).url, tmp))
+  const redisDef = on(0).find((d) => d.id === 'redis') as ContenderDef
+  const defs: ContenderDef[] = [redisDef, on(1).find((d) => d.id === 'proto-blpop') as ContenderDef]
   if (baselineDist !== undefined) {
+    const base = on(2).find((d) => d.id === 'redis') as ContenderDef
     defs.push({
-      ...redisDef,
+      ...base,
       id: 'redis-baseline',
       label: 'latchkey Redis, baseline build',
-      spec: (ns, ttl, c) => ({ ...redisDef.spec(ns, ttl, c), dist: baselineDist }),
+      spec: (ns, ttl, c) => ({ ...base.spec(ns, ttl, c), dist: baselineDist }),
     } as ContenderDef)
   }
   const figures = new Map<string, CellFigures[]>()
@@ -58,15 +67,32 @@ try {
       for (const waiters of waiterCounts) {
         const cell = `${waiters}x${processes}`
         const byId = new Map<string, CellFigures>()
-        for (const def of runOrder(defs, round)) {
-          const place = { pool, namespace, key: `${def.id}:${cell}:r${round}` }
-          await pool.heal()
-          const timing = { holdMs: 1, thinkMs: 5, rampMs: Math.max(800, 2 * waiters) }
-          const f = await contendedCell(place, def, waiters, windowMs, timing, processes)
+        const timing = { holdMs: 1, thinkMs: 5, rampMs: Math.max(800, 2 * waiters) }
+        const record = (def: ContenderDef, f: CellFigures) => {
           byId.set(def.id, f)
           const list = figures.get(`${cell} ${def.id}`) ?? []
           list.push(f)
           figures.set(`${cell} ${def.id}`, list)
+        }
+        await pool.heal()
+        if (sideBySide) {
+          const done = await Promise.all(
+            defs.map((def, i) => {
+              const place = {
+                pool: pool.slice(i * perContender, perContender),
+                namespace,
+                key: `${def.id}:${cell}:r${round}`,
+              }
+              return contendedCell(place, def, waiters, windowMs, timing, processes)
+            }),
+          )
+          for (const [i, def] of defs.entries()) record(def, done[i] as CellFigures)
+        } else {
+          for (const def of runOrder(defs, round)) {
+            await pool.heal()
+            const place = { pool, namespace, key: `${def.id}:${cell}:r${round}` }
+            record(def, await contendedCell(place, def, waiters, windowMs, timing, processes))
+          }
         }
         const floor = byId.get('proto-blpop')?.gapP50 ?? Number.NaN
         const parts = [...byId].map(
@@ -79,7 +105,7 @@ try {
   }
   loads.push(await load())
   console.log(
-    `# Redis handoff gap p50, ms: median [min-max] of ${rounds} rounds, ${windowMs} ms windows; load ${loads.join(' -> ')}\n`,
+    `# Redis handoff gap p50, ms: median [min-max] of ${rounds} rounds, ${windowMs} ms windows${sideBySide ? ', contenders side by side' : ''}; load ${loads.join(' -> ')}\n`,
   )
   console.log('| cell | contender | gap p50 ms | gap p99 ms | x proto-blpop (per round) | acq/s | overlaps | starved |')
   console.log('| --- | --- | --- | --- | --- | --- | --- | --- |')
@@ -99,6 +125,6 @@ try {
   }
 } finally {
   await pool.close()
-  await redis.dispose()
+  for (const server of servers) await server.dispose()
   rmSync(tmp, { recursive: true, force: true })
 }
