@@ -112,15 +112,19 @@ export async function uncontendedCell(
   )
 }
 
-/** `waiters` on one key spread over the pool (one worker when the contender cannot cross processes). */
+/**
+ * `waiters` on one key spread over the pool, or over its first `maxProcesses` workers (one worker when the
+ * contender cannot cross processes).
+ */
 export async function contendedCell(
   place: CellPlace,
   def: ContenderDef,
   waiters: number,
   ms: number,
   timing: { holdMs: number; thinkMs: number; rampMs: number },
+  maxProcesses = place.pool.size,
 ): Promise<CellFigures> {
-  const processes = def.crossProcess ? Math.min(place.pool.size, waiters) : 1
+  const processes = def.crossProcess ? Math.min(place.pool.size, maxProcesses, waiters) : 1
   const share = (i: number) => Math.floor(waiters / processes) + (i < waiters % processes ? 1 : 0)
   const firstId = (i: number) => Array.from({ length: i }, (_, j) => share(j)).reduce((a, b) => a + b, 0)
   return withOpen(place, def, processes, async () => {

@@ -2,7 +2,7 @@
  * Sizes of a full run (about 20 minutes on the project's 2-core machine) and of the quick mode
  * (BENCH_QUICK=1, about 3 minutes, for checking the harness). BENCH_SECTIONS=matrix,scale,sale picks
  * sections; BENCH_ONLY=redis,zk,... picks contenders of the matrix; BENCH_CONCURRENCY=1,50 and
- * BENCH_WAITERS=10,100,1000 pick its scenarios (`-` for none). Narrowed runs are for development only.
+ * BENCH_WAITERS=10,100,1000 pick its scenarios (`-` for none); BENCH_WORKERS the processes (default 4). Narrowed runs are for development only.
  */
 import type { SaleConfig } from '../sections/flash-sale.js'
 import type { MatrixConfig } from '../sections/matrix.js'
@@ -33,7 +33,8 @@ export function runConfig(env: NodeJS.ProcessEnv = process.env): RunConfig {
     quick,
     sections: list(env.BENCH_SECTIONS) ?? new Set(['matrix', 'scale', 'sale']),
     only: list(env.BENCH_ONLY),
-    workers: 4,
+    // BENCH_WORKERS=1 puts every waiter of a contended cell in one process (development only).
+    workers: Number(env.BENCH_WORKERS ?? 4),
     matrix: {
       runs: quick ? 1 : 3,
       uncontendedMs: quick ? 300 : 1_200,

@@ -74,6 +74,17 @@ export class WorkerPool {
     })
   }
 
+  /**
+   * Workers `offset`..`offset + size - 1` seen as a pool of their own (worker 0 of the view is `offset`), so that
+   * cells can run side by side on disjoint workers. Healing and closing stay with the whole pool.
+   */
+  slice(offset: number, size: number): WorkerPool {
+    const view = Object.create(this) as WorkerPool
+    Object.defineProperty(view, 'size', { value: size })
+    view.request = <T>(i: number, request: WorkerRequest) => this.request<T>(offset + i, request)
+    return view
+  }
+
   /** The same kind of request to workers 0..n-1, built per worker; all settle before this settles. */
   async all<T>(n: number, build: (i: number) => WorkerRequest): Promise<T[]> {
     const settled = await Promise.allSettled(Array.from({ length: n }, (_, i) => this.request<T>(i, build(i))))

@@ -118,6 +118,66 @@ describe('redis release handoff', () => {
     expect(await b1.isLocked({ key: name, kind: 'mutex', permits: 1 })).toBe(false)
   })
 
+  it('a release whose oldest watcher waits in its own process hands the grant over in its reply, publishing nothing', async () => {
+    const { name, b1, b2, holder } = await heldByFirst()
+    const a = request(name)
+    const b = request(name)
+    // A waits in the holder's process, B (arrived later) in another.
+    const waitA = await waitingTry(b1, a)
+    const waitB = await waitingTry(b2, b)
+    await subscribed(waitA, waitB)
+    await waitA.sub.wait(1)
+    await waitB.sub.wait(1)
+    const notifier = (b1 as unknown as { notifier: { wakeChannel: string; dispatch(c: string, m: string): void } })
+      .notifier
+    const heard: string[] = []
+    const dispatch = notifier.dispatch.bind(notifier)
+    notifier.dispatch = (c, m) => {
+      heard.push(m)
+      dispatch(c, m)
+    }
+    expect(await b1.release(holder)).toBe(true)
+    // A holds the grant once the release has answered, before any message could be read.
+    expect((waitA.sub as RedisReleaseSubscription).granted).toBeDefined()
+    // Nothing was published to A's process: a marker published after the release is the first message it hears.
+    await client.publish(notifier.wakeChannel, 'marker')
+    await eventually('the marker arrived', () => heard.includes('marker'))
+    expect(heard).toEqual(['marker'])
+    const sent = performance.now()
+    const took = await b1.tryAcquire(a)
+    expect(took.acquired && (took.grantedAt as number)).toBeLessThan(sent)
+    waitA.sub.close()
+    expect(await b1.release(a)).toBe(true)
+    await waitB.sub.wait(2_000)
+    expect(tokenOf(await b2.tryAcquire(b))).toBeGreaterThan(tokenOf(took))
+    waitB.sub.close()
+    expect(await b2.release(b)).toBe(true)
+  })
+
+  it('a release hands over in arrival order even when a watcher of its own process waits behind another', async () => {
+    const { name, b1, b2, holder } = await heldByFirst()
+    const a = request(name)
+    const b = request(name)
+    // B (another process) arrived first, then A in the holder's process.
+    const waitB = await waitingTry(b2, b)
+    const waitA = await waitingTry(b1, a)
+    await subscribed(waitA, waitB)
+    await waitA.sub.wait(1)
+    await waitB.sub.wait(1)
+    expect(await b1.release(holder)).toBe(true)
+    expect((waitA.sub as RedisReleaseSubscription).granted).toBeUndefined()
+    await waitB.sub.wait(2_000)
+    const took = await b2.tryAcquire(b)
+    expect(took.acquired).toBe(true)
+    expect((await b1.tryAcquire(a)).acquired).toBe(false)
+    waitB.sub.close()
+    expect(await b2.release(b)).toBe(true)
+    await waitA.sub.wait(2_000)
+    expect((await b1.tryAcquire(a)).acquired).toBe(true)
+    waitA.sub.close()
+    expect(await b1.release(a)).toBe(true)
+  })
+
   it('a watcher that missed the message finds its grant on its next try, timed from before that try', async () => {
     const { name, b1, b2, b3, holder } = await heldByFirst()
     const a = request(name)

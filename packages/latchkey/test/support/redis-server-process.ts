@@ -21,12 +21,24 @@ export interface RedisServerProcess {
 }
 
 /**
+ * The ports tried: LATCHKEY_PRIVATE_PORTS=<from>-<to> (inclusive) keeps the servers of one user of a shared machine
+ * within a range of its own; default 20000-29999.
+ */
+function portRange(): { from: number; size: number } {
+  const m = /^(\d+)-(\d+)$/.exec(process.env.LATCHKEY_PRIVATE_PORTS ?? '')
+  if (m === null) return { from: 20_000, size: 10_000 }
+  const from = Number(m[1])
+  return { from, size: Math.max(1, Number(m[2]) - from + 1) }
+}
+
+/**
  * A free port below the ephemeral range (32768+ on Linux): while the server is stopped, an ephemeral port
  * could be taken by another process's outgoing connection, or a client's reconnect could connect to itself.
  */
 async function freePort(): Promise<number> {
+  const { from, size } = portRange()
   for (let attempt = 0; attempt < 50; attempt++) {
-    const port = 20_000 + Math.floor(Math.random() * 10_000)
+    const port = from + Math.floor(Math.random() * size)
     const free = await new Promise<boolean>((resolve) => {
       const server = createServer()
       server.once('error', () => resolve(false))
@@ -34,7 +46,7 @@ async function freePort(): Promise<number> {
     })
     if (free) return port
   }
-  throw new Error('no free port between 20000 and 30000 for a private redis-server')
+  throw new Error(`no free port from ${from} to ${from + size - 1} for a private redis-server`)
 }
 
 function answers(port: number): Promise<boolean> {

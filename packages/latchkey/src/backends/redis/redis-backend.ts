@@ -24,7 +24,13 @@ import { RecentContention } from './recent-contention.js'
 import { holdersFrom, lockKeysFromScan, waitersFrom } from './redis-inspect.js'
 import { ReleaseNotifier } from './release-notifier.js'
 import type { RedisReleaseSubscription } from './release-subscription.js'
-import { type AcquireReply, DEFAULT_FENCE_IDLE_MS, type RedisScripts, scriptsFor } from './scripts/index.js'
+import {
+  type AcquireReply,
+  DEFAULT_FENCE_IDLE_MS,
+  type RedisScripts,
+  type ReleaseReply,
+  scriptsFor,
+} from './scripts/index.js'
 
 /** Options of {@link redisBackend}. */
 export interface RedisBackendOptions {
@@ -205,14 +211,31 @@ export class RedisBackend extends BackendBase {
       if (done !== 'waited') return done === 'released'
       this.contention.saw(id)
     }
-    return this.run(this.scripts.release, keys, [field, channel, this.publishAlways], request)
+    const args = [field, channel, this.publishAlways, this.notifier.wakeChannel ?? '-']
+    return this.released(await this.run(this.scripts.release, keys, args, request))
+  }
+
+  /**
+   * Whether a release dropped the lease; a grant it made to a watcher of this process comes back in its reply
+   * (scripts/handoff.lua) and is handed over here, before the releaser's own continuation runs.
+   */
+  private released(reply: ReleaseReply): boolean {
+    if (typeof reply === 'boolean') return reply
+    this.notifier.handOver(reply)
+    return true
   }
 
   /** Gives back the grant `token` of `request.owner`, unless the owner was granted again since. */
   private async releaseGrant(request: HolderRef, token: string): Promise<void> {
     const { keys, channel } = this.keys.keysOf(request)
-    const args = [this.layout.fieldOf(request.owner), channel, this.publishAlways, token]
-    await this.run(this.scripts.release, keys, args, request)
+    const args = [
+      this.layout.fieldOf(request.owner),
+      channel,
+      this.publishAlways,
+      this.notifier.wakeChannel ?? '-',
+      token,
+    ]
+    this.released(await this.run(this.scripts.release, keys, args, request))
   }
 
   override async leaveQueue(request: HolderRef): Promise<void> {
@@ -292,6 +315,8 @@ export class RedisBackend extends BackendBase {
         const reply = script.reply(raw)
         if (this.deadlines.finish(entry)) resolve(reply)
         else if (grantTo !== undefined) this.giveBackLate(grantTo, reply)
+        // A release answered after its deadline may still carry a grant to a waiter of this process.
+        else if (typeof reply === 'string' && script === this.scripts.release) this.released(reply as ReleaseReply)
       }
       const failed = (error: unknown): void => {
         if (this.deadlines.finish(entry)) fail(error)

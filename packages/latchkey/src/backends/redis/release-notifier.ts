@@ -124,6 +124,14 @@ export class ReleaseNotifier {
     this.wakeOne(group)
   }
 
+  /**
+   * A grant `g <field> <token>` that a release sent from this process made to one of its watchers, taken from the
+   * release's reply (no message was published): wakes that watcher as its message would have.
+   */
+  handOver(message: string): void {
+    this.grant(message, undefined)
+  }
+
   /** `g <field> <token>`: hands the grant to the waiter of `field` (of `group`, when it came on a lock channel). */
   private grant(message: string, group: ChannelGroup | undefined): void {
     const at = message.lastIndexOf(' ')

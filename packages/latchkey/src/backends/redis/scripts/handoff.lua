@@ -39,13 +39,18 @@ end
 
 -- Grants the lock to the oldest live mutex/semaphore watcher when the rules let it in now, and publishes
 -- "g <field> <token>" on the wake channel of the watcher's process (so no other process wakes), which hands the
--- lease over without another round trip (the watcher's next try would find the grant too). Otherwise wakes a
--- waiter as notify() does (the line is pruned here already).
-local function handoff(channel, always)
+-- lease over without another round trip (the watcher's next try would find the grant too). When that channel is
+-- `mine` (the caller's own process waits next), the message is returned instead of published: the caller's
+-- process learns of the grant from this script's reply, with no PUBLISH and no read on its subscriber
+-- connection. Otherwise wakes a waiter as notify() does (the line is pruned here already); returns nil then.
+local function handoff(channel, always, mine)
   if always then return notify(channel, true) end
-  -- The line goes first; its expired members (a crashed fair waiter) do not hold it.
-  if redis.call('EXISTS', E) == 1 then prune_line() end
-  if redis.call('EXISTS', Q) == 1 then return publish_head(channel) end
+  -- The line goes first; its expired members (a crashed fair waiter) do not hold it. Everyone in Q is in E (Q
+  -- expires no later than E), so without E there is no line to look at: one call less on a mutex's handoff.
+  if redis.call('EXISTS', E) == 1 then
+    prune_line()
+    if redis.call('EXISTS', Q) == 1 then return publish_head(channel) end
+  end
   local head, spec = live_watcher()
   if head == nil then return publish_head(channel) end
   local kind, ttl, delay, permits = string.match(spec, '^(%a+) (%d+) (%d+) (%d+) ')
@@ -65,5 +70,6 @@ local function handoff(channel, always)
   keep_until(exp + tonumber(delay), #holders == 0)
   local wake = string.match(spec, ' (%S+)$')
   if wake == '-' then wake = channel end
+  if mine ~= nil and wake == mine then return 'g ' .. head .. ' ' .. token end
   redis.call('PUBLISH', wake, 'g ' .. head .. ' ' .. token)
 end

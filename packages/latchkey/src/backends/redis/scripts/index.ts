@@ -18,8 +18,8 @@ export interface RedisScripts {
   readonly acquire: LuaScript<AcquireReply>
   /** A free mutex's grant in the latchkey layout (never registers a wait): its token, undefined when held. */
   readonly acquireMutex: LuaScript<string | undefined>
-  /** True when the caller's lease was dropped. */
-  readonly release: LuaScript<boolean>
+  /** Whether the caller's lease was dropped, or the grant it made to a watcher of the caller's own process. */
+  readonly release: LuaScript<ReleaseReply>
   /** A mutex's release in the latchkey layout when nobody waits. */
   readonly releaseMutex: LuaScript<MutexRelease>
   /** True when the lease was extended. */
@@ -32,6 +32,12 @@ export interface RedisScripts {
   /** The raw records of one family (redis-inspect.ts reads them). */
   readonly inspect: LuaScript<InspectReply>
 }
+
+/**
+ * release.lua's reply: whether the caller's lease was dropped, or (dropped, and the lock went to a watcher of the
+ * caller's own process) the grant message `g <field> <token>` that would otherwise have been published to it.
+ */
+export type ReleaseReply = boolean | `g ${string}`
 
 /** release-mutex.lua's reply: the lease was dropped, was not held, or someone waits (nothing done: run `release`). */
 export type MutexRelease = 'released' | 'not-held' | 'waited'
@@ -56,6 +62,8 @@ function inspectReply(raw: unknown): InspectReply {
 }
 
 const isOne = (raw: unknown): boolean => Number(raw) === 1
+const releaseReply = (raw: unknown): ReleaseReply =>
+  typeof raw === 'string' && raw.startsWith('g ') ? (raw as `g ${string}`) : Number(raw) === 1
 const mutexRelease = (raw: unknown): MutexRelease => {
   const n = Number(raw)
   return n === 1 ? 'released' : n === 2 ? 'waited' : 'not-held'
@@ -94,7 +102,7 @@ export function scriptsFor(fenceIdleMs: number): RedisScripts {
     scripts = Object.freeze({
       acquire: luaScript('acquire', source('acquire'), acquireReply),
       acquireMutex: luaScript('acquireMutex', source('acquireMutex'), tokenOrNone),
-      release: luaScript('release', source('release'), isOne),
+      release: luaScript('release', source('release'), releaseReply),
       releaseMutex: luaScript('releaseMutex', source('releaseMutex'), mutexRelease),
       renew: luaScript('renew', source('renew'), isOne),
       leaveQueue: luaScript('leaveQueue', source('leaveQueue'), count),

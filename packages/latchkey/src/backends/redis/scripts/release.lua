@@ -1,8 +1,10 @@
 -- release: drops a holder whose lease is still valid and, when someone waits, hands the lock to the oldest
 -- watcher or publishes the release.
--- KEYS: the lock family's seven keys (base.lua). ARGV: field, channel, alwaysPublish (0/1), and optionally the
--- token the lease must have (an orphaned grant is given back only if it was not granted again since).
--- Reply: 1, or 0 (no effect) when `field` holds no valid lease.
+-- KEYS: the lock family's seven keys (base.lua). ARGV: field, channel, alwaysPublish (0/1), the caller's wake
+-- channel (`-`: none), and optionally the token the lease must have (an orphaned grant is given back only if it
+-- was not granted again since).
+-- Reply: 1; 0 (no effect) when `field` holds no valid lease; or, when the lock went to a watcher of the caller's
+-- own process, "g <field> <token>", the grant that handoff would otherwise have published to that process.
 
 -- The latchkey layout's common case, before the shared functions below are created: drops the caller's valid
 -- lease (as valid_record and drop do) and is done unless someone waits.
@@ -13,7 +15,7 @@ if KEYS[2] == KEYS[1] then
   local T = redis.call('TIME')
   local exp, tok = string.match(rec, '^%a+|(%d+)|%d+|(%d+)|?%d*$')
   if exp == nil or tonumber(exp) <= tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000)
-      or (ARGV[4] ~= nil and ARGV[4] ~= tok) then
+      or (ARGV[5] ~= nil and ARGV[5] ~= tok) then
     return 0
   end
   redis.call('HDEL', KEYS[1], ARGV[1])
@@ -28,8 +30,7 @@ end
 
 if not dropped then
   local kind, _, _, tok = valid_record(ARGV[1])
-  if kind == nil or (ARGV[4] ~= nil and ARGV[4] ~= tok) then return 0 end
+  if kind == nil or (ARGV[5] ~= nil and ARGV[5] ~= tok) then return 0 end
   drop(ARGV[1])
 end
-handoff(ARGV[2], ARGV[3] == '1')
-return 1
+return handoff(ARGV[2], ARGV[3] == '1', ARGV[4]) or 1
