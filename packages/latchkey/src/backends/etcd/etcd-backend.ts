@@ -17,6 +17,7 @@ import { type EtcdInspectDeps, inspectEtcd, listEtcd } from './etcd-inspect.js'
 import { GoMutexLayout } from './go-mutex-layout.js'
 import { type EtcdKeyLayout, KeyLayout, prefixRange } from './keys.js'
 import { Leases, ttlSeconds } from './leases.js'
+import { acquireLined } from './mutex-line.js'
 import { createdAt, type KeyedOwner, Owners } from './owners.js'
 import { acquireSlot } from './semaphore.js'
 import { WatchHub } from './watch-hub.js'
@@ -47,6 +48,8 @@ export interface EtcdHolderGuard {
   /** The raw `Compare` for `client.kv.txn({ compare: [guard.compare, ...], ... })`. */
   readonly compare: EtcdCompare
 }
+
+const NOT_YET: AcquireResult = { acquired: false }
 
 const CAPABILITIES = defineCapabilities({
   fencing: 'native',
@@ -105,9 +108,14 @@ export class EtcdBackend extends BackendBase {
     const done = this.hub.tryStarted(request)
     try {
       if (request.kind === 'semaphore') return await acquireSlot(this.deps, request, until)
-      return request.queue
-        ? await acquireQueued(this.deps, request, until)
-        : await acquireNow(this.deps, request, until)
+      if (request.queue) return await acquireQueued(this.deps, request, until)
+      const turn = request.kind === 'mutex' ? this.hub.turnOf(request, request.owner) : 'none'
+      // A waiting mutex behind another of this process waits its turn without asking etcd (see watch-hub.ts).
+      if (turn === 'behind') return NOT_YET
+      if (turn === 'none') return await acquireNow(this.deps, request, until)
+      const result = await acquireLined(this.deps, request, until)
+      if (result.acquired) this.hub.granted(request, request.owner)
+      return result
     } catch (error) {
       throw unavailable(error, `acquiring "${request.key}" (${request.kind})`, this.server)
     } finally {
@@ -152,6 +160,7 @@ export class EtcdBackend extends BackendBase {
   override async leaveQueue(request: HolderRef): Promise<void> {
     const state = this.owners.get(request.owner, request.key, request.kind)
     this.hub.setPredecessor(request, request.owner, undefined)
+    this.hub.unfollow(request, request.owner)
     if (state === undefined || state.role === 'holder') return
     this.owners.delete(request.owner)
     // Revoking the queue lease deletes the waiter's key; if etcd is unreachable the lease runs out by itself.
