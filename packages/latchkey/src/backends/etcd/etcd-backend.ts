@@ -17,7 +17,7 @@ import { type EtcdInspectDeps, inspectEtcd, listEtcd } from './etcd-inspect.js'
 import { GoMutexLayout } from './go-mutex-layout.js'
 import { type EtcdKeyLayout, KeyLayout, prefixRange } from './keys.js'
 import { Leases, ttlSeconds } from './leases.js'
-import { acquireLined } from './mutex-line.js'
+import { acquireLined, refreshNext } from './mutex-line.js'
 import { createdAt, type KeyedOwner, Owners } from './owners.js'
 import { acquireSlot } from './semaphore.js'
 import { WatchHub } from './watch-hub.js'
@@ -55,7 +55,7 @@ const CAPABILITIES = defineCapabilities({
   fencing: 'native',
   notifications: 'global',
   kinds: ALL_KINDS,
-  // Fair waiters and waiting writers keep a key in line; a waiting mutex only retries.
+  // Fair waiters, waiting writers and each process's first waiting mutex keep a key in line.
   waiters: 'queued',
   inspect: true,
   list: true,
@@ -95,7 +95,7 @@ export class EtcdBackend extends BackendBase {
     this.layout =
       options.layout === 'etcd' ? new GoMutexLayout(options.prefix) : new KeyLayout(options.prefix ?? 'latchkey')
     this.leases = new Leases(this.client, callTimeoutMs)
-    this.hub = new WatchHub(this.client, this.layout)
+    this.hub = new WatchHub(this.client, this.layout, (lockKey, owner) => refreshNext(this.deps, lockKey, owner))
     this.capabilities = this.layout.name === 'etcd' ? GO_LAYOUT_CAPABILITIES : CAPABILITIES
     this.deps = { client: this.client, layout: this.layout, leases: this.leases, owners: this.owners, hub: this.hub }
   }

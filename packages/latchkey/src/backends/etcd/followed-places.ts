@@ -53,6 +53,11 @@ export class FollowedPlaces {
     return place.gone ? 'gone' : place.ahead.size === 0 ? 'first' : 'behind'
   }
 
+  /** How many keys are still before `owner`'s place (undefined when it is not followed). */
+  aheadOf(owner: string): number | undefined {
+    return this.places.get(owner)?.ahead.size
+  }
+
   has(owner: string): boolean {
     return this.places.has(owner)
   }
@@ -61,8 +66,11 @@ export class FollowedPlaces {
     this.places.delete(owner)
   }
 
-  /** A key of the name was deleted: the owners whose place became first, or went, by it. */
-  deleted(kv: EtcdKeyValue): Set<string> {
+  /**
+   * A key of the name was deleted: the owners whose place became first, or went, by it (`turned`), and those with
+   * one key left before them (`next`: that key most likely holds the lock now).
+   */
+  deleted(kv: EtcdKeyValue): { turned: Set<string>; next: string[] } {
     const key = kv.key.toString()
     this.recent.delete(key) // a key deleted again moves to the newest end
     this.recent.set(key, BigInt(kv.mod_revision))
@@ -72,11 +80,13 @@ export class FollowedPlaces {
       if (revision > this.forgottenUpTo) this.forgottenUpTo = revision
     }
     const turned = new Set<string>()
+    const next: string[] = []
     for (const [owner, place] of this.places) {
       if (place.key === key) place.gone = true
-      else if (!place.ahead.delete(key) || place.ahead.size > 0) continue
-      turned.add(owner)
+      else if (!place.ahead.delete(key)) continue
+      else if (place.ahead.size === 1) next.push(owner)
+      if (place.gone || place.ahead.size === 0) turned.add(owner)
     }
-    return turned
+    return { turned, next }
   }
 }

@@ -5,7 +5,9 @@
  * holds the lock without a write: the key already lives on the lease it holds with (TTL of `ttlMs`), and one
  * keepalive, sent beside the read that checks the line, makes that lease outlive the caller's deadline. A handoff
  * costs the releaser's delete plus one read and one keepalive, where a try by every waiting process (a raft
- * write each, all but one failing) used to follow each release.
+ * write each, all but one failing) used to follow each release. That keepalive is not even on the handoff's path
+ * when the place's lease was refreshed when one key was left before it (most likely the holder's): the grant then
+ * times the lease from that refresh (`grantedAt`), which costs the caller at most {@link freshSlackMs} of it.
  *
  * Only the head of this process's waiters of the name runs this (`WatchHub.turnOf`): one place in etcd's line
  * per process, whatever its number of waiters. The fair line of `acquire.ts` differs in one point: its waiting key
@@ -41,6 +43,10 @@ async function checkPlace(
   until: number,
 ): Promise<AcquireResult | undefined> {
   const followed = d.hub.placeOf(req, req.owner)
+  if (followed === 'first') {
+    const granted = grantFresh(d, req, state, until)
+    if (granted !== undefined) return granted
+  }
   const refreshed = followed === 'gone' ? undefined : d.leases.refreshSoon(state.lease)
   let first = followed === 'first'
   if (followed === undefined) {
@@ -126,8 +132,37 @@ function behind(
   } else if (d.hub.placeOf(req, req.owner) !== 'behind') {
     // Its turn came (or the place went) between the answer's revision and its arrival: no wake-up will follow.
     return { acquired: false, retryAfterMs: 0 }
-  }
+  } else if (d.hub.aheadOf(req, req.owner) === 1) refreshNext(d, req.key, req.owner)
   return keep(state.lease)
+}
+
+/** How much shorter than `ttlMs` a lease may be to be granted as it stands: 5% of it, at most 500 ms. */
+export function freshSlackMs(ttlMs: number): number {
+  return Math.min(ttlMs / 20, 500)
+}
+
+/**
+ * Grants the first place without a keepalive when its lease is fresh enough: it outlives `until`, or lacks at most
+ * {@link freshSlackMs} of it, and the lease is then timed from its last refresh (the core's deadline ends before
+ * etcd's). Undefined otherwise.
+ */
+function grantFresh(d: AcquireDeps, req: AcquireRequest, state: KeyedOwner, until: number): AcquireResult | undefined {
+  const lease = state.lease
+  let grantedAt: number | undefined
+  if (!d.leases.outlives(lease, until)) {
+    if (d.leases.remainingMs(lease) < req.ttlMs - freshSlackMs(req.ttlMs)) return undefined
+    grantedAt = lease.refreshedAt + lease.ttlS * 1_000 - req.ttlMs
+  }
+  d.hub.unfollow(req, req.owner)
+  d.hub.setPredecessor(req, req.owner, undefined)
+  d.owners.set(req.owner, { ...state, role: 'holder' })
+  return { acquired: true, token: state.revision, grantedAt }
+}
+
+/** One key left before the place of `owner` (most likely the holder's): refresh its lease for a grant without one. */
+export function refreshNext(d: AcquireDeps, lockKey: string, owner: string): void {
+  const state = d.owners.get(owner, lockKey, 'mutex')
+  if (state?.role === 'waiter') void d.leases.refreshSoon(state.lease)
 }
 
 /** A family key of the name older than `state`'s. */

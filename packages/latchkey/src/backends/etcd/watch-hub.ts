@@ -60,9 +60,14 @@ export class WatchHub {
   private readonly cancelling = new Set<Promise<unknown>>()
   private nextId = 0
 
+  /**
+   * `nextInLine(lockKey, owner)` runs when a followed place has one key left before it (see mutex-line.ts: its
+   * lease is refreshed then, so that its grant needs no keepalive).
+   */
   constructor(
     private readonly client: EtcdClient,
     private readonly layout: EtcdKeyLayout,
+    private readonly nextInLine: (lockKey: string, owner: string) => void = () => undefined,
   ) {}
 
   /**
@@ -131,6 +136,11 @@ export class WatchHub {
    * Where a followed place stands: `first` (every key before it was deleted), `behind`, `gone` (deleted itself:
    * its lease ran out, or a force release), or undefined when not followed (the caller reads the line).
    */
+  /** How many keys are still before `owner`'s followed place (undefined when not followed). */
+  aheadOf(ref: LockRef, owner: string): number | undefined {
+    return this.watches.get(this.layout.lockPrefix(ref.key))?.places.aheadOf(owner)
+  }
+
   placeOf(ref: LockRef, owner: string): PlaceState | undefined {
     return this.watches.get(this.layout.lockPrefix(ref.key))?.places.stateOf(owner)
   }
@@ -231,7 +241,8 @@ export class WatchHub {
   }
 
   private onDelete(prefix: string, watch: SharedWatch, kv: EtcdKeyValue): void {
-    const turned = watch.places.deleted(kv)
+    const { turned, next: nextUp } = watch.places.deleted(kv)
+    for (const owner of nextUp) this.nextInLine(watch.lockKey, owner)
     if (watch.subscriptions === 0) {
       // A lingering watch (nobody waits): the usual case of an uncontended lock seeing its own releases.
       watch.deletes++
