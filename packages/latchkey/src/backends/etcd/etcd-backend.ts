@@ -112,7 +112,9 @@ export class EtcdBackend extends BackendBase {
       const turn = request.kind === 'mutex' ? this.hub.turnOf(request, request.owner) : 'none'
       // A waiting mutex behind another of this process waits its turn without asking etcd (see watch-hub.ts).
       if (turn === 'behind') return NOT_YET
-      if (turn === 'none') return await acquireNow(this.deps, request, until)
+      // A place in line outlives the watch that knew its turn (etcd cancelled it): it is checked by a read.
+      const placed = this.owners.get(request.owner, request.key, request.kind)?.role === 'waiter'
+      if (turn === 'none' && !placed) return await acquireNow(this.deps, request, until)
       const result = await acquireLined(this.deps, request, until)
       if (result.acquired) this.hub.granted(request, request.owner)
       return result
