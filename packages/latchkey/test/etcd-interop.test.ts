@@ -110,7 +110,7 @@ describe('etcd layout: latchkey and `etcdctl lock` (Go concurrency.Mutex) on one
         await eventually(`latchkey waiter ${i} in line`, async () => (await line('counter')).length === 2 * i + 3)
         await eventually(`latchkey waiter ${i} told to wait`, () => log.refusedOwners(name) > refused)
       }
-      // Plain mutex waiters keep no place in line: they get in once the line is empty.
+      // Plain mutex waiters (one per backend here, so each the first of its process) join the line behind them.
       const refused = log.refusedOwners(name)
       const plain = [a, b].map((l) =>
         handled(l.mutex('counter').withLock(increment('mutex'), { ttlMs: 10_000, waitMs: 60_000 })),

@@ -2,6 +2,7 @@ import { fileURLToPath } from 'node:url'
 import { Etcd3 } from 'etcd3'
 import { afterAll, describe, expect, it } from 'vitest'
 import type { AcquireRequest, LockRef } from '../src/backend/types.js'
+import { type EtcdClient, openEtcdClient } from '../src/backends/etcd/etcd-client.js'
 import { GoMutexLayout } from '../src/backends/etcd/go-mutex-layout.js'
 import { etcdBackend, parseEtcdUrl } from '../src/backends/etcd/index.js'
 import { KeyLayout } from '../src/backends/etcd/keys.js'
@@ -112,6 +113,54 @@ describe('etcd backend specifics', () => {
       for (const sub of subs) sub.close()
       for (const owner of owners) await backend.leaveQueue({ key, kind: 'fair', owner })
       await backend.close()
+      await cleanup(namespace)
+    }
+  })
+
+  it('waiting mutex acquires of one process take turns, oldest first: only the first asks etcd, and a handoff costs no txn', async () => {
+    const namespace = `lk-mline-${process.pid}`
+    const inner = openEtcdClient({ hosts: [ETCD_URL], callTimeoutMs: 2_000 })
+    let txns = 0
+    const client: EtcdClient = {
+      ...inner,
+      kv: {
+        txn: (request) => {
+          txns++
+          return inner.kv.txn(request)
+        },
+        range: (request) => inner.kv.range(request),
+      },
+      watch: () => inner.watch(),
+      close: () => inner.close(),
+    }
+    const backend = etcdBackend({ client })
+    const locks = createLocks({ backend, namespace })
+    try {
+      const holder = await locks.mutex('m').acquire()
+      const before = txns
+      const order: number[] = []
+      const waiters = Array.from({ length: 5 }, (_, i) =>
+        locks
+          .mutex('m')
+          .acquire({ waitMs: 10_000 })
+          .then(async (lease) => {
+            order.push(i)
+            const token = lease.token
+            await lease.release()
+            return token
+          }),
+      )
+      await holder.release()
+      const tokens = await Promise.all(waiters)
+      expect(order).toEqual([0, 1, 2, 3, 4])
+      expect(tokens.every((t, i) => t > (i === 0 ? holder.token : (tokens[i - 1] as bigint)))).toBe(true)
+      // The holder's delete, then per waiter: the txn that put its key in line (or took the lock) and its release.
+      // Every waiter trying on every release was 16 or more.
+      expect(txns - before).toBeLessThanOrEqual(1 + 2 * 5)
+    } finally {
+      await locks.close()
+      await backend.close()
+      inner.close()
       await cleanup(namespace)
     }
   })

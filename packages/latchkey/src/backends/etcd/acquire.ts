@@ -138,7 +138,7 @@ const ADMISSIONS = new WeakMap<EtcdKeyLayout, Map<string, EtcdCompare[]>>()
 const MAX_ADMISSIONS = 1_000
 
 /** The compare that admits a mutex/fair/read/write try: no key in any folder of a blocking kind (never mutated). */
-function admission(d: AcquireDeps, req: AcquireRequest): EtcdCompare[] {
+export function admission(d: AcquireDeps, req: AcquireRequest): EtcdCompare[] {
   let memo = ADMISSIONS.get(d.layout)
   if (memo === undefined) {
     memo = new Map()
@@ -235,16 +235,7 @@ async function decide(
   line: readonly EtcdKeyValue[],
   until: number,
 ): Promise<AcquireResult | undefined> {
-  let mine = false
-  let before: EtcdKeyValue | undefined
-  for (const kv of line) {
-    const parsed = d.layout.parse(kv.key, req.key)
-    if (parsed === undefined || parsed.kind === 'semaphore') continue
-    const revision = BigInt(kv.create_revision)
-    if (revision === state.revision) mine = kv.key.toString() === state.key
-    else if (revision < state.revision && (before === undefined || revision > BigInt(before.create_revision)))
-      before = kv
-  }
+  const { mine, before } = placeIn(d, req, state, line)
   if (!mine) {
     d.owners.delete(req.owner)
     return undefined
@@ -255,6 +246,29 @@ async function decide(
   }
   d.hub.setPredecessor(req, req.owner, undefined)
   return promote(d, req, state, until)
+}
+
+/**
+ * Where `state`'s key stands in `line` (the keys of its lock name): whether it is still there, and the family key
+ * just older than it (none: it is first).
+ */
+export function placeIn(
+  d: AcquireDeps,
+  req: AcquireRequest,
+  state: KeyedOwner,
+  line: readonly EtcdKeyValue[],
+): { mine: boolean; before: EtcdKeyValue | undefined } {
+  let mine = false
+  let before: EtcdKeyValue | undefined
+  for (const kv of line) {
+    const parsed = d.layout.parse(kv.key, req.key)
+    if (parsed === undefined || parsed.kind === 'semaphore') continue
+    const revision = BigInt(kv.create_revision)
+    if (revision === state.revision) mine = kv.key.toString() === state.key
+    else if (revision < state.revision && (before === undefined || revision > BigInt(before.create_revision)))
+      before = kv
+  }
+  return { mine, before }
 }
 
 /** First in line: move the key onto a lease of the holder's TTL. The create revision (token) stays. */
@@ -275,7 +289,7 @@ async function promote(d: AcquireDeps, req: AcquireRequest, state: KeyedOwner, u
 }
 
 /** The range of every key of `req`'s lock name (all kinds; semaphore keys are skipped when read). */
-function lineRange(d: AcquireDeps, req: AcquireRequest): { key: Buffer; range_end: Buffer; keys_only: true } {
+export function lineRange(d: AcquireDeps, req: AcquireRequest): { key: Buffer; range_end: Buffer; keys_only: true } {
   const range = prefixRange(d.layout.lockPrefix(req.key))
   return { key: range.start, range_end: range.end, keys_only: true }
 }

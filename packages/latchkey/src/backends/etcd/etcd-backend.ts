@@ -17,6 +17,7 @@ import { type EtcdInspectDeps, inspectEtcd, listEtcd } from './etcd-inspect.js'
 import { GoMutexLayout } from './go-mutex-layout.js'
 import { type EtcdKeyLayout, KeyLayout, prefixRange } from './keys.js'
 import { Leases, ttlSeconds } from './leases.js'
+import { acquireLined, refreshNext } from './mutex-line.js'
 import { createdAt, type KeyedOwner, Owners } from './owners.js'
 import { acquireSlot } from './semaphore.js'
 import { WatchHub } from './watch-hub.js'
@@ -48,11 +49,13 @@ export interface EtcdHolderGuard {
   readonly compare: EtcdCompare
 }
 
+const NOT_YET: AcquireResult = { acquired: false }
+
 const CAPABILITIES = defineCapabilities({
   fencing: 'native',
   notifications: 'global',
   kinds: ALL_KINDS,
-  // Fair waiters and waiting writers keep a key in line; a waiting mutex only retries.
+  // Fair waiters, waiting writers and each process's first waiting mutex keep a key in line.
   waiters: 'queued',
   inspect: true,
   list: true,
@@ -92,7 +95,7 @@ export class EtcdBackend extends BackendBase {
     this.layout =
       options.layout === 'etcd' ? new GoMutexLayout(options.prefix) : new KeyLayout(options.prefix ?? 'latchkey')
     this.leases = new Leases(this.client, callTimeoutMs)
-    this.hub = new WatchHub(this.client, this.layout)
+    this.hub = new WatchHub(this.client, this.layout, (lockKey, owner) => refreshNext(this.deps, lockKey, owner))
     this.capabilities = this.layout.name === 'etcd' ? GO_LAYOUT_CAPABILITIES : CAPABILITIES
     this.deps = { client: this.client, layout: this.layout, leases: this.leases, owners: this.owners, hub: this.hub }
   }
@@ -105,9 +108,16 @@ export class EtcdBackend extends BackendBase {
     const done = this.hub.tryStarted(request)
     try {
       if (request.kind === 'semaphore') return await acquireSlot(this.deps, request, until)
-      return request.queue
-        ? await acquireQueued(this.deps, request, until)
-        : await acquireNow(this.deps, request, until)
+      if (request.queue) return await acquireQueued(this.deps, request, until)
+      const turn = request.kind === 'mutex' ? this.hub.turnOf(request, request.owner) : 'none'
+      // A waiting mutex behind another of this process waits its turn without asking etcd (see watch-hub.ts).
+      if (turn === 'behind') return NOT_YET
+      // A place in line outlives the watch that knew its turn (etcd cancelled it): it is checked by a read.
+      const placed = this.owners.get(request.owner, request.key, request.kind)?.role === 'waiter'
+      if (turn === 'none' && !placed) return await acquireNow(this.deps, request, until)
+      const result = await acquireLined(this.deps, request, until)
+      if (result.acquired) this.hub.granted(request, request.owner)
+      return result
     } catch (error) {
       throw unavailable(error, `acquiring "${request.key}" (${request.kind})`, this.server)
     } finally {
@@ -152,6 +162,7 @@ export class EtcdBackend extends BackendBase {
   override async leaveQueue(request: HolderRef): Promise<void> {
     const state = this.owners.get(request.owner, request.key, request.kind)
     this.hub.setPredecessor(request, request.owner, undefined)
+    this.hub.unfollow(request, request.owner)
     if (state === undefined || state.role === 'holder') return
     this.owners.delete(request.owner)
     // Revoking the queue lease deletes the waiter's key; if etcd is unreachable the lease runs out by itself.

@@ -72,6 +72,11 @@ export interface EtcdWatcher {
   on(event: 'delete', listener: (kv: EtcdKeyValue) => void): unknown
   on(event: 'error', listener: (error: Error) => void): unknown
   cancel(): Promise<void>
+  /**
+   * The revision up to which the watch has delivered every event, where the client tracks it without gaps
+   * (latchkey's own transport resumes a broken watch from the revision after it); undefined elsewhere (etcd3).
+   */
+  readonly revision?: string | undefined
 }
 
 /** The etcd3 `Etcd3` members used here. */

@@ -2,7 +2,8 @@
  * The etcd backend's operator reads. One range per lock kind folder (the mutex/read-write family, the semaphore);
  * a key's value is its owner id, its create revision the token. In the family, keys are in line by create
  * revision: an exclusive key holds when it is first, a reader when no exclusive key is before it; the others are
- * queued fair waiters and waiting writers (a plain waiting mutex writes no key). Every semaphore slot is held.
+ * queued fair waiters, waiting writers and the first waiting mutex of each process (the others wait in their
+ * process). Every semaphore slot is held.
  * The expiry is the remaining TTL of the key's lease (`LeaseTimeToLive`, whole seconds).
  */
 import {

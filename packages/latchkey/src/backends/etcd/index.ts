@@ -17,16 +17,21 @@
  * - **Who keeps a key while waiting.** Only a waiting fair/write request (`request.queue`, which the core ends
  *   with `leaveQueue`) keeps its key between tries: that key is its place in line, on a lease of
  *   ceil(queueTtlMs / 1000) s refreshed by its tries, so the place of a crashed waiter runs out by itself.
- *   Mutex, read and semaphore waiters keep no key: their tries write nothing unless they win (a range compare in
- *   the txn), and they are not FIFO - the same as the memory backend. The core's `leaveQueue` when they give up
- *   only revokes the lease a miss kept for the owner's next try.
+ *   Waiting mutex acquires take turns in their process, oldest first, and only the first of a name asks etcd
+ *   (`watch-hub.ts`): it keeps a key in line as a fair waiter does, but on the lease it will hold with (TTL of
+ *   `ttlMs`), so its grant needs no write; the watch follows the keys before it and wakes it when the last one
+ *   goes (`mutex-line.ts`). So a release costs one try per process with waiters, not one per waiter, and a
+ *   crashed process's waiting key lasts up to its TTL, as a crashed holder's lock does. Read and semaphore
+ *   waiters keep no key: their tries write nothing unless they win (a range compare in the txn), and they are not
+ *   FIFO - the same as the memory backend. The core's `leaveQueue` when a waiter gives up revokes its lease (and
+ *   with it its key, if any).
  * - **Grant rules.** mutex/fair/write: no key at all under the name (holders and queued waiters); read: no
  *   mutex/fair/write key (so a waiting writer blocks new readers); semaphore: a free permit slot
  *   (`.../semaphore/<0..permits-1>`, one compare per slot, so acquirers of different permits never conflict); a queued
- *   waiter: no family key older than its own. Difference from the embedded backends: a queued fair/write waiter
- *   also blocks plain mutex/read tries (it is the next holder, Go-style), which only makes them stricter.
+ *   waiter: no family key older than its own. Difference from the embedded backends: a queued fair/write/mutex
+ *   waiter also blocks plain mutex/read tries (it is the next holder, Go-style), which only makes them stricter.
  * - **Notifications.** One delete-only watch per lock name and process; readers wake on exclusive deletes, queued
- *   waiters on their predecessor's delete. Lock-delay is not implemented (`lockDelay: false`).
+ *   waiters on their predecessor's delete (a waiting mutex, on the delete of the last key before it). Lock-delay is not implemented (`lockDelay: false`).
  * - **`layout: 'etcd'`: Go's keys.** The same algorithm on the keys of Go's `concurrency.Mutex` (`etcdctl lock
  *   <name>`): `<name>/<lease hex>` for mutex, fair and write, `<name>/read/<lease hex>` for readers,
  *   `<name>/semaphore/<permits>.<n>` for permits, the lock key verbatim as Go's name. Go waits for every key
@@ -34,7 +39,7 @@
  *   `read/` and `semaphore/` for an exclusive holder or waiter, so Go's holders and waiters block the mutex, fair
  *   and read-write kinds. Go writes empty values, latchkey its owner id: a permit waits only for the empty ones
  *   (Go's), since a semaphore lives apart from latchkey's mutex of its name. A waiting fair mutex or writer is in
- *   Go's line; a waiting plain mutex is not (it keeps no key, as in the default layout). Details and the per-kind
+ *   Go's line, and so is the first waiting plain mutex of each process. Details and the per-kind
  *   table: `go-mutex-layout.ts`, README "Where a lock lives".
  */
 import { shownUrl } from '../../backend/url-parts.js'

@@ -4,11 +4,17 @@
  * can unblock: readers wake on exclusive deletes; a queued fair/write waiter wakes only when the key just before
  * it goes (Go's `waitDeletes` on the predecessor), unless one of this process's tries is in flight for the name
  * and might not have recorded its predecessor yet.
+ *
+ * Waiting mutex acquires of one name also take turns here, oldest first: only the first (the head) has tries that
+ * reach etcd, where it keeps a place in line like a fair waiter (`mutex-line.ts`); the others wait without a
+ * request until the head is granted or gives up, and the next is woken. A release then costs one try per process
+ * with waiters, not one per waiter, and the waiters of a process get in in the order they came.
  */
 import { LocalNotifier } from '../../backend/local-notifier.js'
 import type { LockKind, LockRef, ReleaseSubscription } from '../../backend/types.js'
 import { monotonicNow } from '../../core/clock.js'
 import type { EtcdClient, EtcdKeyValue, EtcdWatcher } from './etcd-client.js'
+import { FollowedPlaces, type PlaceState } from './followed-places.js'
 import { type EtcdKeyLayout, isExclusiveKind, prefixRange } from './keys.js'
 
 const KINDS: readonly LockKind[] = ['mutex', 'fair', 'read', 'write', 'semaphore']
@@ -32,8 +38,12 @@ interface SharedWatch {
   readonly predecessors: Map<string, string>
   /** Owners whose subscription is their own (fair/write subscriptions opened with the request's owner). */
   readonly subscribedOwners: Set<string>
-  /** Notifier keys of this process's mutex subscriptions, in wake-up rotation. */
+  /** Notifier keys of this process's mutex subscriptions without an owner, in wake-up rotation. */
   readonly mutexRing: string[]
+  /** Owners of this process's waiting mutex acquires, oldest first: only the first has tries that reach etcd. */
+  readonly mutexLine: string[]
+  /** Places in etcd's line whose turn this watch tells (see followed-places.ts). */
+  readonly places: FollowedPlaces
   /** Deletes seen under the name since the watch started (a try compares it with the count at its last miss). */
   deletes: number
   /** Monotonic ms of the last try of this process that found the name taken. */
@@ -50,9 +60,14 @@ export class WatchHub {
   private readonly cancelling = new Set<Promise<unknown>>()
   private nextId = 0
 
+  /**
+   * `nextInLine(lockKey, owner)` runs when a followed place has one key left before it (see mutex-line.ts: its
+   * lease is refreshed then, so that its grant needs no keepalive).
+   */
   constructor(
     private readonly client: EtcdClient,
     private readonly layout: EtcdKeyLayout,
+    private readonly nextInLine: (lockKey: string, owner: string) => void = () => undefined,
   ) {}
 
   /**
@@ -66,9 +81,14 @@ export class WatchHub {
     watch.subscriptions++
     clearTimeout(watch.linger)
     watch.linger = undefined
-    const owner = (ref.kind === 'fair' || ref.kind === 'write') && typeof ref.owner === 'string' ? ref.owner : undefined
-    if (owner !== undefined) watch.subscribedOwners.add(owner)
-    const ringKey = ref.kind === 'mutex' ? `${prefix}\u0000mutex\u0000${++this.nextId}` : undefined
+    const owner =
+      (ref.kind === 'fair' || ref.kind === 'write' || ref.kind === 'mutex') && typeof ref.owner === 'string'
+        ? ref.owner
+        : undefined
+    if (owner !== undefined && ref.kind === 'mutex') watch.mutexLine.push(owner)
+    else if (owner !== undefined) watch.subscribedOwners.add(owner)
+    const ringKey =
+      ref.kind === 'mutex' && owner === undefined ? `${prefix}\u0000mutex\u0000${++this.nextId}` : undefined
     if (ringKey !== undefined) watch.mutexRing.push(ringKey)
     const inner = this.notifier.subscribe(
       ringKey ?? (owner === undefined ? `${prefix}\u0000${ref.kind}` : ownerKey(prefix, owner)),
@@ -80,7 +100,8 @@ export class WatchHub {
         if (closed) return
         closed = true
         inner.close()
-        if (owner !== undefined) watch.subscribedOwners.delete(owner)
+        if (owner !== undefined && ref.kind === 'mutex') this.leaveLine(prefix, watch, owner)
+        else if (owner !== undefined) watch.subscribedOwners.delete(owner)
         if (ringKey !== undefined) watch.mutexRing.splice(watch.mutexRing.indexOf(ringKey), 1)
         if (--watch.subscriptions === 0) {
           watch.linger = setTimeout(() => this.stop(prefix, watch), LINGER_MS)
@@ -88,6 +109,52 @@ export class WatchHub {
         }
       },
     }
+  }
+
+  /**
+   * Where a waiting mutex acquire of `owner` stands among this process's waiters of the name: `head` (its tries
+   * go to etcd), `behind` (another local waiter is ahead: it waits, without a request), or `none` (not waiting:
+   * a plain try).
+   */
+  turnOf(ref: LockRef, owner: string): 'head' | 'behind' | 'none' {
+    const at = this.watches.get(this.layout.lockPrefix(ref.key))?.mutexLine.indexOf(owner) ?? -1
+    return at < 0 ? 'none' : at === 0 ? 'head' : 'behind'
+  }
+
+  /**
+   * Follows the place `key` that `owner` took at `revision`, with `ahead` the keys before it then: no key can join
+   * ahead of it later (create revisions only grow), so once the watch has seen each of them deleted, the place is
+   * first, and {@link placeOf} says so without a read. Only where the watch is known to have delivered every delete
+   * since `revision`; false (not followed) otherwise.
+   */
+  follow(ref: LockRef, owner: string, key: string, revision: bigint, ahead: readonly string[]): boolean {
+    const watch = this.watches.get(this.layout.lockPrefix(ref.key))
+    return watch?.places.follow(owner, key, revision, ahead) ?? false
+  }
+
+  /**
+   * Where a followed place stands: `first` (every key before it was deleted), `behind`, `gone` (deleted itself:
+   * its lease ran out, or a force release), or undefined when not followed (the caller reads the line).
+   */
+  /** How many keys are still before `owner`'s followed place (undefined when not followed). */
+  aheadOf(ref: LockRef, owner: string): number | undefined {
+    return this.watches.get(this.layout.lockPrefix(ref.key))?.places.aheadOf(owner)
+  }
+
+  placeOf(ref: LockRef, owner: string): PlaceState | undefined {
+    return this.watches.get(this.layout.lockPrefix(ref.key))?.places.stateOf(owner)
+  }
+
+  /** Stops following `owner`'s place. */
+  unfollow(ref: LockRef, owner: string): void {
+    this.watches.get(this.layout.lockPrefix(ref.key))?.places.forget(owner)
+  }
+
+  /** The head `owner` was granted: the next local waiter of the name becomes head and is woken to join etcd's line. */
+  granted(ref: LockRef, owner: string): void {
+    const prefix = this.layout.lockPrefix(ref.key)
+    const watch = this.watches.get(prefix)
+    if (watch !== undefined) this.leaveLine(prefix, watch, owner)
   }
 
   /** Marks a try of `ref` in flight until the returned function is called. */
@@ -152,11 +219,17 @@ export class WatchHub {
       predecessors: new Map(),
       subscribedOwners: new Set(),
       mutexRing: [],
+      mutexLine: [],
+      places: new FollowedPlaces(),
       deletes: 0,
       lastMissAt: Number.NEGATIVE_INFINITY,
     }
     // (Re)connected: a release may have happened before the watch was in place. Wake everyone once.
-    watcher.on('connected', () => this.wakeAll(prefix, watch))
+    watcher.on('connected', () => {
+      // The first creation: deletes after this revision all come (a broken stream resumes after the last seen).
+      if (watcher.revision !== undefined) watch.places.watchFrom(BigInt(watcher.revision))
+      this.wakeAll(prefix, watch)
+    })
     watcher.on('delete', (kv: EtcdKeyValue) => this.onDelete(prefix, watch, kv))
     watcher.on('error', () => {
       // etcd cancelled the watch (e.g. compaction): waiters fall back to timed retries; a new one starts later.
@@ -168,6 +241,8 @@ export class WatchHub {
   }
 
   private onDelete(prefix: string, watch: SharedWatch, kv: EtcdKeyValue): void {
+    const { turned, next: nextUp } = watch.places.deleted(kv)
+    for (const owner of nextUp) this.nextInLine(watch.lockKey, owner)
     if (watch.subscriptions === 0) {
       // A lingering watch (nobody waits): the usual case of an uncontended lock seeing its own releases.
       watch.deletes++
@@ -199,15 +274,34 @@ export class WatchHub {
       wake('fair')
       wake('write')
     }
-    for (const owner of watch.subscribedOwners) {
+    // The mutex waiters behind the local head wait for their turn here, not for etcd.
+    const head = watch.mutexLine[0]
+    for (const owner of head === undefined ? watch.subscribedOwners : [...watch.subscribedOwners, head]) {
+      if (watch.places.has(owner)) {
+        if (turned.has(owner)) this.notifier.notify(ownerKey(prefix, owner))
+        continue
+      }
       const before = watch.predecessors.get(owner)
       if (unsure || before === undefined || before === key) this.notifier.notify(ownerKey(prefix, owner))
     }
   }
 
+  /** Takes `owner` out of the local mutex line; when it was the head, the next one is woken for its first try. */
+  private leaveLine(prefix: string, watch: SharedWatch, owner: string): void {
+    const at = watch.mutexLine.indexOf(owner)
+    if (at < 0) return
+    watch.mutexLine.splice(at, 1)
+    watch.predecessors.delete(owner)
+    watch.places.forget(owner)
+    const next = watch.mutexLine[0]
+    if (at === 0 && next !== undefined) this.notifier.notify(ownerKey(prefix, next))
+  }
+
   private wakeAll(prefix: string, watch: SharedWatch): void {
     for (const kind of KINDS) this.notifier.notify(`${prefix}\u0000${kind}`)
     for (const owner of watch.subscribedOwners) this.notifier.notify(ownerKey(prefix, owner))
+    const head = watch.mutexLine[0]
+    if (head !== undefined) this.notifier.notify(ownerKey(prefix, head))
     for (const key of watch.mutexRing) this.notifier.notify(key)
   }
 
