@@ -156,6 +156,7 @@ if (values['report-only'] === true) {
   }
 }
 const started = Date.now()
+let skipped = 0
 console.log(`lab: ${selected.length} runs, ${durationMs / 1000} s each, TTL ${ttlMs} ms`)
 try {
   for (const p of selected) {
@@ -167,6 +168,7 @@ try {
     } catch (error) {
       console.log(`${p.run}: skipped, backend not reachable (${String(error).split('\n')[0]})`)
       problems.push(`${p.run}: backend not reachable`)
+      skipped += 1
       continue
     }
     try {
@@ -216,7 +218,7 @@ if (selected.length > 0) {
   mkdirSync(runDir(''), { recursive: true })
   appendFileSync(
     log,
-    `- \`npm run lab${args === '' ? '' : ` -- ${args}`}\`: ${selected.length} runs in ${seconds} s (TTL ${ttlMs} ms, ${durationMs / 1000} s per run)\n`,
+    `- \`npm run lab${args === '' ? '' : ` -- ${args}`}\`: ${selected.length - skipped} runs${skipped === 0 ? '' : ` (${skipped} more skipped, backend not reachable)`} in ${seconds} s (TTL ${ttlMs} ms, ${durationMs / 1000} s per run)\n`,
   )
 }
 const note = `Invocations that produced these runs (pauses 1.5-3x the TTL, 5 clients, 1 seed unless said):\n\n${existsSync(log) ? readFileSync(log, 'utf8') : ''}`

@@ -8,10 +8,6 @@ export const NOT_RUN: { cells: string; why: string }[] = [
     why: "does not apply: RedLock's locks are keys with a TTL on independent nodes, which a dropped connection does not free (the Redis column's T8 cell shows a CLIENT KILL changes nothing before the TTL runs out); SQLite has no server to end a session.",
   },
   {
-    cells: 'T9 on RedLock (clients seeing different majorities)',
-    why: 'not built: the RedLock nodes are independent servers with no links between them to cut; a client cut off from some nodes is T7 (its proxies to all five nodes stall). T9 is measured on the ZooKeeper ensemble and the etcd cluster, in network namespaces (lab/netns.sh).',
-  },
-  {
     cells: 'T12 on the ZooKeeper/etcd ensembles and T10/T12 on SQLite',
     why: 'T12 on the ensembles is the S9 row of their columns (a durable member killed and restarted); SQLite has no server to freeze or kill (a holder killed -9 is K9).',
   },
@@ -32,8 +28,9 @@ export const NOT_RUN: { cells: string; why: string }[] = [
     why: 'not testable on one machine: Go programs bypass LD_PRELOAD, and changing the host clock would affect every process.',
   },
   {
-    cells: "T17(b) (the client's monotonic clock slowed)",
-    why: "not run: libfaketime slows every clock of the process, including the monotonic clock the lab's histories share as their time axis, so the checker's order of events across processes (token monotonicity, loss-signal lag) would be wrong for that client. It needs the client to log on a clock libfaketime does not touch.",
+    cells:
+      "T17b (the holder's monotonic clock slowed) on SQLite, MariaDB GET_LOCK, the three-member clusters and the AOF variants",
+    why: "a slowed clock alone changes nothing while the watchdog renews (every TTL/3 on the holder's clock, 2/3 of the TTL in real time), so T17b stops the holder's renewals by cutting it off from the lock service, and SQLite is an embedded file with no network to cut. MariaDB GET_LOCK is a lock the server holds for the session, like PostgreSQL advisory, which is measured; the clusters and the AOF variants differ from the single servers only in the server, and T17b is a client fault.",
   },
   {
     cells: 'T17 (client wall clock stepped) on SQLite, and on the three-member clusters and AOF variants',

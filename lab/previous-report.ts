@@ -16,6 +16,8 @@ export interface PreviousReport {
   naive: string | undefined
   /** The invocation lines that produced the earlier runs. */
   invocations: string[]
+  /** The paragraph on the runner-stamped histories of T17b (see report.ts's `stampNote`). */
+  stamps: string | undefined
 }
 
 const splitRow = (line: string): string[] =>
@@ -32,6 +34,7 @@ export function readPreviousReport(text: string | undefined): PreviousReport {
     runs: new Map(),
     naive: undefined,
     invocations: [],
+    stamps: undefined,
   }
   if (text === undefined) return previous
   const lines = text.split('\n')
@@ -61,5 +64,6 @@ export function readPreviousReport(text: string | undefined): PreviousReport {
   const end = text.indexOf('\n## Runs')
   if (naive >= 0 && end > naive) previous.naive = text.slice(naive + '## The naive algorithms\n'.length, end).trim()
   previous.invocations = lines.filter((l) => l.startsWith('- `npm run lab'))
+  previous.stamps = lines.find((l) => l.startsWith('T17b stamps:'))
   return previous
 }

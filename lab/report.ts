@@ -195,6 +195,7 @@ export function writeResults(resultsDir: string, path: string, note: string, smo
   else if (!smoke)
     cdf =
       '![loss-detection lag CDF per backend](figures/loss-lag-cdf.svg) (of the runs the carried-over cells come from; the cells measured since are not in it)'
+  const stamps = stampNote(summaries) ?? previous.stamps
   const fresh = new Set(summaries.map((s) => s.run))
   const naiveCarried = previous.naive !== undefined && !summaries.some((s) => s.strategy !== 'latchkey')
   // An earlier run's row stays while its cell (or, for a naive run, the verdicts) is carried over.
@@ -242,6 +243,7 @@ export function writeResults(resultsDir: string, path: string, note: string, smo
     '',
     table,
     '',
+    ...(stamps === undefined ? [] : [stamps, '']),
     cdf,
     '',
     '## Cells of the plan not measured here',
@@ -263,6 +265,20 @@ export function writeResults(resultsDir: string, path: string, note: string, smo
   ].join('\n')
   writeFileSync(path, text)
   return table
+}
+
+/**
+ * The bound on T17b's timestamps: a slowed client's events are stamped by the runner when they arrive, late by the
+ * IPC channel's one-way delay, which the runner's pings sample (their round trip includes that delay once each way).
+ */
+function stampNote(summaries: RunSummary[]): string | undefined {
+  const runs = summaries.filter((s) => s.stampRttMs !== undefined && s.stampRttMs.n > 0)
+  if (runs.length === 0) return undefined
+  const p99 = Math.max(...runs.map((s) => s.stampRttMs!.p99))
+  const max = Math.max(...runs.map((s) => s.stampRttMs!.max))
+  const p50 = median(runs.map((s) => s.stampRttMs!.p50))
+  const n = sum(runs, (s) => s.stampRttMs!.n)
+  return `T17b stamps: a slowed client's clocks cannot place its events on the shared time axis, so it sends them to the runner, which stamps them with the real monotonic clock on receipt, late by the channel's one-way delay. The runner's pings to those clients every 100 ms (${n} over ${runs.length} runs) came back within p50 ${p50} ms, p99 at most ${p99} ms, ${max} ms in the worst sample (a round trip includes the one-way delay once). Only those clients' own events carry that error (their \`lost\`, which decides \`unwarned\`); overlaps and stale writes are the referee's own stamps.`
 }
 
 const RUNS_HEADER = [

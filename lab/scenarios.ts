@@ -109,6 +109,28 @@ export const SCENARIOS: ScenarioDef[] = [
     needs: 'partition',
   },
   {
+    id: 'T9c',
+    title:
+      "RedLock clients seeing different majorities: odd-numbered clients reach nodes 1-3 only, even-numbered nodes 3-5 only (their other links silent), 2-5x the TTL from a client's entry, then healed",
+    fault: (ttl) => ({ kind: 'majority-split', at: 'enter', everyMs: 2 * ttl, durationMs: [2 * ttl, 5 * ttl] }),
+    needs: 'network',
+    backends: ['redlock'],
+  },
+  {
+    id: 'T9d',
+    title:
+      'T9c with a moving cut: half-way through, the sides swap while the struck holder is still inside (its side now reaches the other majority, of which it holds one node)',
+    fault: (ttl) => ({
+      kind: 'majority-split',
+      at: 'enter',
+      everyMs: 2 * ttl,
+      durationMs: [2 * ttl, 5 * ttl],
+      moves: true,
+    }),
+    needs: 'network',
+    backends: ['redlock'],
+  },
+  {
     id: 'T10',
     title: 'lock server frozen (SIGSTOP) 1.5-3x the TTL as a client enters (RedLock: 3 of 5 nodes)',
     fault: (ttl) => ({ ...pause('enter', ttl), kind: 'server-pause' }),
@@ -217,6 +239,24 @@ export const SCENARIOS: ScenarioDef[] = [
       'postgres-advisory',
       'mariadb-get_lock',
     ],
+  },
+  {
+    id: 'T17b',
+    title:
+      "the holder's clocks, monotonic included, running at half speed (libfaketime x0.5 on the odd-numbered clients; the runner stamps their events on the real clock); a slowed holder cut off from the lock service 3-4x the TTL as it enters, working on for 0.7x the TTL by its own clock (1.4x in real time)",
+    // The lease's local deadline (TTL less 1 % on the holder's clock) falls well after the server let the lock go
+    // (1x the TTL in real time): the holder's check before writing, at 1.4x, still passes. The waiters on real
+    // clocks retry when the server says the lock expires, and take it over.
+    fault: (ttl) => ({
+      kind: 'partition',
+      at: 'enter',
+      everyMs: 2 * ttl,
+      durationMs: [3 * ttl, 4 * ttl],
+      workMs: Math.round(0.7 * ttl),
+      clientClockRate: 0.5,
+    }),
+    needs: 'network',
+    backends: ['redis', 'redlock', 'zookeeper', 'etcd', 'postgres-table', 'mariadb-table', 'postgres-advisory'],
   },
   {
     id: 'T19',

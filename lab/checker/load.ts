@@ -2,11 +2,12 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { HistoryEvent } from '../lib/history.js'
 import type { Scenario } from '../runner/run-scenario.js'
+import type { StampRtt } from './summarize.js'
 
 /** A run as the checker reads it back: every history merged on the shared monotonic time axis. */
 export interface LoadedRun {
   dir: string
-  meta: Scenario & { startedAt: number; endedAt: number; finalValue: number; spawned: number }
+  meta: Scenario & { startedAt: number; endedAt: number; finalValue: number; spawned: number; stampRttMs?: StampRtt }
   /** Every event of every history, sorted by time. */
   events: HistoryEvent[]
 }

@@ -7,6 +7,14 @@ import { type LoadedRun, loadRun } from './load.js'
 import { findOverlaps, findStaleWrites, findTokenRegressions, type OverlapWitness, type StaleWrite } from './safety.js'
 import { timelineSvg } from './timeline.js'
 
+/** Round trips of the runner's pings to the clients whose events it stamps on receipt (ms). */
+export interface StampRtt {
+  p50: number
+  p99: number
+  max: number
+  n: number
+}
+
 /** Everything the checker concludes about one run (also written to the run's `summary.json`). */
 export interface RunSummary {
   run: string
@@ -41,6 +49,8 @@ export interface RunSummary {
   acquisitions: number
   /** Wake-ups per release (the herd strategy logs its wake-ups). */
   wakesPerRelease: number | undefined
+  /** Runs whose slowed clients' events the runner stamped (T17b): its ping round trips to them (ms). */
+  stampRttMs?: StampRtt
   /** The first witnesses, with the events around them, for reports. */
   firstOverlap: OverlapWitness | undefined
   firstStaleAccepted: StaleWrite | undefined
@@ -60,6 +70,7 @@ const FAULT_EVENTS = new Set([
   'clock-jump',
   'clock-drift',
   'failover',
+  'majority-split',
 ])
 
 const count = (events: HistoryEvent[], f: string, type: string): number =>
@@ -115,6 +126,7 @@ export function summarize(loaded: LoadedRun): RunSummary {
     unavailableP50Ms: Math.round(percentile(windows, 50)),
     acquisitions: count(clients, 'acquire', 'ok'),
     wakesPerRelease: wakes === 0 ? undefined : Math.round((wakes / Math.max(1, releases)) * 10) / 10,
+    ...(meta.stampRttMs === undefined ? {} : { stampRttMs: meta.stampRttMs }),
     firstOverlap,
     firstStaleAccepted,
     excerpt,
@@ -142,5 +154,11 @@ export function formatSummary(s: RunSummary): string {
     `  acked writes ${s.ackedWrites}, final value ${s.finalValue}, lost updates ${s.lostUpdates}; tokens checked ${s.tokensChecked}, regressions ${s.tokenRegressions}`,
     `  losses signalled ${s.losses} (lag after successor p50 ${s.lossLagP50Ms} ms, max ${s.lossLagMaxMs} ms); unavailable p50 ${s.unavailableP50Ms} ms, max ${s.unavailableMaxMs} ms${s.wakesPerRelease === undefined ? '' : `; wake-ups per release ${s.wakesPerRelease}`}`,
   ]
+  const rtt = s.stampRttMs
+  if (rtt !== undefined) {
+    lines.push(
+      `  slowed clients' events stamped by the runner: ping round trip p50 ${rtt.p50} ms, p99 ${rtt.p99} ms, max ${rtt.max} ms (${rtt.n} pings)`,
+    )
+  }
   return lines.join('\n')
 }

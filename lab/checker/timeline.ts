@@ -28,7 +28,10 @@ export function timelineSvg(events: HistoryEvent[], startedAt: number, endedAt: 
   for (const e of events) {
     const who = subject(e)
     if (!clients.includes(who)) continue
-    if (e.proc === 'nemesis' && (e.f === 'pause' || e.f === 'partition' || e.f === 'stall-reply'))
+    if (
+      e.proc === 'nemesis' &&
+      (e.f === 'pause' || e.f === 'partition' || e.f === 'stall-reply' || e.f === 'majority-split')
+    )
       pausedAt.set(who, e.t)
     else if (e.proc === 'nemesis' && e.f === 'resume') band(who, pausedAt.get(who) ?? e.t, e.t, '#ccc')
     else if (e.proc === 'nemesis' && e.f === 'heal') band(who, pausedAt.get(who) ?? e.t, e.t, '#fc8')

@@ -4,7 +4,7 @@
  */
 import { nowMs, sleep } from '../lib/clock.js'
 import { HistoryWriter } from '../lib/history.js'
-import type { ClientConfig, ClientRequest, RunnerReply, StopMessage } from '../lib/protocol.js'
+import type { ClientConfig, ClientRequest, Ping, Pong, RunnerReply, StopMessage } from '../lib/protocol.js'
 import { seededRng } from '../lib/rng.js'
 import { STRATEGIES } from './strategies.js'
 import type { Held } from './strategy.js'
@@ -18,9 +18,10 @@ const pending = new Map<number, (reply: RunnerReply) => void>()
 let nextId = 1
 let stopping = false
 
-process.on('message', (message: RunnerReply | StopMessage) => {
-  if ('kind' in message) stopping = true
-  else pending.get(message.id)?.(message)
+process.on('message', (message: RunnerReply | StopMessage | Ping) => {
+  if (!('kind' in message)) pending.get(message.id)?.(message)
+  else if (message.kind === 'ping') process.send?.({ kind: 'pong', id: message.id } satisfies Pong)
+  else stopping = true
 })
 
 function request(body: Body): Promise<RunnerReply> {

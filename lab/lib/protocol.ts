@@ -24,6 +24,18 @@ export interface StopMessage {
   kind: 'stop'
 }
 
+/** Runner -> client, answered at once with a {@link Pong}: measures the IPC channel's delay (T17b's stamps). */
+export interface Ping {
+  kind: 'ping'
+  id: number
+}
+
+/** Client -> runner: the answer to a {@link Ping}. */
+export interface Pong {
+  kind: 'pong'
+  id: number
+}
+
 /** What a client process is told to do (its argv[2], JSON). */
 export interface ClientConfig {
   proc: string

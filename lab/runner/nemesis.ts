@@ -29,7 +29,11 @@ import type { CutWhich } from './netns-clusters.js'
  *   (its monotonic clock does not move);
  * - `server-drift`: the lock server's wall clock runs `rate` times as fast as real time for the whole run (set when
  *   the server starts; logged as one fault at the start);
- * - `failover`: the Redis primary is killed -9 as a client enters and its replica promoted.
+ * - `failover`: the Redis primary is killed -9 as a client enters and its replica promoted;
+ * - `majority-split`: RedLock clients see different majorities: through each client's own proxies, odd-numbered
+ *   clients reach nodes 1-3 only and even-numbered ones nodes 3-5 only (the rest of their links hold all traffic
+ *   both ways, as in `partition`), from a client's entry for the drawn duration, then healed; with `moves`, the two
+ *   sides swap half-way, while the struck holder is still inside (its side now reaches the other majority).
  * `at` is where a client fault strikes: `enter` (a client that just entered the critical section, T2), `write`
  * (its write request), or a named pause point of the client (`in-cs`: after the validity check, before the write,
  * T3; `acquire`: just before it asks for the lock; `after-setnx`; `after-get`).
@@ -51,6 +55,7 @@ export interface FaultSpec {
     | 'client-clock-jump'
     | 'server-drift'
     | 'failover'
+    | 'majority-split'
   at: string
   /** Mean time between faults. */
   everyMs: number
@@ -62,6 +67,21 @@ export interface FaultSpec {
   rate?: number
   /** A clock jump: how long after the strike the clock steps (the holder works on meanwhile). */
   delayMs?: number
+  /** `majority-split`: the sides swap half-way through the fault. */
+  moves?: boolean
+  /**
+   * The odd-numbered clients' clocks, monotonic included, run this many times as fast as real time (libfaketime)
+   * for the whole run, and the fault strikes only them; their histories are then stamped by the runner (T17b). The
+   * others keep real clocks, so the waiters that take over from a slowed holder retry on time.
+   */
+  clientClockRate?: number
+  /** How long a holder struck at `enter` keeps working, on its own clock (default: the fault's duration). */
+  workMs?: number
+}
+
+/** Whether client `proc` runs on a slowed clock in this fault (see {@link FaultSpec.clientClockRate}). */
+export function slowedClient(spec: FaultSpec, proc: string): boolean {
+  return spec.clientClockRate !== undefined && Number(proc.slice(1)) % 2 === 1
 }
 
 /** Faults whose duration is time the fault lasts (the next one is scheduled after it ends). */
@@ -75,6 +95,7 @@ const LASTING = new Set<FaultSpec['kind']>([
   'cluster-partition',
   'stall-reply',
   'delay-write',
+  'majority-split',
 ])
 
 /** One planned fault, drawn from the seed. */
@@ -120,7 +141,12 @@ export interface NemesisHooks {
   jumpClientClock?: (proc: string, ms: number) => void
   /** Kills the Redis primary and promotes its replica. */
   failover?: () => Promise<void>
+  /** Cuts every client off from the nodes outside its side's majority (`split`, `moved`: sides swapped), or heals. */
+  splitMajorities?: (phase: MajorityPhase) => void
 }
+
+/** The phases of a `majority-split`: odd clients on nodes 1-3 and even on 3-5, the sides swapped, healed. */
+export type MajorityPhase = 'split' | 'moved' | 'heal'
 
 /** Carries out a plan against the client processes; strikes are logged to the nemesis history. */
 export class Nemesis {
@@ -153,6 +179,7 @@ export class Nemesis {
    */
   async strikeEligible(where: string, proc: string, child: ChildProcess): Promise<PlannedFault | undefined> {
     if (this.armed === undefined || where !== this.spec.at) return undefined
+    if (this.spec.clientClockRate !== undefined && !slowedClient(this.spec, proc)) return undefined
     if (this.spec.member === 'holder-follower' && this.hooks.onFollower !== undefined) {
       if (!(await this.hooks.onFollower(child.pid ?? 0).catch(() => false))) return undefined
     }
@@ -221,6 +248,22 @@ export class Nemesis {
         if (this.hooks.failover === undefined) throw new TypeError('lab: failover needs a replicated Redis')
         await this.hooks.failover()
         this.log.log('info', 'failover-done')
+      } else if (kind === 'majority-split') {
+        const split = this.hooks.splitMajorities
+        if (split === undefined) throw new TypeError('lab: majority-split needs per-client proxies')
+        if (this.spec.moves === true) {
+          await sleep(fault.durationMs / 2)
+          split('moved')
+          this.log.log('info', 'majority-moved', {
+            client: struck.proc,
+            error: 'odd clients on nodes 3-5, even on 1-3',
+          })
+          await sleep(fault.durationMs / 2)
+        } else {
+          await sleep(fault.durationMs)
+        }
+        split('heal')
+        this.log.log('info', 'heal', { client: struck.proc })
       }
     }
   }
@@ -263,6 +306,13 @@ export class Nemesis {
       this.log.log('info', 'clock-jump', { client: proc, value: fault.durationMs, error: 'client wall clock' })
     } else if (kind === 'failover') {
       this.log.log('info', 'failover', { client: proc })
+    } else if (kind === 'majority-split') {
+      this.hooks.splitMajorities?.('split')
+      this.log.log('info', 'majority-split', {
+        client: proc,
+        value: fault.durationMs,
+        error: 'odd clients on nodes 1-3, even on 3-5',
+      })
     } else {
       child.kill('SIGKILL')
       this.log.log('info', 'kill', { client: proc })

@@ -3,11 +3,12 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { nowMs, sleep } from '../lib/clock.js'
-import type { ClientConfig, ClientRequest, RunnerReply } from '../lib/protocol.js'
+import { appendRelayed, RELAY_ENV, type RelayedEvent } from '../lib/history.js'
+import type { ClientConfig, ClientRequest, Ping, Pong, RunnerReply } from '../lib/protocol.js'
 import type { SessionInfo } from './end-session.js'
 import { FakeClock } from './fake-clock.js'
 import { type FaultProxy, proxiedUrl } from './fault-proxy.js'
-import { type FaultSpec, Nemesis, planFaults } from './nemesis.js'
+import { type FaultSpec, type MajorityPhase, Nemesis, planFaults, slowedClient } from './nemesis.js'
 import { Referee } from './referee.js'
 import type { FaultHooks } from './targets.js'
 
@@ -33,7 +34,7 @@ export interface Scenario extends FaultHooks {
 }
 
 /** Faults that need each client's traffic to the lock service to go through proxies of its own. */
-const NETWORK_FAULTS = new Set(['partition', 'stall-reply'])
+const NETWORK_FAULTS = new Set(['partition', 'stall-reply', 'majority-split'])
 
 /** Where a run's histories go. */
 export function runDir(run: string): string {
@@ -71,7 +72,19 @@ export async function runScenario(s: Scenario): Promise<string> {
       for (const proxy of proxies.get(proc) ?? []) proxy.set(mode)
     },
     jumpClientClock: (proc, ms) => clocks.get(proc)?.jump(ms),
+    splitMajorities: (phase) => {
+      for (const [proc, list] of proxies) {
+        for (const [node, proxy] of list.entries()) proxy.set(majorityMode(proc, node, phase))
+      }
+    },
   })
+  // Round trips of pings to clients whose events the runner stamps (T17b): the bound of a stamp's delay.
+  const pingRtts: number[] = []
+  const pingsSent = new Map<number, number>()
+  let pingId = 0
+  // The clients whose events the runner stamps, once they have sent one (up and listening: a ping queued while a
+  // client still loads its modules would measure its start-up).
+  const relaying = new Set<string>()
   // Writes the nemesis holds in flight (delay-write); the run waits for them to land before it is judged.
   const inFlight = new Set<Promise<void>>()
 
@@ -97,7 +110,11 @@ export async function runScenario(s: Scenario): Promise<string> {
       seed: s.seed * 100 + spawned,
     }
     let env: NodeJS.ProcessEnv = { ...process.env, ...s.clientEnv }
-    if (s.fault.kind === 'client-clock-jump') {
+    if (s.fault.clientClockRate !== undefined && slowedClient(s.fault, proc)) {
+      // Slowed monotonic clock too: the client's events are sent to the runner, which stamps them on the real one.
+      const clock = new FakeClock(join(dir, `${proc}.clock`), s.fault.clientClockRate, true, 1)
+      env = { ...env, ...clock.env(), [RELAY_ENV]: '1' }
+    } else if (s.fault.kind === 'client-clock-jump') {
       // Cached for a second: re-read on every call, the clock file slows a client's start-up threefold.
       const clock = new FakeClock(join(dir, `${proc}.clock`), undefined, false, 1)
       clocks.set(proc, clock)
@@ -105,7 +122,17 @@ export async function runScenario(s: Scenario): Promise<string> {
     }
     const child = fork(CLIENT, [JSON.stringify(config)], { execArgv: ['--import', 'tsx'], stdio: 'inherit', env })
     children.set(proc, child)
-    child.on('message', (message: ClientRequest) => void serve(proc, child, message))
+    const history = join(dir, `${proc}.jsonl`)
+    child.on('message', (message: ClientRequest | RelayedEvent | Pong) => {
+      if (message.kind === 'history') {
+        appendRelayed(history, message)
+        relaying.add(proc)
+      } else if (message.kind === 'pong') {
+        const sent = pingsSent.get(message.id)
+        pingsSent.delete(message.id)
+        if (sent !== undefined) pingRtts.push(nowMs() - sent)
+      } else void serve(proc, child, message)
+    })
     child.once('exit', (code, signal) => {
       children.delete(proc)
       referee.exit(proc, 'died')
@@ -128,7 +155,7 @@ export async function runScenario(s: Scenario): Promise<string> {
       reply({
         accepted,
         value,
-        ...(fault === undefined ? {} : faultOnEnter(nemesis.kind, fault.durationMs)),
+        ...(fault === undefined ? {} : faultOnEnter(nemesis.kind, s.fault.workMs ?? fault.durationMs)),
       })
     } else if (m.kind === 'write') {
       const fault = nemesis.strike('write', proc, child)
@@ -152,7 +179,19 @@ export async function runScenario(s: Scenario): Promise<string> {
   const started = nowMs()
   for (let i = 0; i < s.clients; i++) await spawnClient()
   const faults = nemesis.run(planFaults(s.fault, s.seed, s.durationMs))
+  const pinging =
+    s.fault.clientClockRate === undefined
+      ? undefined
+      : setInterval(() => {
+          for (const [proc, child] of children) {
+            if (!relaying.has(proc)) continue
+            pingId += 1
+            pingsSent.set(pingId, nowMs())
+            if (child.connected) child.send({ kind: 'ping', id: pingId } satisfies Ping)
+          }
+        }, 100)
   await sleep(s.durationMs)
+  clearInterval(pinging)
   over = true
   nemesis.stop()
   await faults
@@ -163,7 +202,7 @@ export async function runScenario(s: Scenario): Promise<string> {
   for (const list of proxies.values()) for (const proxy of list) await proxy.close()
   writeFileSync(
     join(dir, 'meta.json'),
-    `${JSON.stringify({ ...s, restartServer: undefined, pauseServer: undefined, endSession: undefined, partitionCluster: undefined, onFollower: undefined, jumpServerClock: undefined, failover: undefined, clientEnv: undefined, startedAt: started, endedAt: nowMs(), finalValue: referee.current, spawned }, null, 2)}\n`,
+    `${JSON.stringify({ ...s, restartServer: undefined, pauseServer: undefined, endSession: undefined, partitionCluster: undefined, onFollower: undefined, jumpServerClock: undefined, failover: undefined, clientEnv: undefined, startedAt: started, endedAt: nowMs(), finalValue: referee.current, spawned, ...(pingRtts.length === 0 ? {} : { stampRttMs: rttStats(pingRtts) }) }, null, 2)}\n`,
   )
   return dir
 }
@@ -182,10 +221,32 @@ function faultOnEnter(kind: FaultSpec['kind'], durationMs: number): { starveMs?:
     kind === 'server-pause' ||
     kind === 'cluster-partition' ||
     kind === 'server-clock-jump' ||
-    kind === 'failover'
+    kind === 'failover' ||
+    kind === 'majority-split'
   )
     return { workMs: durationMs }
   return {}
+}
+
+/** p50, p99 and max of the runner's ping round trips to the clients (ms, rounded to 0.01). */
+function rttStats(rtts: number[]): { p50: number; p99: number; max: number; n: number } {
+  const sorted = [...rtts].sort((a, b) => a - b)
+  const at = (q: number): number =>
+    Math.round(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]! * 100) / 100
+  return { p50: at(0.5), p99: at(0.99), max: at(1), n: sorted.length }
+}
+
+/**
+ * A `majority-split`'s mode for client `proc`'s proxy to RedLock node `node` (0-4, in the URL's order): odd-numbered
+ * clients reach nodes 1-3 (0-2) and even-numbered ones nodes 3-5 (2-4), the sides swapped once the cut has moved.
+ * Node 3 is on both sides, so the two majorities intersect.
+ */
+function majorityMode(proc: string, node: number, phase: MajorityPhase): 'pass' | 'stall-both' {
+  if (phase === 'heal') return 'pass'
+  const odd = Number(proc.slice(1)) % 2 === 1
+  const low = odd === (phase === 'split')
+  const reachable = low ? node <= 2 : node >= 2
+  return reachable ? 'pass' : 'stall-both'
 }
 
 /** Resumes every client (one may be paused), asks it to stop, and kills what is left after a grace period. */

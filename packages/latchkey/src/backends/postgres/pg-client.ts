@@ -94,10 +94,26 @@ export function pgSecrets(pool: unknown): string[] {
   return []
 }
 
-const ignore = (): void => undefined
+/** `pool.connect(callback)`: pg-pool hands the client to the callback synchronously, a promise only a tick later. */
+type ConnectWithCallback = (callback: (error: Error | undefined, client?: PgClient) => void) => unknown
 
-/** The {@link PoolRunner} of a pg pool. */
+/**
+ * The {@link PoolRunner} of a pg pool.
+ *
+ * pg emits 'error' on a client whose connection dies (the server ended the session, the server was killed), and
+ * an 'error' nobody listens to crashes the process. pg-pool listens while a client is idle, and stops when it lends
+ * the client out. So every client is guarded from the moment the pool lends it until it is given back, with
+ * nothing in between: taken through `connect(callback)`, which pg-pool calls in the same turn as it lends the client.
+ * A promise would resolve only a turn later, and pg parses a whole received chunk in one turn: the
+ * ReadyForQuery that completes a connection (or a query) and a FATAL right behind it (a terminated backend) can
+ * arrive together, and the FATAL's 'error' would find no listener.
+ */
 export class PgRunner extends PoolRunner<PgClient> {
+  /** The guard of each client lent out: its removal. */
+  private readonly guards = new WeakMap<PgClient, () => void>()
+  /** Clients lent out whose connection reported an error. */
+  private readonly failed = new WeakSet<PgClient>()
+
   /** `backendName` is how messages name the backend and its server: `postgres backend at 127.0.0.1:5432`. */
   constructor(
     readonly pool: PgPool,
@@ -108,11 +124,41 @@ export class PgRunner extends PoolRunner<PgClient> {
   }
 
   protected take(): Promise<PgClient> {
-    return this.pool.connect()
+    return new Promise<PgClient>((resolve, reject) => {
+      let settled = false
+      const lent = (client: PgClient): void => {
+        if (settled) return
+        settled = true
+        this.guard(client)
+        resolve(client)
+      }
+      const failed = (error: unknown): void => {
+        if (settled) return
+        settled = true
+        reject(error)
+      }
+      const returned = (this.pool.connect as unknown as ConnectWithCallback).call(this.pool, (error, client) => {
+        if (error !== undefined && error !== null) failed(error)
+        else if (client !== undefined) lent(client)
+      })
+      // A pool that ignores the callback (not pg-pool) answers with its promise; its client is guarded on arrival.
+      if (typeof (returned as PromiseLike<PgClient> | undefined)?.then === 'function') {
+        ;(returned as PromiseLike<PgClient>).then(lent, failed)
+      }
+    })
   }
 
   giveBack(client: PgClient, healthy: boolean): void {
-    client.release(healthy ? undefined : true)
+    // Unguarded first: releasing may lend the client straight to a waiting connect, whose guard must stay.
+    this.guards.get(client)?.()
+    this.guards.delete(client)
+    const broken = this.failed.has(client)
+    this.failed.delete(client)
+    client.release(healthy && !broken ? undefined : true)
+  }
+
+  override hasFailed(client: PgClient): boolean {
+    return this.failed.has(client)
   }
 
   isFatal(error: unknown): boolean {
@@ -123,10 +169,10 @@ export class PgRunner extends PoolRunner<PgClient> {
     return mapError(error, this.backendName, this.secrets)
   }
 
-  /** pg emits 'error' on a checked-out client whose connection dies; unhandled, that would crash the process. */
-  protected override guard(client: PgClient): () => void {
-    client.on('error', ignore)
-    return () => client.removeListener('error', ignore)
+  private guard(client: PgClient): void {
+    const onError = (): void => void this.failed.add(client)
+    client.on('error', onError)
+    this.guards.set(client, () => client.removeListener('error', onError))
   }
 
   async query<R = Record<string, unknown>>(text: string, values: unknown[] = []): Promise<PgResult<R>> {

@@ -43,7 +43,7 @@ export class PgListener {
     const client = this.client
     this.client = undefined
     // Destroyed, not returned: a pooled connection must not keep listening for someone else.
-    client?.release(true)
+    if (client !== undefined) this.db.giveBack(client, false)
     this.notifier.notifyAll()
   }
 
@@ -59,7 +59,7 @@ export class PgListener {
   private async listen(): Promise<void> {
     const client = await this.db.connect()
     if (this.closed) {
-      client.release()
+      this.db.giveBack(client, true)
       return
     }
     const onNotification = (message: { channel?: string; payload?: string }): void => {
@@ -69,7 +69,7 @@ export class PgListener {
       if (this.client !== client) return
       this.client = undefined
       client.removeListener('notification', onNotification as (...args: unknown[]) => void)
-      client.release(true)
+      this.db.giveBack(client, false)
       this.notifier.notifyAll()
       this.scheduleRetry()
     }
@@ -79,7 +79,7 @@ export class PgListener {
       // The channel is a fixed identifier of this module, never user input.
       await client.query(`LISTEN ${this.channel}`)
     } catch (error) {
-      client.release(true)
+      this.db.giveBack(client, false)
       throw error
     }
     this.client = client

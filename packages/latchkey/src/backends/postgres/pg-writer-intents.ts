@@ -34,13 +34,12 @@ export class WriterIntents {
       this.arm(id, existing, ttlMs)
       return
     }
+    // The runner guards the client against 'error' until it is given back.
     const client = await this.db.connect()
-    client.on('error', ignore)
     try {
       await client.query('SELECT pg_try_advisory_lock_shared($1::bigint)', [intentKey])
     } catch (error) {
-      client.removeListener('error', ignore)
-      client.release(true)
+      this.db.giveBack(client, false)
       throw error
     }
     const intent: Intent = { client, intentKey, timer: setTimeout(ignore, 0) }
@@ -61,12 +60,10 @@ export class WriterIntents {
     try {
       await intent.client.query('SELECT pg_advisory_unlock_shared($1::bigint)', [intent.intentKey])
     } catch {
-      intent.client.removeListener('error', ignore)
-      intent.client.release(true)
+      this.db.giveBack(intent.client, false)
       return
     }
-    intent.client.removeListener('error', ignore)
-    intent.client.release()
+    this.db.giveBack(intent.client, true)
   }
 
   async dropAll(): Promise<void> {

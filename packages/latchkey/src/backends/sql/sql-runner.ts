@@ -1,7 +1,5 @@
 import { connectWithin } from './sql-pin.js'
 
-const noop = (): void => undefined
-
 /**
  * One connection at a time from the application's pool, as both SQL backends take them: a bounded wait for a
  * free connection, driver errors mapped (naming the server, the password hidden), and a connection that failed
@@ -27,9 +25,12 @@ export abstract class PoolRunner<C> {
   /** A connection or availability failure as `BackendUnavailableError` naming the server; others unchanged. */
   abstract mapError(error: unknown): unknown
 
-  /** What must hold while a connection is lent out; returns its undoing. By default nothing. */
-  protected guard(_connection: C): () => void {
-    return noop
+  /**
+   * Whether `connection`'s link to the server has failed since it was taken (the server ended the session, the
+   * socket dropped). Drivers that report this on an event say so here; by default, never known.
+   */
+  hasFailed(_connection: C): boolean {
+    return false
   }
 
   /** A connection from the pool within `connectTimeoutMs`. */
@@ -47,14 +48,11 @@ export abstract class PoolRunner<C> {
   /** Runs `fn` on a pool connection, then gives it back (destroyed if it failed fatally); errors mapped. */
   async with<T>(fn: (c: C) => Promise<T>): Promise<T> {
     const connection = await this.connect()
-    const unguard = this.guard(connection)
     try {
       const result = await fn(connection)
-      unguard()
       this.giveBack(connection, true)
       return result
     } catch (error) {
-      unguard()
       this.giveBack(connection, !this.isFatal(error))
       throw this.mapError(error)
     }

@@ -287,6 +287,9 @@ export abstract class SessionBackend<
       hold.onLost = undefined
       onLost?.('its connection ended, and the server freed the lock with the session')
     })
+    // The connection may have died between the grant and the watch (a FATAL read in the same chunk as the
+    // grant's reply): the lock went with the session, so the lease is lost from the start.
+    if (this.db.hasFailed(connection)) hold.alive = false
     this.holds.set(hold.id, hold)
     this.arm(hold, request.ttlMs)
   }
