@@ -33,6 +33,8 @@ export class RedlockChannel {
   leader: { readonly owner: string; readonly since: number } | undefined
   /** When this process last sent a round for this lock (monotonic ms). */
   polledAt = 0
+  /** Releases of this process in a row that handed the lock to a local waiter (see RedlockNotifier.localSuccessor). */
+  localRun = 0
   /** When the last subscription closed (the channel is unsubscribed after lingering idle). */
   idleSince: number | undefined
 
@@ -56,12 +58,44 @@ export class RedlockSubscription extends WakeableSubscription implements Release
    * the next try goes to the nodes even if no release woke it.
    */
   retrying = false
+  /** Nodes whose release handed this waiter the lock (scripts/release.lua), as their messages said. */
+  readonly grants = new Set<number>()
+  /**
+   * Per node, the deletions of this waiter's key by its own undo minus the "~owner" messages that announced them.
+   * While positive, a handoff message from before the undo may still be on its way (the undo's reply and the
+   * message travel on different connections), so the node does not count among the grants.
+   */
+  readonly undone = new Map<number, number>()
+  /** Wakes it when some nodes handed it the lock but not a quorum (yet): its round then settles it. */
+  grantGrace: NodeJS.Timeout | undefined
+  /**
+   * When its last round was sent (monotonic ms), if it made one. A key a release hands it was set after that round
+   * registered it in line, and each of its rounds refreshes a key it has: a lease taken from the handoff messages is
+   * timed from here.
+   */
+  triedAt: number | undefined
+  /**
+   * Its place in line on every node: when it first took one (wall-clock ms; the same value on every node, ties
+   * ordered by owner id). Not when it started waiting: the next head of a process takes its place while the lock is
+   * held, so a release can reach some nodes before its place does; placed behind everyone already in line, it is
+   * then not first on any node, and the nodes still agree on who is.
+   */
+  ticket: number | undefined
+  /** A round of its own is out (or its undo): a release of this process does not hand it the lock meanwhile. */
+  inRound = false
+  /** A release of this process is handing it the lock: its next try waits for that to settle. */
+  handing: Promise<void> | undefined
+  /** Set when a release of this process handed it the lock on a quorum: when that release was sent. */
+  handedAt: number | undefined
   /** Its poll timer does not by itself keep the process alive. */
+
   protected override readonly unrefTimer = true
 
   constructor(
     readonly channel: RedlockChannel,
     readonly owner: string,
+    /** Its lease length (undefined when the subscriber did not say: then no release of this process hands it the lock). */
+    readonly ttlMs: number | undefined,
     private readonly detach: (sub: RedlockSubscription) => void,
   ) {
     super()
@@ -73,9 +107,24 @@ export class RedlockSubscription extends WakeableSubscription implements Release
     else this.pending = true
   }
 
+  /** The nodes that handed it the lock and still count. */
+  grantedNodes(): number {
+    let n = 0
+    for (const i of this.grants) if ((this.undone.get(i) ?? 0) <= 0) n++
+    return n
+  }
+
+  /** Adds `delta` to the undo balance of `node` (see {@link undone}). */
+  undoneOn(node: number, delta: number): void {
+    const n = (this.undone.get(node) ?? 0) + delta
+    if (n === 0) this.undone.delete(node)
+    else this.undone.set(node, n)
+  }
+
   close(): void {
     if (this.closed) return
     this.closed = true
+    clearTimeout(this.grantGrace)
     this.wake?.()
     this.detach(this)
   }
