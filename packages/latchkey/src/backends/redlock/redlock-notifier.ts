@@ -1,10 +1,11 @@
 /**
  * RedLock release notifications: one subscriber connection per node per backend, opened on the first wait. A
- * release publishes the released owner on every node's channel of the lock (scripts/release.lua); once copies
- * have come from a quorum of nodes (see dispatch), it wakes ONE local waiter, the longest-waiting (the head), the
- * only one that makes rounds of its own (see blockedFor). So a release costs one RedLock round per process instead
- * of one per waiter (a herd of split votes), and the waiters of a process are served in order of arrival. A
- * message is lost only if it is lost on every node, and a lost one costs at most the core's fallback pause.
+ * release hands the key to the first waiter in each node's line and publishes that (scripts/release.lua): only the
+ * process of that waiter acts, taking the lease once a quorum of nodes handed it over (see handedOff). A release
+ * with nobody in line publishes the released owner; once copies have come from a quorum of nodes, it wakes ONE
+ * local waiter, the longest-waiting (the head), the only one that makes rounds of its own (see blockedFor). The
+ * waiters of a process are served in order of arrival. A message is lost only if it is lost on every node, and a
+ * lost one costs at most the core's fallback pause.
  */
 import type { SubscriberConnection } from '../redis/client-adapter.js'
 import { RedlockChannel, RedlockSubscription, type ReleaseCopies } from './redlock-subscription.js'
