@@ -150,13 +150,13 @@ export class RedlockBackend extends BackendBase {
 
   /**
    * The lease a quorum of nodes handed this waiter on releases (scripts/release.lua), taken without a round. Each
-   * node set its key after this waiter's round sent at `sub.triedAt` put it in line there, or that round refreshed
-   * a key it already had, so every one of those keys expires no earlier than `triedAt + ttl`: the lease is timed
-   * from `triedAt`, and it is taken only while RedLock's validity (ttl - elapsed - drift) is left of it.
+   * node set its key after one of this waiter's rounds put it in line there, or a later round refreshed it, so a
+   * quorum of those keys expires no earlier than `sub.handedSince(quorum) + ttl` (see RedlockSubscription.answeredAt):
+   * the lease is timed from there, and taken only while RedLock's validity (ttl - elapsed - drift) is left of it.
    */
   private handedOver(request: AcquireRequest, sub: RedlockSubscription): AcquireResult | undefined {
     // A release of this process that handed it over on a quorum was sent before any node set the key.
-    const triedAt = sub.handedAt ?? (sub.grantedNodes() >= this.settings.quorum ? sub.triedAt : undefined)
+    const triedAt = sub.handedAt ?? sub.handedSince(this.settings.quorum)
     if (triedAt === undefined) return undefined
     const drift = request.ttlMs * this.settings.driftFactor + 2
     // Past its validity, a round (which refreshes the keys it has) settles it.
@@ -189,7 +189,7 @@ export class RedlockBackend extends BackendBase {
       this.inLine.add(request.owner)
     }
     const start = performance.now()
-    if (sub !== undefined) sub.triedAt = start
+    if (sub !== undefined) sub.firstTriedAt ??= start
     const votes = await fanOut(
       this.nodes,
       (node) => node.run(ACQUIRE, keys, args),
@@ -199,6 +199,11 @@ export class RedlockBackend extends BackendBase {
       (v) => tally(v, granted).yes >= quorum,
     )
     const elapsed = performance.now() - start
+    if (sub !== undefined) {
+      votes.forEach((v, i) => {
+        if (v.state === 'ok') sub.answeredAt.set(i, start)
+      })
+    }
     const t = tally(votes, granted)
     if (t.yes >= quorum) {
       const drift = request.ttlMs * this.settings.driftFactor + 2

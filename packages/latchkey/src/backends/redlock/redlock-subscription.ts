@@ -68,12 +68,14 @@ export class RedlockSubscription extends WakeableSubscription implements Release
   readonly undone = new Map<number, number>()
   /** Wakes it when some nodes handed it the lock but not a quorum (yet): its round then settles it. */
   grantGrace: NodeJS.Timeout | undefined
+  /** When its first round was sent (monotonic ms): every place it took in line, on any node, came after. */
+  firstTriedAt: number | undefined
   /**
-   * When its last round was sent (monotonic ms), if it made one. A key a release hands it was set after that round
-   * registered it in line, and each of its rounds refreshes a key it has: a lease taken from the handoff messages is
-   * timed from here.
+   * Per node, when the latest of its rounds that node answered was sent. That round ran there: a key a release handed
+   * it there was set after the round put it in line, or was refreshed by the round; either way it expires no earlier
+   * than this + its lease.
    */
-  triedAt: number | undefined
+  readonly answeredAt = new Map<number, number>()
   /**
    * Its place in line on every node: when it first took one (wall-clock ms; the same value on every node, ties
    * ordered by owner id). Not when it started waiting: the next head of a process takes its place while the lock is
@@ -112,6 +114,21 @@ export class RedlockSubscription extends WakeableSubscription implements Release
     let n = 0
     for (const i of this.grants) if ((this.undone.get(i) ?? 0) <= 0) n++
     return n
+  }
+
+  /**
+   * When a lease made of the nodes that handed it the lock may be timed from: the `quorum`-th latest of their
+   * lower bounds ({@link answeredAt}, else its first round), so that a quorum of those keys lives at least that long;
+   * undefined without a quorum.
+   */
+  handedSince(quorum: number): number | undefined {
+    const first = this.firstTriedAt
+    if (first === undefined) return undefined
+    const since: number[] = []
+    for (const i of this.grants) if ((this.undone.get(i) ?? 0) <= 0) since.push(this.answeredAt.get(i) ?? first)
+    if (since.length < quorum) return undefined
+    since.sort((a, b) => b - a)
+    return since[quorum - 1]
   }
 
   /** Adds `delta` to the undo balance of `node` (see {@link undone}). */
