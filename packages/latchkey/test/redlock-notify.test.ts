@@ -106,6 +106,61 @@ describe('redlock release notifications', () => {
     expect(order).toEqual([...Array(12).keys()])
   })
 
+  it('a release hands the lock to the process that took its place in line first, waking no other', async () => {
+    const admin = REDLOCK_URLS.map(redlockIoredis)
+    const name = 'line'
+    const line = `${REDLOCK_KEY_PREFIX}${namespace}:${name}\u0000line`
+    const channel = `${REDLOCK_KEY_PREFIX}${namespace}:${name}:released`
+    const holderBackend = createRedlockBackend()
+    backends.push(holderBackend)
+    const lease = await open(holderBackend).mutex(name).acquire({ ttlMs: 20_000 })
+    // Three processes (backend instances), each with one waiter, in line one after another on every node.
+    const waiters = [0, 1, 2].map(() => {
+      const c = counted(createRedlockBackend())
+      backends.push(c.backend)
+      return { ...c, locks: open(c.backend) }
+    })
+    const order: number[] = []
+    const triesAtGrant: number[][] = []
+    const done: Promise<void>[] = []
+    try {
+      for (const [i, w] of waiters.entries()) {
+        done.push(
+          w.locks
+            .mutex(name)
+            .acquire({ waitMs: 15_000 })
+            .then(async (l) => {
+              order.push(i)
+              triesAtGrant.push(waiters.map((x) => x.tries()))
+              await l.release()
+            }),
+        )
+        // Subscribed on every node (each acknowledgement wakes it for a try), then in line on every node.
+        await eventually(`waiter ${i} subscribed on every node`, async () =>
+          (await Promise.all(admin.map((a) => a.call('PUBSUB', 'NUMSUB', channel)))).every(
+            // The holder's instance subscribed too (an acquire that may wait subscribes before its first try).
+            (r) => Number((r as [string, number])[1]) === i + 2,
+          ),
+        )
+        await eventually(`waiter ${i} in line on every node`, async () =>
+          (await Promise.all(admin.map((a) => a.zcard(line)))).every((n) => n === i + 1),
+        )
+      }
+      const triesBefore = waiters.map((x) => x.tries())
+      await lease.release()
+      await Promise.all(done)
+      // Each release went to the next in line; before, every process's waiter was woken by each release and raced.
+      expect(order).toEqual([0, 1, 2])
+      // When waiter i got the lock, the waiters after it had not been woken (no try since they took their place).
+      for (const [i, tries] of triesAtGrant.entries()) {
+        for (let j = i + 1; j < 3; j++) expect(tries[j]).toBe(triesBefore[j])
+      }
+      expect(await Promise.all(admin.map((a) => a.exists(line)))).toEqual([0, 0, 0, 0, 0])
+    } finally {
+      for (const a of admin) a.disconnect()
+    }
+  })
+
   it('a waiter that kept the keys of a split round it led gives them back when it gives up', async () => {
     const admin = REDLOCK_URLS.map(redlockIoredis)
     const name = 'led'

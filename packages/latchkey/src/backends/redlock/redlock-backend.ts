@@ -16,9 +16,11 @@ import type {
 } from '../../backend/types.js'
 import { QuorumNotReachedError, UnsupportedError } from '../../errors.js'
 import { type FanOutTiming, fanOut, tally, type Vote } from './fan-out.js'
+import { lineKeys } from './line-keys.js'
 import { inspectRedlock, listRedlock, type RedlockInspectDeps } from './redlock-inspect.js'
 import type { RedlockNode } from './redlock-node.js'
 import { RedlockNotifier, type SubscriberOpener } from './redlock-notifier.js'
+import type { RedlockSubscription } from './redlock-subscription.js'
 import { ACQUIRE, EXISTS, FORCE_DELETE, RELEASE, RENEW } from './scripts/index.js'
 import { type Attempt, granted, heldOrSplit, outcome, plurality } from './votes.js'
 
@@ -60,6 +62,16 @@ const SOON_MS = 1
 /** Rounds in a row a plurality leader keeps its keys; then it gives them back like everyone (views may differ). */
 const MAX_LEADS = 3
 
+/**
+ * How long a waiting head's place in line lasts on a node unless one of its rounds renews it. Its rounds come at
+ * least every 2 s (the core's fallback pause), so this outlives them; it bounds what a waiter that died in line costs:
+ * a release within this time hands the lock to it, and the lock then waits for that lease to expire.
+ */
+const LINE_TTL_MS = 5_000
+
+/** How a failed round's keys are given back: `undo` keeps our place in line and wakes nobody; `release` hands on. */
+type GiveBack = 'undo' | 'release'
+
 /** The RedLock backend; build it with `redlockBackend()`. */
 export class RedlockBackend extends BackendBase {
   readonly name = 'redlock'
@@ -76,6 +88,8 @@ export class RedlockBackend extends BackendBase {
   readonly subscribe?: (ref: LockRef, owner?: string) => ReleaseSubscription
   /** Waiting owners that kept their keys as a split round's plurality leader, with how many rounds in a row. */
   private readonly leads = new Map<string, number>()
+  /** Waiting owners that took a place in line on the nodes (and have not got the lock): leaveQueue clears it. */
+  private readonly inLine = new Set<string>()
 
   constructor(
     private readonly nodes: readonly RedlockNode[],
@@ -89,7 +103,11 @@ export class RedlockBackend extends BackendBase {
       : undefined
     this.capabilities = defineCapabilities({ notifications: all ? 'global' : 'none', inspect: true, list: true })
     const notifier = this.notifier
-    if (notifier !== undefined) this.subscribe = (ref, owner) => notifier.subscribe(this.channel(ref), owner ?? '')
+    // The core subscribes with the acquire request itself: its lease length lets a release hand it the lock.
+    if (notifier !== undefined) {
+      this.subscribe = (ref, owner) =>
+        notifier.subscribe(this.channel(ref), owner ?? '', (ref as Partial<AcquireRequest>).ttlMs)
+    }
   }
 
   /**
@@ -104,12 +122,19 @@ export class RedlockBackend extends BackendBase {
     const notifier = this.notifier
     const sub = notifier?.subscriptionOf(request.owner)
     const sentAt = performance.now()
+    // A round of its own now could undo keys that release is handing it (see handOn).
+    if (sub?.handing !== undefined) await sub.handing
     if (sub !== undefined && notifier !== undefined) {
+      const handedOver = this.handedOver(request, sub)
+      if (handedOver !== undefined) return handedOver
       const blockedMs = notifier.blockedFor(sub, sentAt)
       if (blockedMs !== undefined) return { acquired: false, retryAfterMs: blockedMs }
       sub.owesTry = false
     }
-    const result = await this.attempt(request, sub !== undefined)
+    if (sub !== undefined) sub.inRound = true
+    const result = await this.attempt(request, sub).finally(() => {
+      if (sub !== undefined) sub.inRound = false
+    })
     if (sub !== undefined && notifier !== undefined) {
       sub.retrying = result.kind === 'soon' || result.kind === 'split'
       if (result.kind === 'acquired') notifier.polled(sub, sentAt, request.owner, sentAt + request.ttlMs)
@@ -124,6 +149,25 @@ export class RedlockBackend extends BackendBase {
   }
 
   /**
+   * The lease a quorum of nodes handed this waiter on releases (scripts/release.lua), taken without a round. Each
+   * node set its key after one of this waiter's rounds put it in line there, or a later round refreshed it, so a
+   * quorum of those keys expires no earlier than `sub.handedSince(quorum) + ttl` (see RedlockSubscription.answeredAt):
+   * the lease is timed from there, and taken only while RedLock's validity (ttl - elapsed - drift) is left of it.
+   */
+  private handedOver(request: AcquireRequest, sub: RedlockSubscription): AcquireResult | undefined {
+    // A release of this process that handed it over on a quorum was sent before any node set the key.
+    const triedAt = sub.handedAt ?? sub.handedSince(this.settings.quorum)
+    if (triedAt === undefined) return undefined
+    const drift = request.ttlMs * this.settings.driftFactor + 2
+    // Past its validity, a round (which refreshes the keys it has) settles it.
+    if (request.ttlMs - (performance.now() - triedAt) - drift <= 0) return undefined
+    sub.owesTry = false
+    this.leads.delete(request.owner)
+    this.inLine.delete(request.owner)
+    return { acquired: true, token: 0n, grantedAt: triedAt }
+  }
+
+  /**
    * One RedLock round (timestamp, SET on every node, majority with validity left, else undo). Why the core's lease
    * deadline stays safe although RedLock's validity (ttl - elapsed - drift) is shorter than the TTL: the core starts
    * its clock when it *sends* tryAcquire, before `start` here, and every node starts its key's PX expiry when the SET
@@ -132,28 +176,44 @@ export class RedlockBackend extends BackendBase {
    * than the margin) before it. The validity check below only refuses a lease that is already (nearly) over when the
    * majority answers.
    */
-  private async attempt(request: AcquireRequest, waiting: boolean): Promise<Attempt> {
+  private async attempt(request: AcquireRequest, sub: RedlockSubscription | undefined): Promise<Attempt> {
     const { quorum } = this.settings
+    const waiting = sub !== undefined
     const key = this.key(request)
+    const keys = lineKeys(key)
+    // A waiting head takes (or keeps) its place in line on every node, so that a release hands it the lock.
+    const args = [request.owner, String(request.ttlMs)]
+    if (sub !== undefined) {
+      sub.ticket ??= Date.now()
+      args.push(String(sub.ticket), String(LINE_TTL_MS))
+      this.inLine.add(request.owner)
+    }
     const start = performance.now()
+    if (sub !== undefined) sub.firstTriedAt ??= start
     const votes = await fanOut(
       this.nodes,
-      (node) => node.run(ACQUIRE, key, [request.owner, String(request.ttlMs)]),
+      (node) => node.run(ACQUIRE, keys, args),
       this.timing(request.ttlMs),
       // Stop at a majority for; a failed round waits for every node (at most one node timeout), so it knows
       // exactly which nodes granted and undoes only those and the silent ones, not every node still in flight.
       (v) => tally(v, granted).yes >= quorum,
     )
     const elapsed = performance.now() - start
+    if (sub !== undefined) {
+      votes.forEach((v, i) => {
+        if (v.state === 'ok') sub.answeredAt.set(i, start)
+      })
+    }
     const t = tally(votes, granted)
     if (t.yes >= quorum) {
       const drift = request.ttlMs * this.settings.driftFactor + 2
       if (request.ttlMs - elapsed - drift > 0) {
         this.leads.delete(request.owner)
+        this.inLine.delete(request.owner)
         return { kind: 'acquired' }
       }
-      // A majority held it, if only for a moment: announce its release like any other.
-      await this.undo(key, request.owner, votes, request.ttlMs, this.channel(request))
+      // A majority held it, if only for a moment: release it like any other lease.
+      await this.undo(request, votes, 'release')
       throw this.quorumError(
         `RedLock got "${request.key}" on ${t.yes} of ${this.nodes.length} nodes, but only after ${Math.round(elapsed)} ms of a ${request.ttlMs} ms lease: no validity left. Raise ttlMs or lower nodeTimeoutMs`,
         votes,
@@ -161,8 +221,8 @@ export class RedlockBackend extends BackendBase {
         request.key,
       )
     }
-    if (t.answered >= quorum) return this.lost(request, key, votes, waiting)
-    await this.undo(key, request.owner, votes, request.ttlMs)
+    if (t.answered >= quorum) return this.lost(request, votes, waiting)
+    await this.undo(request, votes, 'undo')
     throw this.quorumError(
       `RedLock could not reach a quorum for "${request.key}": ${quorum} of ${this.nodes.length} nodes needed, only ${t.answered} answered`,
       votes,
@@ -180,7 +240,7 @@ export class RedlockBackend extends BackendBase {
    * Only a waiting acquire leads, since only its end is reported to the backend (leaveQueue gives the keys back),
    * and only {@link MAX_LEADS} rounds in a row, in case two contenders' views differ (a node timed out for one).
    */
-  private async lost(request: AcquireRequest, key: string, votes: readonly Vote[], waiting: boolean): Promise<Attempt> {
+  private async lost(request: AcquireRequest, votes: readonly Vote[], waiting: boolean): Promise<Attempt> {
     const channel = this.channel(request)
     const notifier = this.notifier
     const now = performance.now()
@@ -195,7 +255,7 @@ export class RedlockBackend extends BackendBase {
     }
     // A leader that stops leading announces it, so that the contenders that stood back for it try again.
     const wasLeading = this.leads.delete(request.owner)
-    await this.undo(key, request.owner, votes, request.ttlMs, wasLeading ? channel : undefined)
+    await this.undo(request, votes, wasLeading ? 'release' : 'undo')
     const result = heldOrSplit(votes, this.settings.quorum)
     // A majority still naming a holder whose release was announced: the release has not reached those nodes yet.
     if (result.kind === 'held') return result.holder !== undefined && stale(result.holder) ? { kind: 'soon' } : result
@@ -214,60 +274,141 @@ export class RedlockBackend extends BackendBase {
    * answered "held by another" (there it would be a no-op). Nodes that timed out are included on purpose: the SET
    * may have run and only its reply been lost. Best effort: a node that fails this too keeps our key until its
    * PX expiry, which blocks nobody unless a majority is left that way (then at most one TTL).
+   *
+   * `undo` keeps our place in line and is announced only as "~owner" (nobody waits for a minority given back, but
+   * a key a release handed us may be among those deleted: until that message comes, the node does not count
+   * among the grants, see RedlockSubscription.undone). `release` is a release like any other: it hands on.
    */
-  private async undo(
-    key: string,
-    owner: string,
-    votes: readonly Vote[],
-    ttlMs: number,
-    announceOn?: string,
-  ): Promise<void> {
-    const targets = this.nodes.filter((_, i) => {
+  private async undo(request: AcquireRequest, votes: readonly Vote[], how: GiveBack): Promise<void> {
+    const indexes = this.nodes.flatMap((_, i) => {
       const v = votes[i]
-      return !(v?.state === 'ok' && !granted(v.value))
+      return v?.state === 'ok' && !granted(v.value) ? [] : [i]
     })
-    // A minority of keys given back is not a release anyone waits for (the contenders retry on their own), so it
-    // is announced only when `announceOn` says so.
-    const args = announceOn === undefined ? [owner] : [owner, announceOn]
-    await fanOut(targets, (node) => node.run(RELEASE, key, args), this.timing(ttlMs))
+    const targets = indexes.map((i) => this.nodes[i] as RedlockNode)
+    const args = this.releaseArgs(request, how === 'undo' ? 'u' : 'h')
+    const keys = lineKeys(this.key(request))
+    const results = await fanOut(targets, (node) => node.run(RELEASE, keys, args), this.timing(request.ttlMs))
+    const sub = how === 'undo' ? this.notifier?.subscriptionOf(request.owner) : undefined
+    if (sub === undefined) return
+    results.forEach((r, j) => {
+      const node = indexes[j]
+      // Deleted, or perhaps deleted (no answer): not a grant until its message says so.
+      if (node !== undefined && !(r.state === 'ok' && Number(r.value) === 0)) sub.undoneOn(node, 1)
+    })
+  }
+
+  /** ARGV of RELEASE: owner, the channel when releases are pushed, and the mode ('h' hand on, 'u' undo). */
+  private releaseArgs(ref: HolderRef, mode: 'h' | 'u'): string[] {
+    return this.notifier === undefined ? [ref.owner] : [ref.owner, this.channel(ref), mode]
   }
 
   /** Extends on a majority, comparing the owner on each node; false once a majority says it is not ours. */
   async renew(request: RenewRequest): Promise<boolean> {
     this.checkKind(request)
-    const run = (node: RedlockNode) => node.run(RENEW, this.key(request), [request.owner, String(request.ttlMs)])
+    const run = (node: RedlockNode) => node.run(RENEW, [this.key(request)], [request.owner, String(request.ttlMs)])
     return this.majority(run, request.ttlMs, request.key, 'extend')
   }
 
-  /** Compare-and-delete on every node, announcing the release there; true when a majority had our value. */
+  /**
+   * Compare-and-delete on every node, or where a process waits in line, handing the key to the first waiter; true
+   * when a majority had our value.
+   */
   async release(request: HolderRef): Promise<boolean> {
     this.checkKind(request)
-    const args = [request.owner, this.channel(request)]
-    return this.majority((node) => node.run(RELEASE, this.key(request), args), 0, request.key, 'release')
+    const keys = lineKeys(this.key(request))
+    const next = this.notifier?.localSuccessor(this.channel(request))
+    if (next !== undefined) return this.handOn(request, next)
+    const args = this.releaseArgs(request, 'h')
+    return this.majority((node) => node.run(RELEASE, keys, args), 0, request.key, 'release')
   }
 
   /**
-   * RedLock has no waiter queue; a waiter that gives up while it keeps the keys of a split round it led (see
-   * {@link lost}) gives them back.
+   * A release that hands the lock to `next`, a waiter of this process, in the same round: each node that still has
+   * our key sets it to `next` for its lease. With a quorum of them and validity left, `next` holds the lock from
+   * when this round was sent (every node set its key after that); otherwise `next` gives back what it got (to the
+   * line) and waits on. The releaser's answer is a release's: true when a majority had our value.
+   */
+  private async handOn(request: HolderRef, next: RedlockSubscription): Promise<boolean> {
+    const ttlMs = next.ttlMs ?? 0
+    const keys = lineKeys(this.key(request))
+    const args = [request.owner, this.channel(request), 't', next.owner, String(ttlMs)]
+    let settled = () => {}
+    next.handing = new Promise((resolve) => {
+      settled = resolve
+    })
+    try {
+      return await this.handOnRound(request, next, keys, args, ttlMs)
+    } finally {
+      next.handing = undefined
+      settled()
+    }
+  }
+
+  private async handOnRound(
+    request: HolderRef,
+    next: RedlockSubscription,
+    keys: string[],
+    args: string[],
+    ttlMs: number,
+  ): Promise<boolean> {
+    const { quorum } = this.settings
+    const sentAt = performance.now()
+    const n = this.nodes.length
+    const votes = await fanOut(
+      this.nodes,
+      (node) => node.run(RELEASE, keys, args),
+      this.timing(ttlMs),
+      (v) => {
+        const t = tally(v, isOne)
+        return t.yes >= quorum || t.no > n - quorum
+      },
+    )
+    const t = tally(votes, isOne)
+    const drift = ttlMs * this.settings.driftFactor + 2
+    if (t.yes >= quorum && ttlMs - (performance.now() - sentAt) - drift > 0 && !next.closed) {
+      this.notifier?.handOver(next, sentAt)
+      return true
+    }
+    // Not handed over: `next` gives back the keys it may have got, as a release (to the line, announced).
+    const back = this.releaseArgs({ ...request, owner: next.owner }, 'h')
+    const targets = this.nodes.filter(
+      (_, i) => !(votes[i]?.state === 'ok' && !isOne((votes[i] as { value: unknown }).value)),
+    )
+    await fanOut(targets, (node) => node.run(RELEASE, keys, back), this.timing(ttlMs))
+    if (t.yes >= quorum) return true
+    if (t.no > n - quorum) return false
+    throw this.quorumError(
+      `RedLock could not release "${request.key}" on a quorum: ${quorum} of ${n} nodes needed, ${t.yes} said yes, ${t.no} no, ${n - t.answered} did not answer`,
+      votes,
+      isOne,
+      request.key,
+    )
+  }
+
+  /**
+   * A waiter that gives up leaves the line on every node, and gives back (handing on) whatever keys it has: those of
+   * a split round it led (see {@link lost}), or those a release handed it that it will not take.
    */
   override async leaveQueue(request: HolderRef): Promise<void> {
-    if (!this.leads.delete(request.owner)) return
+    const leading = this.leads.delete(request.owner)
+    if (!this.inLine.delete(request.owner) && !leading) return
     this.checkKind(request)
     // Announced: the contenders that stood back for this leader (see lost) try again.
-    const args = [request.owner, this.channel(request)]
-    await fanOut(this.nodes, (node) => node.run(RELEASE, this.key(request), args), this.timing(0))
+    const args = this.releaseArgs(request, 'h')
+    const keys = lineKeys(this.key(request))
+    await fanOut(this.nodes, (node) => node.run(RELEASE, keys, args), this.timing(0))
   }
 
   /** Held when a majority of nodes have the key. */
   async isLocked(ref: LockRef & { readonly permits: number }): Promise<boolean> {
     this.checkKind(ref)
-    return this.majority((node) => node.run(EXISTS, this.key(ref), []), 0, ref.key, 'check')
+    return this.majority((node) => node.run(EXISTS, [this.key(ref)], []), 0, ref.key, 'check')
   }
 
   /** DEL on every node; true when a majority had the key. */
   async forceRelease(ref: LockRef): Promise<boolean> {
     this.checkKind(ref)
-    return this.majority((node) => node.run(FORCE_DELETE, this.key(ref), []), 0, ref.key, 'force-release')
+    return this.majority((node) => node.run(FORCE_DELETE, lineKeys(this.key(ref)), []), 0, ref.key, 'force-release')
   }
 
   /** The owner a quorum of nodes agrees on, with the expiry by which a quorum no longer has it. */

@@ -15,6 +15,7 @@ import {
   summariesOf,
 } from '../../backend/inspection.js'
 import { type FanOutTiming, fanOut } from './fan-out.js'
+import { isLineKey } from './line-keys.js'
 import type { RedlockNode } from './redlock-node.js'
 import { PEEK } from './scripts/index.js'
 
@@ -29,7 +30,7 @@ export interface RedlockInspectDeps {
 /** The holder a quorum of nodes agrees on, if any. */
 export async function inspectRedlock(d: RedlockInspectDeps, key: string): Promise<LockInspection> {
   const now = Date.now()
-  const votes = await fanOut(d.nodes, (node) => node.run(PEEK, d.keyPrefix + key, []), d.timing)
+  const votes = await fanOut(d.nodes, (node) => node.run(PEEK, [d.keyPrefix + key], []), d.timing)
   const byOwner = new Map<string, number[]>()
   for (const vote of votes) {
     if (vote.state !== 'ok') continue
@@ -57,6 +58,9 @@ function escapeGlob(text: string): string {
 export async function listRedlock(d: RedlockInspectDeps, request: ListRequest): Promise<LockSummary[]> {
   const pattern = `${escapeGlob(d.keyPrefix + request.prefix)}*`
   const found = await Promise.allSettled(d.nodes.map((node) => node.scan(pattern)))
-  const keys = found.flatMap((r) => (r.status === 'fulfilled' ? r.value : [])).map((k) => k.slice(d.keyPrefix.length))
+  const keys = found
+    .flatMap((r) => (r.status === 'fulfilled' ? r.value : []))
+    .filter((k) => !isLineKey(k))
+    .map((k) => k.slice(d.keyPrefix.length))
   return summariesOf(lockKeysOf(keys, request), request.limit, (key) => inspectRedlock(d, key))
 }

@@ -41,7 +41,7 @@ export interface RedlockNode {
   /** True while the client waits to reconnect (see isReconnecting): fail this node at once, not after a timeout. */
   readonly offline: boolean
   /** EVALSHA, then EVAL on NOSCRIPT (see runScript). */
-  run(script: LuaScript, key: string, args: readonly string[]): Promise<unknown>
+  run(script: LuaScript, keys: readonly string[], args: readonly string[]): Promise<unknown>
   /** The keys matching glob `pattern` on this node (SCAN; operator listings only). */
   scan(pattern: string): Promise<string[]>
   /** Opens a duplicate connection for SUBSCRIBE; undefined when the client cannot duplicate itself. */
@@ -92,7 +92,7 @@ export function adaptRedlockClient(client: unknown, index: number): RedlockNode 
     get offline() {
       return isReconnecting(c)
     },
-    run: (script, key, args) => runScript(runner, script, [key], args),
+    run: (script, keys, args) => runScript(runner, script, keys, args),
     scan: (pattern) =>
       scanNode((args) => {
         const any = c as unknown as {

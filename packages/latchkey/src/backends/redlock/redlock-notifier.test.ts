@@ -78,4 +78,26 @@ describe('RedlockNotifier', () => {
     await eventually('the head woken by its grace timer', () => head.owesTry)
     await notifier.close()
   })
+
+  it('a handoff wakes only the waiter it names, at the quorum-th node; an undo takes its node back until announced', async () => {
+    const { notifier, subs } = await subscribed('head', 'second')
+    const [head, second] = subs as [RedlockSubscription, RedlockSubscription]
+    // Handed to another process's waiter: nobody here is woken, and that waiter is what blocks this process.
+    notifier.dispatch(CHANNEL, 'holder elsewhere', 0)
+    expect(head.owesTry || second.owesTry).toBe(false)
+    expect(head.channel.blocked?.holder).toBe('elsewhere')
+    // Handed to the head by nodes 1 and 2, and its own undo deleted its key on node 2 (the reply came first).
+    notifier.dispatch(CHANNEL, 'elsewhere head', 1)
+    notifier.dispatch(CHANNEL, 'elsewhere head', 2)
+    head.undoneOn(2, 1)
+    notifier.dispatch(CHANNEL, 'elsewhere head', 3)
+    expect(head.grantedNodes()).toBe(2)
+    expect(head.owesTry).toBe(false)
+    notifier.dispatch(CHANNEL, '~head', 2)
+    notifier.dispatch(CHANNEL, 'elsewhere head', 4)
+    expect(head.grantedNodes()).toBe(3)
+    expect(head.owesTry).toBe(true)
+    expect(second.owesTry).toBe(false)
+    await notifier.close()
+  })
 })

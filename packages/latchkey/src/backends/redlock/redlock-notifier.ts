@@ -1,10 +1,11 @@
 /**
  * RedLock release notifications: one subscriber connection per node per backend, opened on the first wait. A
- * release publishes the released owner on every node's channel of the lock (scripts/release.lua); once copies
- * have come from a quorum of nodes (see dispatch), it wakes ONE local waiter, the longest-waiting (the head), the
- * only one that makes rounds of its own (see blockedFor). So a release costs one RedLock round per process instead
- * of one per waiter (a herd of split votes), and the waiters of a process are served in order of arrival. A
- * message is lost only if it is lost on every node, and a lost one costs at most the core's fallback pause.
+ * release hands the key to the first waiter in each node's line and publishes that (scripts/release.lua): only the
+ * process of that waiter acts, taking the lease once a quorum of nodes handed it over (see handedOff). A release
+ * with nobody in line publishes the released owner; once copies have come from a quorum of nodes, it wakes ONE
+ * local waiter, the longest-waiting (the head), the only one that makes rounds of its own (see blockedFor). The
+ * waiters of a process are served in order of arrival. A message is lost only if it is lost on every node, and a
+ * lost one costs at most the core's fallback pause.
  */
 import type { SubscriberConnection } from '../redis/client-adapter.js'
 import { RedlockChannel, RedlockSubscription, type ReleaseCopies } from './redlock-subscription.js'
@@ -31,6 +32,22 @@ const POLL_EVERY_MS = 1_000
  */
 const WAKE_GRACE_MS = 5
 
+/**
+ * How long after the first node handed a waiter the lock its round is started if a quorum of nodes has not (yet).
+ * Longer than {@link WAKE_GRACE_MS}: the other nodes' copies are normally on their way (on a loaded host the five
+ * servers run several ms apart), and a round started meanwhile only delays taking the lease until it returns; the
+ * nodes' lines differ rarely (see RedlockSubscription.ticket).
+ */
+const GRANT_GRACE_MS = 50
+
+/**
+ * How many times in a row a release may hand the lock to a waiter of its own process (one round, no process to
+ * wake) before one goes to the line of the other processes (see localSuccessor). Handing the lock to another
+ * process costs a wake-up of that process, which on a busy host waits for a CPU; handing it on at home does not. A
+ * batch bounds how long the other processes wait, as in cohort locks.
+ */
+const LOCAL_RUN = 16
+
 /** Subscribes lazily, wakes one waiter per release, unsubscribes a channel after it has been idle a while. */
 export class RedlockNotifier {
   private readonly connections: (SubscriberConnection | undefined)[]
@@ -49,18 +66,41 @@ export class RedlockNotifier {
   }
 
   /** Opens the subscription of the waiting acquire `owner` on `channel`, subscribing the channel if needed. */
-  subscribe(channel: string, owner: string): RedlockSubscription {
+  subscribe(channel: string, owner: string, ttlMs?: number): RedlockSubscription {
     let group = this.channels.get(channel)
     if (group === undefined) {
       group = new RedlockChannel(channel, this.openers.length)
       this.channels.set(channel, group)
     }
     group.idleSince = undefined
-    const sub = new RedlockSubscription(group, owner, (s) => this.detach(s))
+    const sub = new RedlockSubscription(group, owner, ttlMs, (s) => this.detach(s))
     group.subs.add(sub)
     this.byOwner.set(owner, sub)
     this.listen(group)
     return sub
+  }
+
+  /**
+   * The waiter a release of this process may hand the lock to, on `channel`: the local head, while no round of its
+   * own is out, and while the process has not handed the lock on locally {@link LOCAL_RUN} times in a row (then the
+   * release goes to the line, so that the other processes' waiters get their turn).
+   */
+  localSuccessor(channel: string): RedlockSubscription | undefined {
+    const group = this.channels.get(channel)
+    const head = group?.subs.values().next().value
+    if (group === undefined || head === undefined || head.closed || head.inRound || head.ttlMs === undefined) return
+    if (head.handedAt !== undefined || group.localRun >= LOCAL_RUN) {
+      if (group.localRun >= LOCAL_RUN) group.localRun = 0
+      return undefined
+    }
+    group.localRun++
+    return head
+  }
+
+  /** A release of this process handed `sub` the lock on a quorum of nodes, sent at `sentAt`: wakes it to take it. */
+  handOver(sub: RedlockSubscription, sentAt: number): void {
+    sub.handedAt = sentAt
+    sub.fire()
   }
 
   /** The open subscription of the waiting acquire `owner`, if it has one. */
@@ -118,31 +158,79 @@ export class RedlockNotifier {
   }
 
   /**
-   * One message from node `node`: the owner whose lease was released. The first copy marks the owner released (see
-   * isGone); the waiter is woken by the copy that makes `quorum` nodes (or every node whose SUBSCRIBE was
-   * acknowledged, if fewer), since only then can its round win a majority: woken by the first copy, its round
-   * reaches nodes the release has not reached yet, finds the old holder there and has to go again (measured: a
-   * round in four was such a stale one at 1,000 waiters). If those copies do not come (a subscriber connection
-   * down), {@link WAKE_GRACE_MS} after the first copy wakes it anyway.
+   * One message from node `node` (scripts/release.lua): "<owner>" released there with nobody in line,
+   * "<owner> <next>" released and handed to the waiter <next>, "~<owner>" an undo deleted <owner>'s key there.
    */
-  dispatch(channel: string, owner: string, node: number): void {
+  dispatch(channel: string, message: string, node: number): void {
     const group = this.channels.get(channel)
     if (group === undefined) return
-    let release = group.releases.get(owner)
-    if (release === undefined) {
-      const r: ReleaseCopies = { nodes: new Set(), woken: false, grace: undefined }
-      r.grace = setTimeout(() => this.wakeFor(group, r), WAKE_GRACE_MS).unref()
-      release = r
-      group.releases.set(owner, release)
-      // Forget the oldest: a copy of a release this far back is late enough to be treated as a new one.
-      const [oldest] = group.releases.keys()
-      if (group.releases.size > REMEMBERED && oldest !== undefined) {
-        clearTimeout(group.releases.get(oldest)?.grace)
-        group.releases.delete(oldest)
-      }
+    if (message.startsWith('~')) {
+      const sub = this.byOwner.get(message.slice(1))
+      sub?.grants.delete(node)
+      sub?.undoneOn(node, -1)
+      return
     }
+    const space = message.indexOf(' ')
+    if (space < 0) this.released(group, message, node)
+    else this.handedOff(group, message.slice(0, space), message.slice(space + 1), node)
+  }
+
+  /**
+   * `owner` released on `node` with nobody in line there. The first copy marks the owner released (see isGone); a
+   * local waiter is woken by the copy that makes `quorum` nodes (or every node whose SUBSCRIBE was acknowledged, if
+   * fewer), since only then can its round win a majority: woken by the first copy, its round reaches nodes the
+   * release has not reached yet, finds the old holder there and has to go again (measured: a round in four was such
+   * a stale one at 1,000 waiters). If those copies do not come (a subscriber connection down), {@link WAKE_GRACE_MS}
+   * after the first copy wakes it anyway.
+   */
+  private released(group: RedlockChannel, owner: string, node: number): void {
+    const release = group.releases.get(owner) ?? this.remember(group, owner, false)
     release.nodes.add(node)
     if (release.nodes.size >= Math.min(this.quorum, group.acknowledged)) this.wakeFor(group, release)
+  }
+
+  /**
+   * `from` released on `node` and the node handed the key to `to`, the first waiter in line there: the lock moves
+   * to one process without waking the others. A local `to` takes the lease without a round once a quorum of nodes
+   * handed it over (see RedlockBackend.tryAcquire); with fewer, {@link GRANT_GRACE_MS} after the first its round
+   * settles it (the lines of two nodes can differ while a waiter's place is on its way to them). Elsewhere, `to`
+   * is what blocks this process's head.
+   */
+  private handedOff(group: RedlockChannel, from: string, to: string, node: number): void {
+    if (!group.releases.has(from)) this.remember(group, from, true)
+    const sub = this.byOwner.get(to)
+    if (sub === undefined || sub.channel !== group) {
+      group.blocked = { holder: to, until: performance.now() + POLL_EVERY_MS }
+      return
+    }
+    sub.grants.add(node)
+    if (sub.grantedNodes() >= this.quorum) {
+      clearTimeout(sub.grantGrace)
+      sub.grantGrace = undefined
+      sub.fire()
+      return
+    }
+    sub.grantGrace ??= setTimeout(() => {
+      sub.grantGrace = undefined
+      sub.fire()
+    }, GRANT_GRACE_MS).unref()
+  }
+
+  /**
+   * Starts counting the copies of `owner`'s release. `woken` when the release woke nobody here on purpose (it was
+   * handed to a waiter): then no grace timer either.
+   */
+  private remember(group: RedlockChannel, owner: string, woken: boolean): ReleaseCopies {
+    const r: ReleaseCopies = { nodes: new Set(), woken, grace: undefined }
+    if (!woken) r.grace = setTimeout(() => this.wakeFor(group, r), WAKE_GRACE_MS).unref()
+    group.releases.set(owner, r)
+    // Forget the oldest: a copy of a release this far back is late enough to be treated as a new one.
+    const [oldest] = group.releases.keys()
+    if (group.releases.size > REMEMBERED && oldest !== undefined) {
+      clearTimeout(group.releases.get(oldest)?.grace)
+      group.releases.delete(oldest)
+    }
+    return r
   }
 
   /** Wakes one waiter for a release, once. */
@@ -208,11 +296,13 @@ export class RedlockNotifier {
 
   private detach(sub: RedlockSubscription): void {
     const group = sub.channel
+    const wasHead = group.subs.values().next().value === sub
     group.subs.delete(sub)
     if (this.byOwner.get(sub.owner) === sub) this.byOwner.delete(sub.owner)
     // A woken waiter leaving without retrying (acquired by its try in flight, timed out, aborted) must not
-    // swallow the wake.
-    if (sub.owesTry) this.wakeOne(group)
+    // swallow the wake; and the next head takes its place in line on the nodes now, while the lock is held, so that
+    // a release can hand it the lock.
+    if (sub.owesTry || wasHead) this.wakeOne(group)
     if (group.subs.size === 0 && this.channels.get(group.name) === group) {
       group.idleSince = performance.now()
       this.sweeper ??= setInterval(() => this.sweep(), Math.max(50, this.lingerMs / 2)).unref()

@@ -10,8 +10,8 @@ export type Attempt =
   /** Try again at once: this owner leads a split round, or a node still had a holder whose release was announced. */
   | { readonly kind: 'soon' }
 
-/** The ACQUIRE script's reply meaning "granted on this node". */
-export const granted = (v: unknown): boolean => Array.isArray(v) && Number(v[0]) === 1
+/** The ACQUIRE script's reply meaning "ours on this node": granted now (1), or already ours (2: a handoff, a kept key). */
+export const granted = (v: unknown): boolean => Array.isArray(v) && Number(v[0]) >= 1
 
 /** One node's outcome for `QuorumNotReachedError.nodes`. */
 export function outcome(node: string, vote: Vote, yes: (v: unknown) => boolean): NodeOutcome {
