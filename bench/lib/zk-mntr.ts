@@ -1,10 +1,10 @@
 import { connect } from 'node:net'
 import { zkUrl } from '../../packages/latchkey/test/support/zookeeper-env.ts'
 
-/** ZooKeeper's `mntr` four-letter word: znode count and approximate data size (paths + data, in bytes). */
-export async function mntr(): Promise<{ znodes: number; bytes: number }> {
-  const [host, port] = zkUrl().split(',')[0]?.split(':') ?? []
-  const text = await new Promise<string>((resolve, reject) => {
+/** The text of ZooKeeper's `mntr` four-letter word from the server at `hostPort`. */
+async function mntrText(hostPort: string): Promise<string> {
+  const [host, port] = hostPort.split(':')
+  return new Promise<string>((resolve, reject) => {
     const socket = connect(Number(port), host, () => socket.write('mntr'))
     let data = ''
     socket.on('data', (chunk) => {
@@ -13,8 +13,15 @@ export async function mntr(): Promise<{ znodes: number; bytes: number }> {
     socket.on('close', () => resolve(data))
     socket.on('error', reject)
   })
-  const stat = (name: string) => Number(new RegExp(`^${name}\\s+(\\d+)`, 'm').exec(text)?.[1])
-  return { znodes: stat('zk_znode_count'), bytes: stat('zk_approximate_data_size') }
+}
+
+/** One counter of a `mntr` text (NaN when absent). */
+const stat = (text: string, name: string) => Number(new RegExp(`^${name}\\s+(\\d+)`, 'm').exec(text)?.[1])
+
+/** ZooKeeper's `mntr` four-letter word: znode count and approximate data size (paths + data, in bytes). */
+export async function mntr(): Promise<{ znodes: number; bytes: number }> {
+  const text = await mntrText(zkUrl().split(',')[0] ?? '')
+  return { znodes: stat(text, 'zk_znode_count'), bytes: stat(text, 'zk_approximate_data_size') }
 }
 
 /** Requests one ZooKeeper server has served so far (its `mntr` latency counters: every write, every read). */
@@ -29,16 +36,6 @@ export interface ZkRequestCounters {
  * include the clients' pings (one per session every third of its timeout, a few per second).
  */
 export async function zkRequestCounters(hostPort: string): Promise<ZkRequestCounters> {
-  const [host, port] = hostPort.split(':')
-  const text = await new Promise<string>((resolve, reject) => {
-    const socket = connect(Number(port), host, () => socket.write('mntr'))
-    let data = ''
-    socket.on('data', (chunk) => {
-      data += chunk
-    })
-    socket.on('close', () => resolve(data))
-    socket.on('error', reject)
-  })
-  const stat = (name: string) => Number(new RegExp(`^${name}\\s+(\\d+)`, 'm').exec(text)?.[1])
-  return { writes: stat('zk_cnt_updatelatency'), reads: stat('zk_cnt_readlatency') }
+  const text = await mntrText(hostPort)
+  return { writes: stat(text, 'zk_cnt_updatelatency'), reads: stat(text, 'zk_cnt_readlatency') }
 }
