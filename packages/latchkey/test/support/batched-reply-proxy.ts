@@ -4,7 +4,8 @@
  * `flush()`. The client then reads a reply and whatever the server sent after it (a FATAL, then the close) in one
  * chunk, as a client on a loaded host can when a session is terminated right after it answered.
  */
-import { connect, createServer, type Server, type Socket } from 'node:net'
+import type { Socket } from 'node:net'
+import { LoopbackProxy } from './loopback-proxy.js'
 
 interface Link {
   readonly client: Socket
@@ -12,24 +13,9 @@ interface Link {
   serverEnded: boolean
 }
 
-export class BatchedReplyProxy {
-  port = 0
-  private server: Server | undefined
+export class BatchedReplyProxy extends LoopbackProxy {
   private holding = false
   private readonly links = new Set<Link>()
-
-  constructor(
-    private readonly targetPort: number,
-    private readonly targetHost = '127.0.0.1',
-  ) {}
-
-  async start(): Promise<this> {
-    this.server = createServer((client) => this.accept(client))
-    await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', resolve))
-    const address = this.server.address()
-    this.port = typeof address === 'object' && address !== null ? address.port : 0
-    return this
-  }
 
   /** From now on the server's bytes are kept, on every connection, until {@link flush}. */
   holdReplies(): void {
@@ -63,11 +49,10 @@ export class BatchedReplyProxy {
   async close(): Promise<void> {
     for (const link of this.links) link.client.destroy()
     this.links.clear()
-    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()))
+    await this.stopListening()
   }
 
-  private accept(client: Socket): void {
-    const upstream = connect(this.targetPort, this.targetHost)
+  protected accept(client: Socket, upstream: Socket): void {
     const link: Link = { client, held: [], serverEnded: false }
     this.links.add(link)
     client.on('data', (chunk: Buffer) => upstream.write(chunk))

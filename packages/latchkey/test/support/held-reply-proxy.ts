@@ -4,32 +4,18 @@
  * replies until `releaseHeld()`. A client connecting meanwhile is connected but stuck in its handshake, as a
  * client on a loaded host is for hundreds of ms. Connections accepted before (or after the release) pass through.
  */
-import { connect, createServer, type Server, type Socket } from 'node:net'
+import type { Socket } from 'node:net'
+import { LoopbackProxy } from './loopback-proxy.js'
 
 interface Held {
   readonly client: Socket
   readonly chunks: Buffer[]
 }
 
-export class HeldReplyProxy {
-  port = 0
-  private server: Server | undefined
+export class HeldReplyProxy extends LoopbackProxy {
   private holding = false
   private readonly held: Held[] = []
   private readonly sockets = new Set<Socket>()
-
-  constructor(
-    private readonly targetPort: number,
-    private readonly targetHost = '127.0.0.1',
-  ) {}
-
-  async start(): Promise<this> {
-    this.server = createServer((client) => this.accept(client))
-    await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', resolve))
-    const address = this.server.address()
-    this.port = typeof address === 'object' && address !== null ? address.port : 0
-    return this
-  }
 
   get url(): string {
     return `redis://127.0.0.1:${this.port}`
@@ -56,11 +42,10 @@ export class HeldReplyProxy {
   async close(): Promise<void> {
     for (const s of this.sockets) s.destroy()
     this.sockets.clear()
-    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()))
+    await this.stopListening()
   }
 
-  private accept(client: Socket): void {
-    const upstream = connect(this.targetPort, this.targetHost)
+  protected accept(client: Socket, upstream: Socket): void {
     this.sockets.add(client)
     this.sockets.add(upstream)
     const hold: Held | undefined = this.holding ? { client, chunks: [] } : undefined

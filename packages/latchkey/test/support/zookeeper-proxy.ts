@@ -5,7 +5,8 @@
  *   that reply and cut the connection (the create succeeded on the server; the client never hears of it).
  * It parses ZooKeeper's length-prefixed frames only to find the create's xid and its reply.
  */
-import { connect, createServer, type Server, type Socket } from 'node:net'
+import type { Socket } from 'node:net'
+import { LoopbackProxy } from './loopback-proxy.js'
 
 /** CREATE and CREATE2 (the backend sends CREATE2 where its client can: a create whose reply carries the stat). */
 const OP_CREATES = new Set([1, 15])
@@ -25,29 +26,14 @@ class Framer {
   }
 }
 
-export class ZkProxy {
-  port = 0
+export class ZkProxy extends LoopbackProxy {
   /** Connections the proxy has accepted (the client reconnects through it after a cut). */
   accepted = 0
   /** Set once a create's reply was dropped: its xid. */
   droppedCreateXid: number | undefined
-  private server: Server | undefined
   private holes = false
   private armed = false
   private readonly pairs = new Set<[Socket, Socket]>()
-
-  constructor(
-    private readonly targetPort: number,
-    private readonly targetHost = '127.0.0.1',
-  ) {}
-
-  async start(): Promise<this> {
-    this.server = createServer((client) => this.accept(client))
-    await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', resolve))
-    const address = this.server.address()
-    this.port = typeof address === 'object' && address !== null ? address.port : 0
-    return this
-  }
 
   get url(): string {
     return `127.0.0.1:${this.port}`
@@ -78,12 +64,11 @@ export class ZkProxy {
 
   async close(): Promise<void> {
     this.cutAll()
-    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()))
+    await this.stopListening()
   }
 
-  private accept(client: Socket): void {
+  protected accept(client: Socket, upstream: Socket): void {
     this.accepted++
-    const upstream = connect(this.targetPort, this.targetHost)
     const pair: [Socket, Socket] = [client, upstream]
     this.pairs.add(pair)
     let createXid: number | undefined
