@@ -12,7 +12,8 @@ import { sameRunRatio, table } from './tables.js'
 const PEERS = ['redlock4', 'redlock5', 'redis-semaphore']
 const MiB = 2 ** 20
 
-function bestPeer(s: Summaries, sc: string): string | undefined {
+/** The Redis peer with the highest median rate in scenario `sc`. */
+export function bestPeer(s: Summaries, sc: string): string | undefined {
   return PEERS.filter((p) => Number.isFinite(med(s, p, sc, 'rate'))).sort(
     (a, b) => med(s, b, sc, 'rate') - med(s, a, sc, 'rate'),
   )[0]

@@ -18,12 +18,18 @@ export function table(head: readonly string[], rows: readonly (readonly string[]
   return [line(head), line(head.map(() => '---')), ...rows.map(line)].join('\n')
 }
 
-/** Per-run ratio of `id`'s rate to `base`'s rate in the same run, over the runs. */
-export function sameRunRatio(cells: readonly CellRecord[], id: string, base: string, scenario: string): Spread {
-  const rate = (who: string, run: number) =>
-    cells.find((c) => c.id === who && c.scenario === scenario && c.run === run)?.figures?.rate
+/** Per-run ratio of `id`'s figure `f` (default the rate) to `base`'s in the same run, over the runs. */
+export function sameRunRatio(
+  cells: readonly CellRecord[],
+  id: string,
+  base: string,
+  scenario: string,
+  f: keyof CellFigures = 'rate',
+): Spread {
+  const at = (who: string, run: number) =>
+    cells.find((c) => c.id === who && c.scenario === scenario && c.run === run)?.figures?.[f]
   const runs = [...new Set(cells.map((c) => c.run))]
-  return spread(runs.map((r) => (rate(id, r) ?? Number.NaN) / (rate(base, r) ?? Number.NaN)))
+  return spread(runs.map((r) => (at(id, r) ?? Number.NaN) / (at(base, r) ?? Number.NaN)))
 }
 
 const cell = (s: Spread) => fmtSpread(s)

@@ -5,12 +5,10 @@
  */
 import type { CellFigures } from '../lib/cells.js'
 import type { Results } from '../lib/results.js'
-import { fmtAuto, fmtSpread, type Spread, spread } from '../lib/stats.js'
+import { fmtAuto, fmtSpread, type Spread } from '../lib/stats.js'
 import { med, type Summaries } from './aggregate.js'
-import { ofCeiling } from './sections.js'
-import { table } from './tables.js'
-
-const PEERS = ['redlock4', 'redlock5', 'redis-semaphore']
+import { bestPeer, ofCeiling } from './sections.js'
+import { sameRunRatio, table } from './tables.js'
 
 /** How a row compares: ours over theirs must reach `min`, or ours over theirs must stay under `max`. */
 type Goal = { readonly min: number } | { readonly max: number }
@@ -25,23 +23,6 @@ interface Target {
   readonly goal: Goal
   /** Another condition of the row, checked on latchkey's cells (e.g. no starved waiter). */
   readonly also?: { readonly text: string; readonly holds: (s: Summaries) => boolean }
-}
-
-/** ours/theirs of figure `f`, run by run. */
-function perRun(r: Results, ours: string, theirs: string, scenario: string, f: keyof CellFigures): Spread {
-  const at = (id: string, run: number) =>
-    r.cells.find((c) => c.id === id && c.scenario === scenario && c.run === run)?.figures?.[f]
-  const runs = [...new Set(r.cells.map((c) => c.run))]
-  return spread(runs.map((run) => (at(ours, run) ?? Number.NaN) / (at(theirs, run) ?? Number.NaN)))
-}
-
-/** The peer with the highest median rate in `scenario`. */
-function bestPeer(s: Summaries, scenario: string): string {
-  return (
-    PEERS.filter((p) => Number.isFinite(med(s, p, scenario, 'rate'))).sort(
-      (a, b) => med(s, b, scenario, 'rate') - med(s, a, scenario, 'rate'),
-    )[0] ?? 'redis-semaphore'
-  )
 }
 
 function targets(s: Summaries): Target[] {
@@ -77,8 +58,8 @@ function targets(s: Summaries): Target[] {
     gap(`ZooKeeper ${where}, 10 waiters`, ours, theirs, 'w10', 1),
   ]
   return [
-    rate('Redis uncontended c=1', 'redis', bestPeer(s, 'c1'), 'c1', 1),
-    rate('Redis uncontended c=50', 'redis', bestPeer(s, 'c50'), 'c50', 1),
+    rate('Redis uncontended c=1', 'redis', bestPeer(s, 'c1') ?? 'redis-semaphore', 'c1', 1),
+    rate('Redis uncontended c=50', 'redis', bestPeer(s, 'c50') ?? 'redis-semaphore', 'c50', 1),
     gap('Redis handoff, 10 waiters over 4 processes', 'redis', 'proto-blpop', 'w10', 1.1),
     gap('Redis handoff, 100 waiters over 4 processes', 'redis', 'proto-blpop', 'w100', 1.1),
     gap('Redis handoff, 10 waiters in one process', 'redis-1p', 'proto-blpop-1p', 'w10', 1.1),
@@ -113,7 +94,7 @@ const goalText = (g: Goal) => ('min' in g ? `≥ ${g.min}×` : `≤ ${g.max}×`)
 export function targetsSection(r: Results, s: Summaries, labels: ReadonlyMap<string, string>): string[] {
   const name = (id: string) => labels.get(id) ?? id
   const rows = targets(s).map((t) => {
-    const ratio = perRun(r, t.ours, t.theirs, t.scenario, t.f)
+    const ratio = sameRunRatio(r.cells, t.ours, t.theirs, t.scenario, t.f)
     // An infinite ratio is a measurement too: the other contender made no acquisition at all.
     const ran = ratio.n > 0 || ratio.median === Number.POSITIVE_INFINITY
     const met = ran && ('min' in t.goal ? ratio.median >= t.goal.min : ratio.median <= t.goal.max)
