@@ -1,3 +1,4 @@
+import { type AddressInfo, connect, createServer, type Socket } from 'node:net'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import type { Backend } from '../backend/types.js'
 import { memoryBackend } from '../backends/memory/index.js'
@@ -79,6 +80,34 @@ describe('settleWithin', () => {
     expect((await pending).state).toBe('answered')
     expect(refedTimeouts()).toBe(before)
     clock.close()
+  })
+
+  it('an answer that reached the process while it was busy past the deadline wins over the deadline', async () => {
+    // The answer is on its way through a real socket before the deadline, but the process is busy until after it:
+    // on the next turn both the due timer and the readable socket are ready, and Node runs timers first.
+    const server = createServer()
+    const accepted = new Promise<Socket>((resolve) => server.once('connection', resolve))
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    const client = connect((server.address() as AddressInfo).port, '127.0.0.1')
+    const far = await accepted
+    const clock = new LeaseTimers(true)
+    try {
+      const outcome = settleWithin(clock, monotonicNow() + 20, async () => {
+        const answer = new Promise<string>((resolve) => client.once('data', (data) => resolve(String(data))))
+        far.write('held')
+        return answer
+      })
+      const busyUntil = monotonicNow() + 60
+      while (monotonicNow() < busyUntil) {
+        // a stall: a GC pause or a machine too loaded to run this process
+      }
+      expect(await outcome).toEqual({ state: 'answered', value: 'held' })
+    } finally {
+      clock.close()
+      client.destroy()
+      far.destroy()
+      await new Promise((resolve) => server.close(resolve))
+    }
   })
 })
 

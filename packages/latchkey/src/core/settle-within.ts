@@ -17,7 +17,8 @@ export type Settled<T> =
     }
 
 /**
- * Sends `send(options)` and waits for its answer at most until `dueAt` (monotonic ms); never rejects. The
+ * Sends `send(options)` and waits for its answer at most until `dueAt` (monotonic ms) and the event loop's next
+ * read of the sockets; never rejects. The
  * deadline is an entry in `clock`, the context's shared heap of due times with one timer that keeps the process
  * alive while a call is pending: a try that answers in time (the common case) starts and stops no timer and
  * builds no `Promise.race`. An infinite `dueAt` is no deadline. `options.signal` is created only if the backend reads it, and aborts when the deadline abandons the
@@ -71,6 +72,15 @@ class Race<T> implements TimedEntry, CallOptions {
   }
 
   onDue(): void {
+    if (this.call === undefined || this.settle === undefined) return
+    // Node runs due timers before it reads the sockets: after a stall (a GC pause, a loaded machine), an answer that
+    // reached this process in time would lose to its own deadline and be reported as the backend's silence. The
+    // check phase (setImmediate) comes after this turn's poll phase, so by then an answer already received has
+    // settled the race; the deadline moves by that one turn only.
+    setImmediate(() => this.abandon())
+  }
+
+  private abandon(): void {
     if (this.call === undefined || this.settle === undefined) return
     const abortReason = new DOMException('latchkey abandoned this backend call at its deadline', 'TimeoutError')
     this.settleOnce({ state: 'unanswered', pending: this.call, abortReason })
