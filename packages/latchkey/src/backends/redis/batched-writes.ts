@@ -6,8 +6,8 @@
  * are still unanswered, the socket is corked until the current turn's callbacks and microtasks have run
  * (process.nextTick), and everything they wrote leaves in one `writev`. A command sent while nothing is in flight
  * (one lock at a time) is written at once as before: waiting could only delay it, since no reply can arrive
- * and no other command is coming in the same turn. node-redis corks its socket per tick itself; an ioredis
- * Cluster client has no single socket and is left as is.
+ * and no other command is coming in the same turn. node-redis already writes its queued commands together, once
+ * per turn (setImmediate); an ioredis Cluster client has no single socket and is left as is.
  */
 
 /** The parts of an ioredis `Redis` client this reads: its socket and its queue of commands awaiting replies. */
