@@ -224,13 +224,17 @@ for (const concurrency of concurrencies) {
       .join(' ')}\n`,
   )
   console.log(
-    '| contender | pairs/s | × redis-semaphore (medians) | client CPU µs/pair | server CPU µs/pair | commandstats µs/pair | commandstats µs per call × calls per pair (last round) |',
+    '| contender | pairs/s | × redis-semaphore (medians) | × redis-semaphore, per round: median [min–max] | client CPU µs/pair | server CPU µs/pair | commandstats µs/pair | commandstats µs per call × calls per pair (last round) |',
   )
-  console.log('| --- | --- | --- | --- | --- | --- | --- |')
+  console.log('| --- | --- | --- | --- | --- | --- | --- | --- |')
+  // The ratio within each round (the two windows of a round are next to each other, so they saw about the same
+  // load): steadier than the ratio of the medians when the machine's load swings from round to round.
+  const peer = samples.get('redis-semaphore') ?? []
   for (const [name, ss] of samples) {
     const pairs = ss.map((s) => s.pairs)
+    const perRound = ss.map((s, i) => s.pairs / (peer[i]?.pairs ?? Number.NaN))
     console.log(
-      `| ${name} | ${fmt(pairs)} | ${(median(pairs) / base).toFixed(3)} | ${fmt(ss.map((s) => s.cpuUsPerPair))} | ${fmt(ss.map((s) => s.serverCpuUsPerPair))} | ${fmt(
+      `| ${name} | ${fmt(pairs)} | ${(median(pairs) / base).toFixed(3)} | ${fmt(perRound, 3)} | ${fmt(ss.map((s) => s.cpuUsPerPair))} | ${fmt(ss.map((s) => s.serverCpuUsPerPair))} | ${fmt(
         ss.map((s) => s.serverUsPerPair),
         1,
       )} | ${ss.at(-1)?.perCommand} |`,

@@ -3,6 +3,7 @@
  * Redis backend, the fence store and every RedLock master. Neither package is imported; a client is recognised
  * by its shape.
  */
+import { batchedWrites } from './batched-writes.js'
 import type { ScriptRunner } from './lua-script.js'
 
 /** The part of an ioredis client (`Redis` or `Cluster`) that recognition, scripts and the offline test use. */
@@ -51,8 +52,12 @@ export function isReconnecting(client: IoredisScripting | NodeRedisScripting): b
 /** EVALSHA and EVAL through either client. */
 export function scriptRunner(client: IoredisScripting | NodeRedisScripting): ScriptRunner {
   if (isIoredis(client)) {
+    const beforeWrite = batchedWrites(client)
     return {
-      evalsha: (script, keys, args) => client.evalsha(script.sha, keys.length, ...keys, ...args),
+      evalsha: (script, keys, args) => {
+        beforeWrite()
+        return client.evalsha(script.sha, keys.length, ...keys, ...args)
+      },
       eval: (script, keys, args) => client.eval(script.source, keys.length, ...keys, ...args),
     }
   }

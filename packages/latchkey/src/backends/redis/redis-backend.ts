@@ -34,7 +34,11 @@ import {
 
 /** Options of {@link redisBackend}. */
 export interface RedisBackendOptions {
-  /** An ioredis client, or a connected node-redis client. Never closed by the backend. */
+  /**
+   * An ioredis client, or a connected node-redis client. Never closed by the backend. On an ioredis client, a
+   * command the backend sends while others are unanswered corks the socket until the next tick, so the commands of
+   * one turn of the event loop (the app's own included) leave in one write (batched-writes.ts).
+   */
   client: RedisClientLike
   /** `latchkey` (default) or `redisson`: Redisson RLock's key, hash field, channel and unlock message. */
   layout?: RedisLayoutName

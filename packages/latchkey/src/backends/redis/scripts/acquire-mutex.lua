@@ -6,7 +6,8 @@
 -- KEYS: M and F (KEYS[1] and KEYS[7] of base.lua). ARGV: the caller's field, ttlMs, and lockDelayMs when not 0.
 -- Reply: the token (an integer reply, cheaper for both sides than acquire.lua's string) when granted, else 0
 -- (held; nothing was written).
-local M, F, field, ttl, delay = KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3] or 0)
+-- ttl and delay stay strings: free-mutex.lua only does arithmetic with them, which coerces.
+local M, F, field, ttl, delay = KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3] or 0
 local granted = 0
 --#include free-mutex.lua
 return granted

@@ -1,7 +1,7 @@
 -- A free mutex of the latchkey layout granted: when M does not exist (no holder, no lock-delay left), the token of
 -- next_fence, the record of put and the expiry of keep_until in five commands (four without the counter's idle
 -- expiry), as the general rules of acquire.lua would grant it. Expects the locals M, F (KEYS[1] and KEYS[7] of
--- base.lua), field, ttl and delay (numbers). Included before any function is created (each closure costs Redis per
+-- base.lua), field, ttl and delay (numbers, or strings of digits: only arithmetic uses them). Included before any function is created (each closure costs Redis per
 -- call) by acquire.lua and acquire-mutex.lua, which declare `local granted` before it: set to the token on a grant,
 -- each includer replies in its own form.
 if redis.call('EXISTS', M) == 0 then
@@ -12,7 +12,8 @@ if redis.call('EXISTS', M) == 0 then
     redis.call('SET', F, string.format('%d', n))
   end
   if FENCE_IDLE_MS > 0 then redis.call('PEXPIRE', F, FENCE_IDLE_MS) end
-  local exp = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000) + ttl
+  -- T's strings coerce in arithmetic: tonumber would be one more call each.
+  local exp = T[1] * 1000 + math.floor(T[2] / 1000) + ttl
   redis.call('HSET', M, field, string.format('mutex|%d|%d|%d', exp, exp + delay, n))
   redis.call('PEXPIRE', M, ttl + delay)
   granted = n

@@ -8,7 +8,8 @@ local rec = redis.call('HGET', KEYS[1], ARGV[1])
 if not rec then return 0 end
 local T = redis.call('TIME')
 local exp = string.match(rec, '^%a+|(%d+)|')
-if exp == nil or tonumber(exp) <= tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000) then return 0 end
+-- Strings coerce in arithmetic (tonumber would be one more call each); `+ 0` makes the comparison numeric.
+if exp == nil or exp + 0 <= T[1] * 1000 + math.floor(T[2] / 1000) then return 0 end
 if redis.call('EXISTS', KEYS[2], KEYS[3]) > 0 then return 2 end
 redis.call('HDEL', KEYS[1], ARGV[1])
 return 1
