@@ -122,7 +122,10 @@ async function phase(p: Phase): Promise<Map<string, number>> {
     pipe.call(cmd as string, ...args)
   }
   const results = (await pipe.exec()) ?? []
-  if (p === variants['fenced floor']?.acquire) results.forEach(([, v], i) => (floorTokens[i] = v))
+  if (p === variants['fenced floor']?.acquire)
+    results.forEach(([, v], i) => {
+      floorTokens[i] = v
+    })
   const bad = results.find(([e]) => e !== null)
   if (bad) throw bad[0]
   const info = (await redis.info('commandstats')) as string
