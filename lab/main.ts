@@ -11,10 +11,14 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { checkRun, formatSummary, type RunSummary } from './checker/summarize.js'
 import { writeResults } from './report.js'
+import { stopLabServers } from './runner/lab-servers.js'
+import { removeZkTree } from './runner/lock-cleanup.js'
 import type { FaultSpec } from './runner/nemesis.js'
 import { NETNS_PREFIX } from './runner/netns-clusters.js'
 import { runDir, runScenario } from './runner/run-scenario.js'
-import { type Prepared, probe, removeZkTree, stopLabServers, TARGETS } from './runner/targets.js'
+import { SHARED_ZK_HOSTS } from './runner/shared-servers.js'
+import type { Prepared } from './runner/target.js'
+import { probe, TARGETS } from './runner/targets.js'
 import { NAIVE, SCENARIOS } from './scenarios.js'
 
 const { values } = parseArgs({
@@ -114,7 +118,7 @@ for (const seed of Array.from({ length: seeds }, (_, i) => i + 1)) {
       prepare: async (ns) =>
         naive.server === 'redis'
           ? TARGETS.redis!.prepare(ns, DATA)
-          : { url: process.env.LAB_ZK_HOSTS ?? '127.0.0.1:2181', cleanup: () => removeZkTree(`/${ns}`) },
+          : { url: SHARED_ZK_HOSTS, cleanup: () => removeZkTree(`/${ns}`) },
     })
   }
 }

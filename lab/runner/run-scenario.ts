@@ -10,7 +10,7 @@ import { FakeClock } from './fake-clock.js'
 import { type FaultProxy, proxiedUrl } from './fault-proxy.js'
 import { type FaultSpec, type MajorityPhase, Nemesis, planFaults, slowedClient } from './nemesis.js'
 import { Referee } from './referee.js'
-import type { FaultHooks } from './targets.js'
+import type { FaultHooks } from './target.js'
 
 const LAB = dirname(dirname(fileURLToPath(import.meta.url)))
 const CLIENT = join(LAB, 'client', 'client.ts')
