@@ -1,6 +1,6 @@
 import type { RunSummary } from './checker/summarize.js'
 import { REPLICATION_LAG_MS, type Setup } from './runner/fault-deployments.js'
-import type { FaultSpec } from './runner/nemesis.js'
+import type { FaultSpec } from './runner/fault-spec.js'
 
 /** What a scenario needs of a backend (see ScenarioDef.needs). */
 export type ScenarioNeeds = 'server' | 'network' | 'session' | 'partition' | 'power-loss'
