@@ -10,6 +10,7 @@ import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync } from
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { checkRun, formatSummary, type RunSummary } from './checker/summarize.js'
+import { NAIVE } from './naive-scenarios.js'
 import { writeResults } from './report.js'
 import type { FaultSpec } from './runner/fault-spec.js'
 import { stopLabServers } from './runner/lab-servers.js'
@@ -19,7 +20,7 @@ import { runDir, runScenario } from './runner/run-scenario.js'
 import { SHARED_ZK_HOSTS } from './runner/shared-servers.js'
 import type { Prepared } from './runner/target.js'
 import { probe, TARGETS } from './runner/targets.js'
-import { NAIVE, SCENARIOS } from './scenarios.js'
+import { SCENARIOS } from './scenarios.js'
 
 const { values } = parseArgs({
   options: {

@@ -1,4 +1,4 @@
-import type { ScenarioNeeds } from '../scenarios.js'
+import type { ScenarioNeeds } from '../scenario-def.js'
 import type { SessionInfo } from './end-session.js'
 import type { Setup } from './fault-deployments.js'
 import type { CutWhich } from './netns-clusters.js'
