@@ -17,7 +17,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { DEFAULT_BARRIER_TABLE } from '../barrier/barrier-sql.js'
 import type { Coordinator } from '../coordinator/coordinator.js'
-import { internalsOf } from '../coordinator/coordinator.js'
+import { internalsOf } from '../coordinator/coordinator-internals.js'
 import type { TxDefinition } from '../coordinator/definition.js'
 import type { RunResult } from '../coordinator/run-result.js'
 import { StopDriving, type TxRun } from '../coordinator/tx-run.js'
