@@ -23,16 +23,13 @@
  * Printed, never asserted. Needs RabbitMQ on LATCHKEY_RABBITMQ_URL (default amqp://guest:guest@127.0.0.1:5672).
  */
 import { randomBytes } from 'node:crypto'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { cpus, loadavg, tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { cpus, loadavg } from 'node:os'
 import { setTimeout as delay } from 'node:timers/promises'
 import amqp from 'amqplib'
-import Database from 'better-sqlite3'
 import type { Outbox } from 'latchkey-tx/outbox'
 import * as current from 'latchkey-tx/outbox'
-import mysql from 'mysql2/promise'
-import pg from 'pg'
+import { confirmedPublishRate } from './lib/amqp-confirm-loop.js'
+import { type Dialect, openOutboxDb } from './lib/outbox-business-db.js'
 import { ascending, fmt, percentile } from './lib/stats.js'
 
 const RABBIT_URL = process.env.LATCHKEY_RABBITMQ_URL ?? 'amqp://guest:guest@127.0.0.1:5672'
@@ -51,8 +48,6 @@ const DBS = (flag('db') ?? 'postgres,mysql,sqlite').split(',') as Dialect[]
 const BASELINE = flag('baseline')
 type OutboxModule = Pick<typeof current, 'createOutbox' | 'rabbitPublisher'>
 const baseline: OutboxModule | undefined = BASELINE === undefined ? undefined : await import(BASELINE)
-type Dialect = 'postgres' | 'mysql' | 'sqlite'
-
 const load = () =>
   loadavg()
     .map((l) => l.toFixed(2))
@@ -85,182 +80,93 @@ await consumerCh.consume(
 )
 
 /** The bare loop: `windows` windows of BATCH messages in flight, each awaited as a whole before its next. */
-async function bare(windows: number): Promise<number> {
-  const conn = await amqp.connect(RABBIT_URL)
-  const ch = await conn.createConfirmChannel()
-  let next = 0
-  const started = performance.now()
-  const worker = async () => {
-    while (next < MESSAGES) {
-      const take = Math.min(BATCH, MESSAGES - next)
-      const first = next
-      next += take
-      const confirms: Promise<void>[] = []
-      for (let i = first; i < first + take; i++) {
-        const id = `bare-${tag}-${i}`
-        confirms.push(
-          new Promise((resolve, reject) => {
-            ch.publish(
-              exchange,
-              'bench.bare',
-              Buffer.from(JSON.stringify(payloadOf(i))),
-              {
-                messageId: id,
-                contentType: 'application/json',
-                persistent: true,
-                mandatory: true,
-                timestamp: Math.floor(Date.now() / 1000),
-                headers: { 'x-message-key': `k${i % KEYS}` },
-              },
-              (error) => (error ? reject(error) : resolve()),
-            )
-          }),
-        )
-      }
-      await Promise.all(confirms)
-    }
-  }
-  await Promise.all(Array.from({ length: windows }, worker))
-  const seconds = (performance.now() - started) / 1000
-  await conn.close()
-  return MESSAGES / seconds
-}
+const bare = (windows: number) =>
+  confirmedPublishRate({
+    url: RABBIT_URL,
+    exchange,
+    routingKey: 'bench.bare',
+    messages: MESSAGES,
+    batch: BATCH,
+    windows,
+    message: (i) => ({ id: `bare-${tag}-${i}`, key: `k${i % KEYS}`, payload: payloadOf(i) }),
+  })
 
-/** A business database of one dialect: its outbox URL and a way to commit `n` adds in transactions of BATCH. */
-interface Target {
-  readonly store: string
-  addMany(outbox: Outbox, from: number, n: number, perTx: number): Promise<void>
-  close(): Promise<void>
-}
+/** A fresh business database of `dialect` with outbox tables of their own (dropped by its close). */
+const openDb = (dialect: Dialect) =>
+  openOutboxDb(
+    dialect,
+    `bench_ob_${tag}_${randomBytes(2).toString('hex')}_`,
+    { postgres: PG_URL, mysql: MYSQL_URL },
+    (j) => ({ topic: 'bench.outbox', key: `k${j % KEYS}`, payload: payloadOf(j) }),
+  )
 
-function openTarget(dialect: Dialect, prefix: string): Target {
-  if (dialect === 'postgres') {
-    const pool = new pg.Pool({ connectionString: PG_URL, max: 2 })
-    return {
-      store: `${PG_URL}?tablePrefix=${prefix}`,
-      async addMany(outbox, from, n, perTx) {
-        const c = await pool.connect()
-        try {
-          for (let i = from; i < from + n; i += perTx) {
-            await c.query('BEGIN')
-            for (let j = i; j < Math.min(from + n, i + perTx); j++) {
-              await outbox.add(c, { topic: 'bench.outbox', key: `k${j % KEYS}`, payload: payloadOf(j) })
-            }
-            await c.query('COMMIT')
-          }
-        } finally {
-          c.release()
-        }
-      },
-      async close() {
-        await pool.query(`DROP TABLE IF EXISTS ${prefix}outbox, ${prefix}outbox_relays`)
-        await pool.end()
-      },
-    }
-  }
-  if (dialect === 'mysql') {
-    const pool = mysql.createPool({ uri: MYSQL_URL, connectionLimit: 2 })
-    return {
-      store: `${MYSQL_URL}?tablePrefix=${prefix}`,
-      async addMany(outbox, from, n, perTx) {
-        const c = await pool.getConnection()
-        try {
-          for (let i = from; i < from + n; i += perTx) {
-            await c.beginTransaction()
-            for (let j = i; j < Math.min(from + n, i + perTx); j++) {
-              await outbox.add(c, { topic: 'bench.outbox', key: `k${j % KEYS}`, payload: payloadOf(j) })
-            }
-            await c.commit()
-          }
-        } finally {
-          c.release()
-        }
-      },
-      async close() {
-        await pool.query(`DROP TABLE IF EXISTS ${prefix}outbox, ${prefix}outbox_relays`)
-        await pool.end()
-      },
-    }
-  }
-  const dir = mkdtempSync(join(tmpdir(), 'latchkey-outbox-bench-'))
-  const path = join(dir, 'shop.db')
-  const db = new Database(path)
-  db.pragma('journal_mode = WAL')
-  db.pragma('busy_timeout = 5000')
-  return {
-    store: `sqlite:${path}?tablePrefix=${prefix}`,
-    async addMany(outbox, from, n, perTx) {
-      for (let i = from; i < from + n; i += perTx) {
-        db.transaction(() => {
-          for (let j = i; j < Math.min(from + n, i + perTx); j++) {
-            void outbox.add(db, { topic: 'bench.outbox', key: `k${j % KEYS}`, payload: payloadOf(j) })
-          }
-        })()
-        await delay(0)
-      }
-    },
-    async close() {
-      db.close()
-      rmSync(dir, { recursive: true, force: true })
-    },
-  }
-}
-
-/** Relay cell: MESSAGES rows committed first, then one relay; messages/s until every row is published. */
 /** Time from relay start to its first published wave, per dialect, last round (leases, table checks). */
 const startMs = new Map<Dialect, number>()
 /** Per dialect and round: messages/s from the first published wave to the last (the relay's start left out). */
 const steady = new Map<Dialect, number[]>()
 
+/** Relay cell: MESSAGES rows committed first, then one relay; messages/s until every row is published. */
 async function relayRun(dialect: Dialect, lib: OutboxModule = current): Promise<number> {
-  const { createOutbox, rabbitPublisher } = lib
-  const target = openTarget(dialect, `bench_ob_${tag}_${randomBytes(2).toString('hex')}_`)
+  const { createOutbox } = lib
+  const target = openDb(dialect)
   const outbox = createOutbox({ store: target.store, partitions: PARTITIONS })
   try {
     await outbox.ready()
     await target.addMany(outbox, 0, MESSAGES, BATCH)
-    let published = 0
-    let firstWave = 0
-    let done!: () => void
-    const finished = new Promise<void>((resolve) => {
-      done = resolve
-    })
-    const started = performance.now()
-    const relay = outbox.relay({
-      publisher: rabbitPublisher({ url: RABBIT_URL, exchange }),
-      batchSize: BATCH,
-      pollMs: 20,
-      onEvent: (e) => {
-        if (e.type === 'published') {
-          if (published === 0 && lib === current) {
-            startMs.set(dialect, performance.now() - started)
-            firstWave = e.ids.length
-          }
-          published += e.ids.length
-          if (published >= MESSAGES) done()
-        } else if (e.type === 'error' || e.type === 'failed') console.error('  relay:', e.type, e.error.message)
-      },
-    })
-    await finished
-    const ended = performance.now()
-    const seconds = (ended - started) / 1000
-    const first = startMs.get(dialect) ?? 0
+    const { ms, firstWaveMs, firstWave } = await drain(outbox, lib)
     if (lib === current) {
-      const rate = (MESSAGES - firstWave) / ((ended - started - first) / 1000)
+      startMs.set(dialect, firstWaveMs)
+      const rate = (MESSAGES - firstWave) / ((ms - firstWaveMs) / 1000)
       steady.set(dialect, [...(steady.get(dialect) ?? []), rate])
     }
-    await relay.close()
-    return MESSAGES / seconds
+    return MESSAGES / (ms / 1000)
   } finally {
     await outbox.close()
     await target.close()
   }
 }
 
+/**
+ * Starts a relay over the MESSAGES rows committed and times it until its `published` events account for every
+ * row: the whole time, the time to its first wave, and that wave's size.
+ */
+async function drain(
+  outbox: Outbox,
+  lib: OutboxModule,
+): Promise<{ ms: number; firstWaveMs: number; firstWave: number }> {
+  let published = 0
+  let firstWave = 0
+  let firstWaveMs = 0
+  let done!: () => void
+  const finished = new Promise<void>((resolve) => {
+    done = resolve
+  })
+  const started = performance.now()
+  const relay = outbox.relay({
+    publisher: lib.rabbitPublisher({ url: RABBIT_URL, exchange }),
+    batchSize: BATCH,
+    pollMs: 20,
+    onEvent: (e) => {
+      if (e.type === 'published') {
+        if (published === 0) {
+          firstWaveMs = performance.now() - started
+          firstWave = e.ids.length
+        }
+        published += e.ids.length
+        if (published >= MESSAGES) done()
+      } else if (e.type === 'error' || e.type === 'failed') console.error('  relay:', e.type, e.error.message)
+    },
+  })
+  await finished
+  const ms = performance.now() - started
+  await relay.close()
+  return { ms, firstWaveMs, firstWave }
+}
+
 /** Latency: LATENCY_N rows added one per transaction at ~100/s while a relay (pollMs 20) runs. */
 async function latency(dialect: Dialect): Promise<{ p50: number; p99: number; n: number }> {
   const { createOutbox, rabbitPublisher } = current
-  const target = openTarget(dialect, `bench_ob_${tag}_${randomBytes(2).toString('hex')}_`)
+  const target = openDb(dialect)
   const outbox = createOutbox({ store: target.store, partitions: PARTITIONS })
   const seen: number[] = []
   try {
@@ -288,8 +194,16 @@ async function latency(dialect: Dialect): Promise<{ p50: number; p99: number; n:
   }
 }
 
-try {
-  const cells: { label: string; run: () => Promise<number>; rates: number[] }[] = [
+/** A row of the throughput table: a cell run once per round, alternating with the others. */
+interface Cell {
+  label: string
+  run: () => Promise<number>
+  rates: number[]
+}
+
+/** The bare loops, then the relay on each database (and the baseline build's relay, when given). */
+function throughputCells(): Cell[] {
+  return [
     { label: `bare amqplib loop, 1 window of ${BATCH} in flight`, run: () => bare(1), rates: [] },
     { label: `bare amqplib loop, ${PARTITIONS} windows of ${BATCH} in flight`, run: () => bare(PARTITIONS), rates: [] },
     ...DBS.map((d) => ({ label: `outbox relay, ${d} table`, run: () => relayRun(d), rates: [] as number[] })),
@@ -301,9 +215,10 @@ try {
           rates: [] as number[],
         }))),
   ]
-  for (let r = 0; r < ROUNDS; r++) {
-    for (const cell of cells) cell.rates.push(await cell.run())
-  }
+}
+
+/** The throughput table: best of rounds per cell, against the best bare loop with one window in flight. */
+function printThroughput(cells: Cell[]): void {
   const base = Math.max(...(cells[0]?.rates ?? [Number.NaN]))
   console.log('| cell | messages/s (best of rounds) | each round | vs bare, 1 window |')
   console.log('| --- | ---: | --- | ---: |')
@@ -320,14 +235,24 @@ try {
   console.log(
     `\nrelay start to its first confirmed wave (leases taken, tables checked), last round: ${DBS.map((d) => `${d} ${fmt(startMs.get(d) ?? Number.NaN)} ms`).join(', ')}`,
   )
-  if (LATENCY_N > 0) {
-    console.log('\n| end-to-end latency (add commit → consumer) | p50 ms | p99 ms | received |')
-    console.log('| --- | ---: | ---: | ---: |')
-    for (const d of DBS) {
-      const l = await latency(d)
-      console.log(`| outbox relay, ${d} table, pollMs 20 | ${fmt(l.p50)} | ${fmt(l.p99)} | ${l.n}/${LATENCY_N} |`)
-    }
+}
+
+async function printLatency(): Promise<void> {
+  console.log('\n| end-to-end latency (add commit → consumer) | p50 ms | p99 ms | received |')
+  console.log('| --- | ---: | ---: | ---: |')
+  for (const d of DBS) {
+    const l = await latency(d)
+    console.log(`| outbox relay, ${d} table, pollMs 20 | ${fmt(l.p50)} | ${fmt(l.p99)} | ${l.n}/${LATENCY_N} |`)
   }
+}
+
+try {
+  const cells = throughputCells()
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const cell of cells) cell.rates.push(await cell.run())
+  }
+  printThroughput(cells)
+  if (LATENCY_N > 0) await printLatency()
   console.log(`\nload average at end: ${load()}`)
 } finally {
   await consumerCh.deleteQueue(queue).catch(() => undefined)

@@ -10,12 +10,17 @@ import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync } from
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { checkRun, formatSummary, type RunSummary } from './checker/summarize.js'
+import { NAIVE } from './naive-scenarios.js'
 import { writeResults } from './report.js'
-import type { FaultSpec } from './runner/nemesis.js'
+import type { FaultSpec } from './runner/fault-spec.js'
+import { stopLabServers } from './runner/lab-servers.js'
+import { removeZkTree } from './runner/lock-cleanup.js'
 import { NETNS_PREFIX } from './runner/netns-clusters.js'
 import { runDir, runScenario } from './runner/run-scenario.js'
-import { type Prepared, probe, removeZkTree, stopLabServers, TARGETS } from './runner/targets.js'
-import { NAIVE, SCENARIOS } from './scenarios.js'
+import { SHARED_ZK_HOSTS } from './runner/shared-servers.js'
+import type { Prepared } from './runner/target.js'
+import { probe, TARGETS } from './runner/targets.js'
+import { SCENARIOS } from './scenarios.js'
 
 const { values } = parseArgs({
   options: {
@@ -114,7 +119,7 @@ for (const seed of Array.from({ length: seeds }, (_, i) => i + 1)) {
       prepare: async (ns) =>
         naive.server === 'redis'
           ? TARGETS.redis!.prepare(ns, DATA)
-          : { url: process.env.LAB_ZK_HOSTS ?? '127.0.0.1:2181', cleanup: () => removeZkTree(`/${ns}`) },
+          : { url: SHARED_ZK_HOSTS, cleanup: () => removeZkTree(`/${ns}`) },
     })
   }
 }

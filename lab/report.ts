@@ -2,10 +2,11 @@ import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFi
 import { dirname, join } from 'node:path'
 import { lagCdfSvg } from './checker/lag-cdf.js'
 import type { RunSummary } from './checker/summarize.js'
+import { NAIVE } from './naive-scenarios.js'
 import { NOT_RUN } from './not-run.js'
 import { type PreviousReport, readPreviousReport } from './previous-report.js'
 import { TARGETS } from './runner/targets.js'
-import { NAIVE, SCENARIOS } from './scenarios.js'
+import { SCENARIOS } from './scenarios.js'
 
 /** Every `summary.json` under `resultsDir`. */
 export function readSummaries(resultsDir: string): RunSummary[] {

@@ -1,35 +1,5 @@
-import type { RunSummary } from './checker/summarize.js'
-import { REPLICATION_LAG_MS, type Setup } from './runner/fault-deployments.js'
-import type { FaultSpec } from './runner/nemesis.js'
-
-/** What a scenario needs of a backend (see ScenarioDef.needs). */
-export type ScenarioNeeds = 'server' | 'network' | 'session' | 'partition' | 'power-loss'
-
-/** A fault scenario of the plan, for any backend. */
-export interface ScenarioDef {
-  id: string
-  title: string
-  fault: (ttlMs: number) => FaultSpec
-  /**
-   * `server`: only on servers the lab owns (it kills or freezes them; the SQL engines then run on private
-   * instances); `network`: only where a client talks to the lock service over TCP; `session`: only where the
-   * server can end one client's lock session; `partition`: only on a cluster the lab runs in network namespaces
-   * of its own (lab/netns.sh), whose members it can cut off from each other; `power-loss`: only on a durable
-   * server whose data dir the lab can put on lazy_fs.py.
-   */
-  needs?: ScenarioNeeds
-  /**
-   * Backends on which the plan expects this fault to break the fence itself (outcome U: the fencing counter can
-   * go back): their stale writes with fencing on are the measured result of the cell, not a failed run.
-   */
-  unsafeOn?: string[]
-  /** The backends the scenario applies to (all, when absent). */
-  backends?: string[]
-  /** A deployment of its own the scenario needs (a fake server clock, a replicated Redis). */
-  setup?: Setup
-}
-
-const none: FaultSpec = { kind: 'none', at: '', everyMs: 0, durationMs: [0, 0] }
+import { REPLICATION_LAG_MS } from './runner/fault-deployments.js'
+import { NO_FAULT, pauseFault, type ScenarioDef } from './scenario-def.js'
 
 /**
  * The backends whose server clock the lab can move (libfaketime on the server process; SQLite's is the host clock
@@ -45,37 +15,35 @@ const SERVER_CLOCK_BACKENDS = [
   'mariadb-table',
   'mariadb-get_lock',
 ]
-const pause = (at: string, ttlMs: number): FaultSpec => ({
-  kind: 'pause',
-  at,
-  everyMs: ttlMs,
-  durationMs: [Math.round(1.5 * ttlMs), 3 * ttlMs],
-})
 
 /** The scenarios run against every latchkey backend (pauses are 1.5-3x the TTL, as Jepsen's). */
 export const SCENARIOS: ScenarioDef[] = [
-  { id: 'T1', title: 'baseline contention, no fault', fault: () => none },
-  { id: 'T2', title: 'holder SIGSTOPped past its lease right after entering', fault: (ttl) => pause('enter', ttl) },
+  { id: 'T1', title: 'baseline contention, no fault', fault: () => NO_FAULT },
+  {
+    id: 'T2',
+    title: 'holder SIGSTOPped past its lease right after entering',
+    fault: (ttl) => pauseFault('enter', ttl),
+  },
   {
     id: 'T3',
     title: 'holder SIGSTOPped between its validity check and its write',
-    fault: (ttl) => pause('in-cs', ttl),
+    fault: (ttl) => pauseFault('in-cs', ttl),
   },
   {
     id: 'T4',
     title: "holder's event loop blocked past its lease right after entering (no timer or renewal runs)",
-    fault: (ttl) => ({ ...pause('enter', ttl), kind: 'starve' }),
+    fault: (ttl) => ({ ...pauseFault('enter', ttl), kind: 'starve' }),
   },
   {
     id: 'T5',
     title: "the lock service's replies to a client held 1.5-3x the TTL just as it asks for the lock",
-    fault: (ttl) => ({ ...pause('acquire', ttl), kind: 'stall-reply' }),
+    fault: (ttl) => ({ ...pauseFault('acquire', ttl), kind: 'stall-reply' }),
     needs: 'network',
   },
   {
     id: 'T6',
     title: "holder's write held in flight 1.5-3x the TTL; it gives up waiting, releases, the write lands later",
-    fault: (ttl) => ({ ...pause('write', ttl), kind: 'delay-write' }),
+    fault: (ttl) => ({ ...pauseFault('write', ttl), kind: 'delay-write' }),
   },
   {
     id: 'T7',
@@ -87,14 +55,14 @@ export const SCENARIOS: ScenarioDef[] = [
     id: 'T8',
     title:
       'holder SIGSTOPped 1.5-3x the TTL right after entering while the server ends its session (MariaDB KILL, PostgreSQL pg_terminate_backend, etcd lease revoke, ZooKeeper session close, Redis CLIENT KILL)',
-    fault: (ttl) => ({ ...pause('enter', ttl), kind: 'session-kill' }),
+    fault: (ttl) => ({ ...pauseFault('enter', ttl), kind: 'session-kill' }),
     needs: 'session',
   },
   {
     id: 'T8b',
     title:
       'T8 at the worst point: the holder SIGSTOPped between its validity check and its write while the server ends its session',
-    fault: (ttl) => ({ ...pause('in-cs', ttl), kind: 'session-kill' }),
+    fault: (ttl) => ({ ...pauseFault('in-cs', ttl), kind: 'session-kill' }),
     needs: 'session',
   },
   {
@@ -148,7 +116,7 @@ export const SCENARIOS: ScenarioDef[] = [
   {
     id: 'T10',
     title: 'lock server frozen (SIGSTOP) 1.5-3x the TTL as a client enters (RedLock: 3 of 5 nodes)',
-    fault: (ttl) => ({ ...pause('enter', ttl), kind: 'server-pause' }),
+    fault: (ttl) => ({ ...pauseFault('enter', ttl), kind: 'server-pause' }),
     needs: 'server',
   },
   {
@@ -199,14 +167,14 @@ export const SCENARIOS: ScenarioDef[] = [
     id: 'T16',
     title:
       "lock server's wall clock running at 2x real time for the whole run (RedLock: 3 of 5 nodes; SQLite: the host's)",
-    fault: () => ({ ...none, kind: 'server-drift', rate: 2 }),
+    fault: () => ({ ...NO_FAULT, kind: 'server-drift', rate: 2 }),
     backends: SERVER_CLOCK_BACKENDS,
     setup: { kind: 'server-clock', rate: 2 },
   },
   {
     id: 'T16b',
     title: "lock server's wall clock running at 4x real time for the whole run (past the watchdog's TTL/3 renewal)",
-    fault: () => ({ ...none, kind: 'server-drift', rate: 4 }),
+    fault: () => ({ ...NO_FAULT, kind: 'server-drift', rate: 4 }),
     backends: SERVER_CLOCK_BACKENDS,
     setup: { kind: 'server-clock', rate: 4 },
   },
@@ -256,86 +224,5 @@ export const SCENARIOS: ScenarioDef[] = [
     fault: (ttl) => ({ kind: 'failover', at: 'enter', everyMs: 2 * ttl, durationMs: [2 * ttl, 2 * ttl] }),
     backends: ['redis'],
     setup: { kind: 'replica' },
-  },
-]
-
-/** A naive algorithm, the fault its argument names, and how a run confirms the claim. */
-export interface NaiveDef {
-  strategy: string
-  scenario: string
-  /** The server it needs: the lab's private Redis or the shared ZooKeeper. */
-  server: 'redis' | 'zookeeper'
-  claim: string
-  fault: (ttlMs: number) => FaultSpec
-  /** The latchkey scenario with the same fault, for the side-by-side line. */
-  sameFaultAs: string | undefined
-  confirmed(summary: RunSummary, ttlMs: number): boolean
-  evidence(summary: RunSummary): string
-}
-
-/** The naive algorithms the design arguments reject, each under the fault its argument names. */
-export const NAIVE: NaiveDef[] = [
-  {
-    strategy: 'naive-setnx-expire',
-    scenario: 'K9-after-setnx',
-    server: 'redis',
-    claim: 'SETNX then EXPIRE: a crash between the two leaves the lock held forever',
-    fault: (ttl) => ({ kind: 'kill', at: 'after-setnx', everyMs: 2 * ttl, durationMs: [0, 0] }),
-    sameFaultAs: 'K9',
-    confirmed: (s, ttl) => s.unavailableMaxMs > 3 * ttl,
-    evidence: (s) => `longest stretch with waiters and no holder ${s.unavailableMaxMs} ms of a ${s.seconds} s run`,
-  },
-  {
-    strategy: 'naive-getset-timestamp',
-    scenario: 'race-after-get',
-    server: 'redis',
-    claim:
-      'GET/GETSET timestamps, the race itself: a client paused between reading an expired timestamp and its GETSET also wins (one host, one clock)',
-    fault: (ttl) => pause('after-get', ttl),
-    sameFaultAs: undefined,
-    confirmed: (s) => s.overlaps > 0,
-    evidence: (s) => `${s.overlaps} overlaps, ${s.staleAccepted} stale writes accepted, ${s.lostUpdates} lost updates`,
-  },
-  {
-    strategy: 'naive-getset-timestamp',
-    scenario: 'T3',
-    server: 'redis',
-    claim:
-      'GET/GETSET timestamps: a holder paused past its timestamp (after checking it) and the client that took over both write',
-    fault: (ttl) => pause('in-cs', ttl),
-    sameFaultAs: 'T3',
-    confirmed: (s) => s.staleAccepted > 0,
-    evidence: (s) => `${s.overlaps} overlaps, ${s.staleAccepted} stale writes accepted, ${s.lostUpdates} lost updates`,
-  },
-  {
-    strategy: 'naive-del-unlock',
-    scenario: 'T2',
-    server: 'redis',
-    claim: "unconditional DEL unlock: a holder back from a pause deletes its successor's lock",
-    fault: (ttl) => pause('enter', ttl),
-    sameFaultAs: 'T2',
-    confirmed: (s) => s.cleanOverlaps > 0,
-    evidence: (s) =>
-      `${s.cleanOverlaps} overlaps between two clients neither of which was paused (the DEL let a third in), ${s.lostUpdates} lost updates`,
-  },
-  {
-    strategy: 'naive-ttl-check',
-    scenario: 'T3',
-    server: 'redis',
-    claim: 'checking the TTL before writing instead of fencing: a pause between check and write lets two holders write',
-    fault: (ttl) => pause('in-cs', ttl),
-    sameFaultAs: 'T3',
-    confirmed: (s) => s.staleAccepted > 0,
-    evidence: (s) => `${s.staleAccepted} stale writes accepted after a passing check, ${s.lostUpdates} lost updates`,
-  },
-  {
-    strategy: 'naive-zk-herd',
-    scenario: 'T1',
-    server: 'zookeeper',
-    claim: 'a plain ephemeral node everyone watches: every release wakes every waiter (herd)',
-    fault: () => none,
-    sameFaultAs: undefined,
-    confirmed: (s) => (s.wakesPerRelease ?? 0) >= 2,
-    evidence: (s) => `${s.wakesPerRelease ?? 0} wake-ups per release with 5 clients (a predecessor watch gives 1)`,
   },
 ]

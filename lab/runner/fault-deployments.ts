@@ -6,7 +6,7 @@ import { sleep } from '../lib/clock.js'
 import { FakeClock } from './fake-clock.js'
 import { FaultProxy } from './fault-proxy.js'
 import { startPrivateRedis, waitForPort } from './redis-server.js'
-import type { Prepared } from './targets.js'
+import type { Prepared } from './target.js'
 
 /**
  * Deployments that only the clock and failover scenarios use, started fresh for each run and stopped by its

@@ -8,9 +8,10 @@ import type { ClientConfig, ClientRequest, Ping, Pong, RunnerReply } from '../li
 import type { SessionInfo } from './end-session.js'
 import { FakeClock } from './fake-clock.js'
 import { type FaultProxy, proxiedUrl } from './fault-proxy.js'
-import { type FaultSpec, type MajorityPhase, Nemesis, planFaults, slowedClient } from './nemesis.js'
+import { type FaultSpec, planFaults, slowedClient } from './fault-spec.js'
+import { type MajorityPhase, Nemesis } from './nemesis.js'
 import { Referee } from './referee.js'
-import type { FaultHooks } from './targets.js'
+import type { FaultHooks } from './target.js'
 
 const LAB = dirname(dirname(fileURLToPath(import.meta.url)))
 const CLIENT = join(LAB, 'client', 'client.ts')

@@ -2,9 +2,11 @@ import { describe, StaleCoordinatorError, TxAbortedError, TxError, TxTimeoutErro
 import type { NewTx } from '../store/types.js'
 import type { TxRecord, TxStatus } from '../types.js'
 import type { TxDefinition } from './definition.js'
+import { Parked, StopDriving } from './drive-errors.js'
+import type { RunEnv } from './run-record.js'
 import type { RunResult } from './run-result.js'
 import type { TxLease } from './tx-lease.js'
-import { Parked, type RunEnv, StopDriving, TxRun } from './tx-run.js'
+import { TxRun } from './tx-run.js'
 
 /**
  * Drives one transaction under `lease` until it is final, parked, or this coordinator must stop (lease lost,

@@ -1,5 +1,6 @@
 import { sleep } from '../coordinator/backoff.js'
-import { Parked, StopDriving, type TxRun } from '../coordinator/tx-run.js'
+import { Parked, StopDriving } from '../coordinator/drive-errors.js'
+import type { TxRun } from '../coordinator/tx-run.js'
 import { describe, TxError, TxParkedError } from '../errors.js'
 import { deliver, type NotifyInput, reconcile } from './deliver.js'
 

@@ -1,5 +1,6 @@
 import type { BranchFn } from '../branch.js'
-import { Parked, type TxRun } from '../coordinator/tx-run.js'
+import { Parked } from '../coordinator/drive-errors.js'
+import type { TxRun } from '../coordinator/tx-run.js'
 
 /** A saga step as the driver sees it: `after` lists the steps whose actions must have succeeded first. */
 export interface ForwardStep {

@@ -1,6 +1,7 @@
 import { backoffMs, sleep } from '../coordinator/backoff.js'
+import { Parked, StopDriving } from '../coordinator/drive-errors.js'
 import type { RetryPolicy } from '../coordinator/options.js'
-import { Parked, StopDriving, type TxRun } from '../coordinator/tx-run.js'
+import type { TxRun } from '../coordinator/tx-run.js'
 import { describe, TxError, TxParkedError } from '../errors.js'
 import type { TxRecord } from '../types.js'
 import type { XaResources } from './xa-resources.js'

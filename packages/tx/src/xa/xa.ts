@@ -1,6 +1,7 @@
 import { checkId } from '../branch.js'
 import type { TxDefinition } from '../coordinator/definition.js'
-import { StopDriving, type TxRun } from '../coordinator/tx-run.js'
+import { StopDriving } from '../coordinator/drive-errors.js'
+import type { TxRun } from '../coordinator/tx-run.js'
 import { describe, StaleCoordinatorError, TxTimeoutError } from '../errors.js'
 import type { XaConnection, XaPool, XaResource } from './resource.js'
 import { xaCrashPoint } from './xa-crash-point.js'
