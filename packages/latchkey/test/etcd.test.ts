@@ -165,6 +165,53 @@ describe('etcd backend specifics', () => {
     }
   })
 
+  it('a waiter next in line whose lease was just refreshed (or granted) is granted without a keepalive', async () => {
+    const namespace = `lk-mfresh-${process.pid}`
+    const inner = openEtcdClient({ hosts: [ETCD_URL], callTimeoutMs: 2_000 })
+    let keepalives = 0
+    const client: EtcdClient = {
+      ...inner,
+      leaseClient: {
+        ...inner.leaseClient,
+        leaseKeepAlive: async () => {
+          const stream = await inner.leaseClient.leaseKeepAlive()
+          return {
+            on: (event: never, listener: never) => stream.on(event, listener),
+            write: (request: { ID: string }) => {
+              keepalives++
+              return stream.write(request)
+            },
+            end: () => stream.end(),
+          }
+        },
+      },
+      watch: () => inner.watch(),
+      close: () => inner.close(),
+    }
+    const backend = etcdBackend({ client })
+    const locks = createLocks({ backend, namespace })
+    try {
+      const holder = await locks.mutex('m').acquire()
+      const waiters = Array.from({ length: 5 }, () =>
+        locks
+          .mutex('m')
+          .acquire({ waitMs: 10_000 })
+          .then((lease) => lease.release()),
+      )
+      // Every waiter's place goes in line on a lease just granted or refreshed, and waits a few ms at most.
+      const before = keepalives
+      await holder.release()
+      await Promise.all(waiters)
+      // One keepalive per handoff (sent when one key was left before the place) was 5 here.
+      expect(keepalives - before).toBeLessThanOrEqual(1)
+    } finally {
+      await locks.close()
+      await backend.close()
+      inner.close()
+      await cleanup(namespace)
+    }
+  })
+
   it('semaphore slot keys name the permit count; the txn guard covers every other count and none of ours', () => {
     const layout = new KeyLayout('latchkey')
     const ref = { key: 'ns:sem', kind: 'semaphore' } as const

@@ -17,7 +17,7 @@
 import type { AcquireRequest, AcquireResult } from '../../backend/types.js'
 import { type AcquireDeps, admission, leaseFor, lineRange, placeIn, putOp, won } from './acquire.js'
 import { type EtcdKeyValue, type EtcdTxnResponse, isLeaseGone } from './etcd-client.js'
-import type { OwnerLease } from './leases.js'
+import { freshSlackMs, type OwnerLease } from './leases.js'
 import { createdAt, type KeyedOwner } from './owners.js'
 
 /** A try of the head of this process's mutex waiters of `req.key`: granted, or a miss that keeps its place. */
@@ -136,11 +136,6 @@ function behind(
   return keep(state.lease)
 }
 
-/** How much shorter than `ttlMs` a lease may be to be granted as it stands: 5% of it, at most 500 ms. */
-export function freshSlackMs(ttlMs: number): number {
-  return Math.min(ttlMs / 20, 500)
-}
-
 /**
  * Grants the first place without a keepalive when its lease is fresh enough: it outlives `until`, or lacks at most
  * {@link freshSlackMs} of it, and the lease is then timed from its last refresh (the core's deadline ends before
@@ -150,8 +145,8 @@ function grantFresh(d: AcquireDeps, req: AcquireRequest, state: KeyedOwner, unti
   const lease = state.lease
   let grantedAt: number | undefined
   if (!d.leases.outlives(lease, until)) {
-    if (d.leases.remainingMs(lease) < req.ttlMs - freshSlackMs(req.ttlMs)) return undefined
-    grantedAt = lease.refreshedAt + lease.ttlS * 1_000 - req.ttlMs
+    grantedAt = d.leases.freshGrantAt(lease, req.ttlMs)
+    if (grantedAt === undefined) return undefined
   }
   d.hub.unfollow(req, req.owner)
   d.hub.setPredecessor(req, req.owner, undefined)
@@ -159,10 +154,21 @@ function grantFresh(d: AcquireDeps, req: AcquireRequest, state: KeyedOwner, unti
   return { acquired: true, token: state.revision, grantedAt }
 }
 
-/** One key left before the place of `owner` (most likely the holder's): refresh its lease for a grant without one. */
+/**
+ * One key left before the place of `owner` (most likely the holder's): refresh its lease for a grant without one,
+ * unless a refresh less than half the fresh slack ago already makes it grantable as it stands ({@link grantFresh}
+ * checks again at the grant, and sends the keepalive itself when the wait outlasted that). A waiter whose lease
+ * was refreshed for its previous acquisition a moment ago needs none: in a busy line that was about one keepalive
+ * per handoff for nothing.
+ */
 export function refreshNext(d: AcquireDeps, lockKey: string, owner: string): void {
   const state = d.owners.get(owner, lockKey, 'mutex')
-  if (state?.role === 'waiter') void d.leases.refreshSoon(state.lease)
+  if (state?.role !== 'waiter') return
+  // The lease's TTL bounds the caller's ttlMs from above, and `t - freshSlackMs(t)` grows with t: fresh enough
+  // for that TTL means fresh enough for the caller's.
+  const ttlMs = state.lease.ttlS * 1_000
+  if (d.leases.remainingMs(state.lease) >= ttlMs - freshSlackMs(ttlMs) / 2) return
+  void d.leases.refreshSoon(state.lease)
 }
 
 /** A family key of the name older than `state`'s. */
