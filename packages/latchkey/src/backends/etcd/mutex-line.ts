@@ -4,10 +4,12 @@
  * then on the watch wakes it only when the key just older than its own goes, and once no older key is left it
  * holds the lock without a write: the key already lives on the lease it holds with (TTL of `ttlMs`), and one
  * keepalive, sent beside the read that checks the line, makes that lease outlive the caller's deadline. A handoff
- * costs the releaser's delete plus one read and one keepalive, where a try by every waiting process (a raft
- * write each, all but one failing) used to follow each release. That keepalive is not even on the handoff's path
- * when the place's lease was refreshed when one key was left before it (most likely the holder's): the grant then
- * times the lease from that refresh (`grantedAt`), which costs the caller at most {@link freshSlackMs} of it.
+ * costs the releaser's delete, where a try by every waiting process (a raft write each, all but one failing) used
+ * to follow each release. The keepalive is not on the handoff's path when the place's lease was refreshed lately
+ * (when one key was left before it, or for an earlier acquisition): the grant then times the lease from that
+ * refresh (`grantedAt`), which costs the caller at most {@link freshSlackMs} of it. Behind a holder of the same
+ * process, the place is taken by that holder's release txn (`releaseAndJoin`): the delete and the join are one
+ * raft write.
  *
  * Only the head of this process's waiters of the name runs this (`WatchHub.turnOf`): one place in etcd's line
  * per process, whatever its number of waiters. The fair line of `acquire.ts` differs in one point: its waiting key
