@@ -306,6 +306,25 @@ describe('etcd backend specifics', () => {
     }
   })
 
+  it("kindOf (the watch's delete path) finds the kind parse finds, in both layouts", () => {
+    for (const layout of [new KeyLayout('latchkey'), new GoMutexLayout('p')]) {
+      for (const lockKey of ['ns:m', 'ns:a/b', 'ns:ü %']) {
+        const prefix = layout.lockPrefix(lockKey)
+        const keys = [
+          ...(['mutex', 'fair', 'read', 'write'] as const).map((kind) =>
+            layout.ownerKey({ key: lockKey, kind }, '6699', 'o/1'),
+          ),
+          layout.slotKey({ key: lockKey, kind: 'semaphore' }, 3, 2),
+          `${prefix}nokind`,
+          `${prefix}bogus/leaf`,
+          `${prefix}mutex/leaf/extra`,
+          'elsewhere/x',
+        ]
+        for (const key of keys) expect(layout.kindOf(key, lockKey, prefix)).toBe(layout.parse(key, lockKey)?.kind)
+      }
+    }
+  })
+
   it('layout is checked before any I/O, in options and in the URL', () => {
     expect(parseEtcdUrl('etcd://127.0.0.1:2379?layout=etcd')).toMatchObject({ layout: 'etcd' })
     expect(() => parseEtcdUrl('etcd://127.0.0.1:2379?layout=go')).toThrow(/layout is latchkey or etcd, received "go"/)

@@ -55,6 +55,10 @@ interface SharedWatch {
   joinOnRelease: PendingJoin | undefined
   /** The owner whose key that release txn is putting in line now (its own tries wait for the answer). */
   joinSending: string | undefined
+  /** The notifier key of each kind's subscriptions without an owner (built once, used on every delete). */
+  readonly kindKeys: Readonly<Record<LockKind, string>>
+  /** Whether permits of the name wait for another program's keys (`EtcdKeyLayout.foreignRanges`). */
+  readonly foreignPermits: boolean
 }
 
 /** A mutex held in this process: its owner, key and lease. */
@@ -305,6 +309,14 @@ export class WatchHub {
       localHolder: undefined,
       joinOnRelease: undefined,
       joinSending: undefined,
+      kindKeys: {
+        mutex: `${prefix}\u0000mutex`,
+        fair: `${prefix}\u0000fair`,
+        read: `${prefix}\u0000read`,
+        write: `${prefix}\u0000write`,
+        semaphore: `${prefix}\u0000semaphore`,
+      },
+      foreignPermits: this.layout.foreignRanges({ key: lockKey, kind: 'semaphore' }).length > 0,
     }
     // (Re)connected: a release may have happened before the watch was in place. Wake everyone once.
     watcher.on('connected', () => {
@@ -323,8 +335,10 @@ export class WatchHub {
   }
 
   private onDelete(prefix: string, watch: SharedWatch, kv: EtcdKeyValue): void {
-    const { turned, next: nextUp } = watch.places.deleted(kv)
-    if (watch.localHolder !== undefined && kv.key.toString() === watch.localHolder.key) {
+    // Every process with a waiter of the name gets every delete: this path stays lean (one key string, no parse).
+    const key = kv.key.toString()
+    const { turned, next: nextUp } = watch.places.deleted(key, kv.mod_revision)
+    if (watch.localHolder?.key === key) {
       // The local holder's key went without its release (a force release, its lease ran out): the head that waited
       // for that release is woken below like any head without a place, and joins by itself.
       watch.localHolder = undefined
@@ -336,12 +350,12 @@ export class WatchHub {
       watch.deletes++
       return
     }
-    const parsed = this.layout.parse(kv.key, watch.lockKey)
-    if (parsed === undefined) return
+    const kind = this.layout.kindOf(key, watch.lockKey, prefix)
+    if (kind === undefined) return
     watch.deletes++
-    const wake = (kind: LockKind): void => this.notifier.notify(`${prefix}\u0000${kind}`)
-    if (parsed.kind === 'semaphore') {
-      wake('semaphore')
+    const wakes = watch.kindKeys
+    if (kind === 'semaphore') {
+      this.notifier.notify(wakes.semaphore)
       return
     }
     // Local mutex waiters are interchangeable (a mutex is not fair): one try per process and release is enough;
@@ -351,29 +365,38 @@ export class WatchHub {
       watch.mutexRing.push(next)
       this.notifier.notify(next)
     }
-    if (isExclusiveKind(parsed.kind)) wake('read')
+    if (isExclusiveKind(kind)) this.notifier.notify(wakes.read)
     // A delete event carries no value: in a layout where permits wait for another program's keys, it may be one.
-    if (this.layout.foreignRanges({ key: watch.lockKey, kind: 'semaphore' }).length > 0) wake('semaphore')
-    const key = kv.key.toString()
+    if (watch.foreignPermits) this.notifier.notify(wakes.semaphore)
     // A try in flight may not have recorded its predecessor yet: then every queued waiter checks again.
     const unsure = watch.inFlight > 0
-    const waited = [...watch.predecessors.values()].includes(key)
-    if (waited || unsure || watch.predecessors.size === 0) {
-      wake('fair')
-      wake('write')
+    if (unsure || watch.predecessors.size === 0 || waitedFor(watch.predecessors, key)) {
+      this.notifier.notify(wakes.fair)
+      this.notifier.notify(wakes.write)
     }
+    for (const owner of watch.subscribedOwners) this.wakeIfDue(prefix, watch, owner, key, turned, unsure)
     // The mutex waiters behind the local head wait for their turn here, not for etcd.
     const head = watch.mutexLine[0]
-    for (const owner of head === undefined ? watch.subscribedOwners : [...watch.subscribedOwners, head]) {
-      // The head waiting for the local holder's release is woken by that release.
-      if (owner === watch.joinOnRelease?.req.owner) continue
-      if (watch.places.has(owner)) {
-        if (turned.has(owner)) this.notifier.notify(ownerKey(prefix, owner))
-        continue
-      }
-      const before = watch.predecessors.get(owner)
-      if (unsure || before === undefined || before === key) this.notifier.notify(ownerKey(prefix, owner))
+    if (head !== undefined) this.wakeIfDue(prefix, watch, head, key, turned, unsure)
+  }
+
+  /** Wakes the queued waiter or local mutex head `owner` if the delete of `key` may have let it through. */
+  private wakeIfDue(
+    prefix: string,
+    watch: SharedWatch,
+    owner: string,
+    key: string,
+    turned: ReadonlySet<string>,
+    unsure: boolean,
+  ): void {
+    // The head waiting for the local holder's release is woken by that release.
+    if (owner === watch.joinOnRelease?.req.owner) return
+    if (watch.places.has(owner)) {
+      if (turned.has(owner)) this.notifier.notify(ownerKey(prefix, owner))
+      return
     }
+    const before = watch.predecessors.get(owner)
+    if (unsure || before === undefined || before === key) this.notifier.notify(ownerKey(prefix, owner))
   }
 
   /** Takes `owner` out of the local mutex line; when it was the head, the next one is woken for its first try. */
@@ -413,6 +436,12 @@ export class WatchHub {
     })
     this.cancelling.add(done)
   }
+}
+
+/** Whether some local queued waiter waits behind `key`. */
+function waitedFor(predecessors: ReadonlyMap<string, string>, key: string): boolean {
+  for (const before of predecessors.values()) if (before === key) return true
+  return false
 }
 
 function ownerKey(prefix: string, owner: string): string {
