@@ -88,14 +88,17 @@ export interface Won {
 /**
  * Our key is in. Before granting, make sure its lease outlives the caller's deadline (`sentAt + ttlMs`, and
  * sentAt preceded this keepalive, whether it went beside the put or goes now); if the lease ran out meanwhile,
- * etcd deleted the key with it: a miss.
+ * etcd deleted the key with it: a miss. A lease refreshed (or granted) a moment ago needs no keepalive: the grant
+ * is timed from that refresh instead (`Leases.freshGrantAt`; the put succeeded, so etcd still had the lease).
  */
 export async function won(
   d: AcquireDeps,
   req: AcquireRequest,
   { lease, key, revision, until, refreshed }: Won,
 ): Promise<AcquireResult> {
-  if (refreshed !== undefined || !d.leases.outlives(lease, until)) {
+  const grantedAt =
+    refreshed === undefined && !d.leases.outlives(lease, until) ? d.leases.freshGrantAt(lease, req.ttlMs) : undefined
+  if (refreshed !== undefined || (grantedAt === undefined && !d.leases.outlives(lease, until))) {
     let alive: boolean
     try {
       alive = await (refreshed ?? d.leases.refresh(lease))
@@ -113,7 +116,7 @@ export async function won(
     }
   }
   d.owners.set(req.owner, { role: 'holder', lockKey: req.key, kind: req.kind, lease, key, revision })
-  return { acquired: true, token: revision }
+  return { acquired: true, token: revision, grantedAt }
 }
 
 /** A waiting fair/write try: keeps (or takes) a place in line and is granted when nothing is before it. */
@@ -180,10 +183,11 @@ export async function leaseFor(
   let taken: { lease: OwnerLease; refreshed?: Promise<boolean> }
   if (probe?.role === 'probe' && probe.lease.ttlS * 1_000 >= req.ttlMs) taken = { lease: probe.lease }
   else {
-    taken = await d.leases.takeSoon(ttlSeconds(req.ttlMs), until, likely)
+    taken = await d.leases.takeSoon(ttlSeconds(req.ttlMs), until, likely, req.ttlMs)
     d.owners.set(req.owner, { role: 'probe', lockKey: req.key, kind: req.kind, lease: taken.lease })
   }
-  if (likely && taken.refreshed === undefined && !d.leases.outlives(taken.lease, until)) {
+  const stale = !d.leases.outlives(taken.lease, until) && d.leases.freshGrantAt(taken.lease, req.ttlMs) === undefined
+  if (likely && taken.refreshed === undefined && stale) {
     return { lease: taken.lease, refreshed: d.leases.refreshSoon(taken.lease) }
   }
   return taken

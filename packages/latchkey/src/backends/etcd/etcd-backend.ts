@@ -17,7 +17,7 @@ import { type EtcdInspectDeps, inspectEtcd, listEtcd } from './etcd-inspect.js'
 import { GoMutexLayout } from './go-mutex-layout.js'
 import { type EtcdKeyLayout, KeyLayout, prefixRange } from './keys.js'
 import { Leases, ttlSeconds } from './leases.js'
-import { acquireLined, refreshNext } from './mutex-line.js'
+import { acquireLined, refreshNext, releaseAndJoin } from './mutex-line.js'
 import { createdAt, type KeyedOwner, Owners } from './owners.js'
 import { acquireSlot } from './semaphore.js'
 import { WatchHub } from './watch-hub.js'
@@ -114,15 +114,26 @@ export class EtcdBackend extends BackendBase {
       if (turn === 'behind') return NOT_YET
       // A place in line outlives the watch that knew its turn (etcd cancelled it): it is checked by a read.
       const placed = this.owners.get(request.owner, request.key, request.kind)?.role === 'waiter'
-      if (turn === 'none' && !placed) return await acquireNow(this.deps, request, until)
+      if (turn === 'none' && !placed) return this.held(request, await acquireNow(this.deps, request, until))
+      // The head behind a holder of this process joins etcd's line with that holder's release (watch-hub.ts).
+      if (turn === 'head' && !placed && this.hub.joinOnRelease(request, until, (l) => this.leases.remainingMs(l) > 0))
+        return { acquired: false, retryAfterMs: request.ttlMs / 3 }
       const result = await acquireLined(this.deps, request, until)
       if (result.acquired) this.hub.granted(request, request.owner)
-      return result
+      return this.held(request, result)
     } catch (error) {
       throw unavailable(error, `acquiring "${request.key}" (${request.kind})`, this.server)
     } finally {
       done()
     }
+  }
+
+  /** Tells the watch hub of a mutex now held in this process (the head behind it joins with its release). */
+  private held(request: AcquireRequest, result: AcquireResult): AcquireResult {
+    if (!result.acquired || request.kind !== 'mutex') return result
+    const state = this.owners.get(request.owner, request.key, request.kind)
+    if (state?.role === 'holder') this.hub.holds(request, { owner: request.owner, key: state.key, lease: state.lease })
+    return result
   }
 
   async renew(request: RenewRequest): Promise<boolean> {
@@ -145,8 +156,16 @@ export class EtcdBackend extends BackendBase {
   async release(request: HolderRef): Promise<boolean> {
     try {
       const holder = await this.holder(request)
-      if (holder === undefined) return false
+      const join = this.hub.releasing(request, request.owner)
+      if (holder === undefined) {
+        if (join !== undefined) {
+          this.hub.joinSent(join.req, join.req.owner)
+          this.hub.wakeOwner(join.req, join.req.owner)
+        }
+        return false
+      }
       this.owners.delete(request.owner)
+      if (join !== undefined) return await releaseAndJoin(this.deps, holder, join)
       const res = await this.client.kv.txn({
         compare: [createdAt(holder.key, holder.revision)],
         success: [{ request_delete_range: { key: Buffer.from(holder.key) } }],

@@ -6,8 +6,6 @@
  * (`completeAfter`), and a delete it delivered before the txn's answer arrived (the two come on different
  * streams) must still be known (`recent`).
  */
-import type { EtcdKeyValue } from './etcd-client.js'
-
 /** Where a followed place stands. */
 export type PlaceState = 'first' | 'behind' | 'gone'
 
@@ -67,13 +65,12 @@ export class FollowedPlaces {
   }
 
   /**
-   * A key of the name was deleted: the owners whose place became first, or went, by it (`turned`), and those with
+   * A key of the name was deleted (`key`, at revision `modRevision`): the owners whose place became first, or went, by it (`turned`), and those with
    * one key left before them (`next`: that key most likely holds the lock now).
    */
-  deleted(kv: EtcdKeyValue): { turned: Set<string>; next: string[] } {
-    const key = kv.key.toString()
+  deleted(key: string, modRevision: string): { turned: Set<string>; next: string[] } {
     this.recent.delete(key) // a key deleted again moves to the newest end
-    this.recent.set(key, BigInt(kv.mod_revision))
+    this.recent.set(key, BigInt(modRevision))
     if (this.recent.size > RECENT_DELETES) {
       const [oldest, revision] = this.recent.entries().next().value as [string, bigint]
       this.recent.delete(oldest)

@@ -21,7 +21,10 @@
  *   (`watch-hub.ts`): it keeps a key in line as a fair waiter does, but on the lease it will hold with (TTL of
  *   `ttlMs`), so its grant needs no write; the watch follows the keys before it and wakes it when the last one
  *   goes (`mutex-line.ts`). So a release costs one try per process with waiters, not one per waiter, and a
- *   crashed process's waiting key lasts up to its TTL, as a crashed holder's lock does. Read and semaphore
+ *   crashed process's waiting key lasts up to its TTL, as a crashed holder's lock does. Behind a holder of its own
+ *   process, that first waiter goes in line with the holder's release, in the same txn (one raft write per
+ *   contended acquisition), and a lease refreshed less than 5% of its TTL (at most 500 ms) ago is granted as it
+ *   stands, timed from that refresh, so most handoffs send no keepalive. Read and semaphore
  *   waiters keep no key: their tries write nothing unless they win (a range compare in the txn), and they are not
  *   FIFO - the same as the memory backend. The core's `leaveQueue` when a waiter gives up revokes its lease (and
  *   with it its key, if any).

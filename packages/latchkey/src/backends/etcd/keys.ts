@@ -77,6 +77,14 @@ export abstract class EtcdKeyLayout {
   abstract parse(raw: Buffer | string, lockKey?: string): ParsedKey | undefined
 
   /**
+   * The kind `parse` finds in `key`, a key of lock `lockKey` under its {@link lockPrefix} `prefix`: what every
+   * delete event of a watch needs, without the rest of `parse`.
+   */
+  kindOf(key: string, lockKey: string, _prefix: string): LockKind | undefined {
+    return this.parse(key, lockKey)?.kind
+  }
+
+  /**
    * Ranges where another program's keys keep a `ref` request out although latchkey's own keys there do not (Go's
    * mutex keys beside latchkey's mutex, for a semaphore). None in the default layout.
    */
@@ -175,6 +183,15 @@ export class KeyLayout extends EtcdKeyLayout {
 
   namesRange(namePrefix: string): KeyRange {
     return prefixRange(`${this.prefix}/${encodeURIComponent(namePrefix)}`)
+  }
+
+  /** `<prefix>/<encoded key>/<kind>/<leaf>`: the kind is the folder right after the name's, and the leaf has no `/`. */
+  override kindOf(key: string, _lockKey: string, prefix: string): LockKind | undefined {
+    if (!key.startsWith(prefix)) return undefined
+    const slash = key.indexOf('/', prefix.length)
+    if (slash < 0 || key.includes('/', slash + 1)) return undefined
+    const kind = key.slice(prefix.length, slash)
+    return isKind(kind) ? kind : undefined
   }
 
   parse(raw: Buffer | string): ParsedKey | undefined {

@@ -23,6 +23,14 @@ export function ttlSeconds(ms: number): number {
   return Math.max(1, Math.ceil(ms / 1_000))
 }
 
+/**
+ * How much shorter than `ttlMs` a lease may be to be granted as it stands, timed from its last refresh instead of
+ * refreshed first: 5% of it, at most 500 ms.
+ */
+export function freshSlackMs(ttlMs: number): number {
+  return Math.min(ttlMs / 20, 500)
+}
+
 /** How long `close()` waits for outstanding revokes. */
 const REVOKE_WAIT_MS = 1_000
 
@@ -73,18 +81,22 @@ export class Leases {
    * answer comes as `refreshed`, so that the caller's txn travels beside it instead of after it (an uncontended
    * acquisition is then one round trip, not two). The caller must await `refreshed` before relying on the lease:
    * true means the lease lives until `until` (the keepalive was sent after the caller's start); false, that etcd
-   * no longer had it, so a key just put on it is gone too.
+   * no longer had it, so a key just put on it is gone too. With `ttlMs`, a spare fresh enough for a grant of it
+   * as it stands ({@link freshGrantAt}) comes without a keepalive either.
    */
   async takeSoon(
     ttlS: number,
     until: number,
     refresh = true,
+    ttlMs?: number,
   ): Promise<{ lease: OwnerLease; refreshed?: Promise<boolean> }> {
     const list = this.spare.get(ttlS) ?? []
     for (let lease = list.pop(); lease !== undefined; lease = list.pop()) {
       if (this.outlives(lease, until)) return { lease }
+      if (this.remainingMs(lease) <= 0) continue
       // Without `refresh` the caller refreshes later, if it needs to (the lease is alive for now).
-      if (this.remainingMs(lease) > 0) return refresh ? { lease, refreshed: this.refreshSoon(lease) } : { lease }
+      const fresh = ttlMs !== undefined && this.freshGrantAt(lease, ttlMs) !== undefined
+      return refresh && !fresh ? { lease, refreshed: this.refreshSoon(lease) } : { lease }
     }
     return { lease: await this.grant(ttlS) }
   }
@@ -99,6 +111,19 @@ export class Leases {
   /** Whether etcd keeps the lease at least until monotonic time `until`. */
   outlives(lease: OwnerLease, until: number): boolean {
     return lease.refreshedAt + lease.ttlS * 1_000 >= until
+  }
+
+  /**
+   * For a grant of `ttlMs` on a live `lease` (a key was just put on it, or is on it) that does not outlive the
+   * caller's deadline: the instant to time the caller's lease from, when the lease lacks at most
+   * {@link freshSlackMs} of `ttlMs`, so that no keepalive is needed; undefined when it lacks more. The caller's
+   * lease then ends (`grantedAt + ttlMs`) exactly when etcd's lease ends at the earliest by this process's
+   * reckoning (timed from when its last grant or keepalive was sent), and `grantedAt` is in the past: the lease
+   * does not outlive a deadline `ttlMs` from now.
+   */
+  freshGrantAt(lease: OwnerLease, ttlMs: number): number | undefined {
+    if (this.remainingMs(lease) < ttlMs - freshSlackMs(ttlMs)) return undefined
+    return lease.refreshedAt + lease.ttlS * 1_000 - ttlMs
   }
 
   /** Keeps a lease that carries no key any more for a later `take`, or revokes it. */

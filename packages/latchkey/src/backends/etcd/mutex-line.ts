@@ -4,10 +4,12 @@
  * then on the watch wakes it only when the key just older than its own goes, and once no older key is left it
  * holds the lock without a write: the key already lives on the lease it holds with (TTL of `ttlMs`), and one
  * keepalive, sent beside the read that checks the line, makes that lease outlive the caller's deadline. A handoff
- * costs the releaser's delete plus one read and one keepalive, where a try by every waiting process (a raft
- * write each, all but one failing) used to follow each release. That keepalive is not even on the handoff's path
- * when the place's lease was refreshed when one key was left before it (most likely the holder's): the grant then
- * times the lease from that refresh (`grantedAt`), which costs the caller at most {@link freshSlackMs} of it.
+ * costs the releaser's delete, where a try by every waiting process (a raft write each, all but one failing) used
+ * to follow each release. The keepalive is not on the handoff's path when the place's lease was refreshed lately
+ * (when one key was left before it, or for an earlier acquisition): the grant then times the lease from that
+ * refresh (`grantedAt`), which costs the caller at most {@link freshSlackMs} of it. Behind a holder of the same
+ * process, the place is taken by that holder's release txn (`releaseAndJoin`): the delete and the join are one
+ * raft write.
  *
  * Only the head of this process's waiters of the name runs this (`WatchHub.turnOf`): one place in etcd's line
  * per process, whatever its number of waiters. The fair line of `acquire.ts` differs in one point: its waiting key
@@ -17,8 +19,9 @@
 import type { AcquireRequest, AcquireResult } from '../../backend/types.js'
 import { type AcquireDeps, admission, leaseFor, lineRange, placeIn, putOp, won } from './acquire.js'
 import { type EtcdKeyValue, type EtcdTxnResponse, isLeaseGone } from './etcd-client.js'
-import type { OwnerLease } from './leases.js'
+import { freshSlackMs, type OwnerLease } from './leases.js'
 import { createdAt, type KeyedOwner } from './owners.js'
+import type { PendingJoin } from './watch-hub.js'
 
 /** A try of the head of this process's mutex waiters of `req.key`: granted, or a miss that keeps its place. */
 export async function acquireLined(d: AcquireDeps, req: AcquireRequest, until: number): Promise<AcquireResult> {
@@ -112,6 +115,70 @@ async function joinOrWin(d: AcquireDeps, req: AcquireRequest, until: number): Pr
 }
 
 /**
+ * Releases `holder` (a mutex of this process) and puts the key of `join`, the head of this process's waiters of the
+ * name, in etcd's line in the same txn: `If Create(holder) == token Then Delete(holder), Join Else Join`, where
+ * Join is the put-and-read of {@link joinOrWin}'s line branch. The head then learns its place from the answer
+ * and is woken only when its turn can have come (or when the txn failed: it joins by itself). Its key is created
+ * after the holder's delete, at the txn's revision, so it may well be first: a handoff inside the process then
+ * waits for no watch event. A put is never over another's key: the holder's key is deleted in this txn, and in
+ * Go's layout, where a key names its lease, the head never takes the holder's lease (it would name the same key).
+ * Resolves whether the holder's key was still there, as a plain release does.
+ */
+export async function releaseAndJoin(d: AcquireDeps, holder: KeyedOwner, join: PendingJoin): Promise<boolean> {
+  const { req, until } = join
+  // The holder's lease carries nothing once the txn is through: the head's key goes on it, unless its key would
+  // then have the holder's name (Go's layout) or it is too short for the head's TTL.
+  const own = holder.lease
+  const reuse = !d.layout.keyNamesLease && own.ttlS * 1_000 >= req.ttlMs && d.leases.remainingMs(own) > 0
+  let lease: OwnerLease | undefined
+  let res: EtcdTxnResponse
+  try {
+    lease = reuse ? own : (await leaseFor(d, req, until, false)).lease
+    const key = d.layout.ownerKey(req, lease.id, req.owner)
+    const put = putOp(key, d.layout.ownerValue(req.owner), lease.id)
+    const line = {
+      request_txn: { compare: [createdAt(key, 0n)], success: [put, { request_range: lineRange(d, req) }] },
+    }
+    res = await d.client.kv.txn({
+      compare: [createdAt(holder.key, holder.revision)],
+      success: [{ request_delete_range: { key: Buffer.from(holder.key) } }, line],
+      failure: [line],
+    })
+    const joined = res.responses[res.succeeded ? 1 : 0]?.response_txn
+    d.hub.joinSent(req, req.owner)
+    if (joined?.succeeded === true && !d.hub.inLine(req, req.owner)) {
+      // It gave up while its key was on its way: the key goes with its lease (no place is left behind).
+      d.leases.revokeLater(lease)
+      if (lease !== own) d.leases.putBack(own)
+      return res.succeeded
+    }
+    if (joined?.succeeded === true) {
+      const revision = BigInt(res.header.revision)
+      const state: KeyedOwner = { role: 'waiter', lockKey: req.key, kind: req.kind, lease, key, revision }
+      d.owners.set(req.owner, state)
+      if (d.leases.remainingMs(lease) < (lease.ttlS * 1_000 * 2) / 3) void d.leases.refreshSoon(lease)
+      behind(d, req, state, joined.responses[1]?.response_range?.kvs ?? [], revision)
+    } else {
+      // Its key name was taken (a lease reused while its key lived): it starts over by itself.
+      d.owners.delete(req.owner)
+      d.leases.revokeLater(lease)
+    }
+  } catch (error) {
+    // Unknown whether the head's key went in: its lease goes (with any key on it; the holder's own lease with the
+    // holder's key, which is the release asked for), and the head joins by itself.
+    d.hub.joinSent(req, req.owner)
+    d.owners.delete(req.owner)
+    if (lease !== undefined) d.leases.revokeLater(lease)
+    d.hub.wakeOwner(req, req.owner)
+    throw error
+  }
+  if (lease !== own) d.leases.putBack(own)
+  // Behind a key that is still there, the watch wakes it when its turn comes, as after its own join.
+  if (d.hub.placeOf(req, req.owner) !== 'behind') d.hub.wakeOwner(req, req.owner)
+  return res.succeeded
+}
+
+/**
  * A miss that keeps the place, `line` being the keys of the name at `revision`. The watch follows the keys before
  * it and wakes this owner when the last of them goes; where it cannot follow them (a watch not yet in place at
  * `revision`, or an etcd3 client's), it wakes it when the one just before goes (on any delete, if none parses).
@@ -136,11 +203,6 @@ function behind(
   return keep(state.lease)
 }
 
-/** How much shorter than `ttlMs` a lease may be to be granted as it stands: 5% of it, at most 500 ms. */
-export function freshSlackMs(ttlMs: number): number {
-  return Math.min(ttlMs / 20, 500)
-}
-
 /**
  * Grants the first place without a keepalive when its lease is fresh enough: it outlives `until`, or lacks at most
  * {@link freshSlackMs} of it, and the lease is then timed from its last refresh (the core's deadline ends before
@@ -150,8 +212,8 @@ function grantFresh(d: AcquireDeps, req: AcquireRequest, state: KeyedOwner, unti
   const lease = state.lease
   let grantedAt: number | undefined
   if (!d.leases.outlives(lease, until)) {
-    if (d.leases.remainingMs(lease) < req.ttlMs - freshSlackMs(req.ttlMs)) return undefined
-    grantedAt = lease.refreshedAt + lease.ttlS * 1_000 - req.ttlMs
+    grantedAt = d.leases.freshGrantAt(lease, req.ttlMs)
+    if (grantedAt === undefined) return undefined
   }
   d.hub.unfollow(req, req.owner)
   d.hub.setPredecessor(req, req.owner, undefined)
@@ -159,10 +221,21 @@ function grantFresh(d: AcquireDeps, req: AcquireRequest, state: KeyedOwner, unti
   return { acquired: true, token: state.revision, grantedAt }
 }
 
-/** One key left before the place of `owner` (most likely the holder's): refresh its lease for a grant without one. */
+/**
+ * One key left before the place of `owner` (most likely the holder's): refresh its lease for a grant without one,
+ * unless a refresh less than half the fresh slack ago already makes it grantable as it stands ({@link grantFresh}
+ * checks again at the grant, and sends the keepalive itself when the wait outlasted that). A waiter whose lease
+ * was refreshed for its previous acquisition a moment ago needs none: in a busy line that was about one keepalive
+ * per handoff for nothing.
+ */
 export function refreshNext(d: AcquireDeps, lockKey: string, owner: string): void {
   const state = d.owners.get(owner, lockKey, 'mutex')
-  if (state?.role === 'waiter') void d.leases.refreshSoon(state.lease)
+  if (state?.role !== 'waiter') return
+  // The lease's TTL bounds the caller's ttlMs from above, and `t - freshSlackMs(t)` grows with t: fresh enough
+  // for that TTL means fresh enough for the caller's.
+  const ttlMs = state.lease.ttlS * 1_000
+  if (d.leases.remainingMs(state.lease) >= ttlMs - freshSlackMs(ttlMs) / 2) return
+  void d.leases.refreshSoon(state.lease)
 }
 
 /** A family key of the name older than `state`'s. */

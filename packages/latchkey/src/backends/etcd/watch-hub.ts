@@ -11,11 +11,12 @@
  * with waiters, not one per waiter, and the waiters of a process get in in the order they came.
  */
 import { LocalNotifier } from '../../backend/local-notifier.js'
-import type { LockKind, LockRef, ReleaseSubscription } from '../../backend/types.js'
+import type { AcquireRequest, LockKind, LockRef, ReleaseSubscription } from '../../backend/types.js'
 import { monotonicNow } from '../../core/clock.js'
 import type { EtcdClient, EtcdKeyValue, EtcdWatcher } from './etcd-client.js'
 import { FollowedPlaces, type PlaceState } from './followed-places.js'
 import { type EtcdKeyLayout, isExclusiveKind, prefixRange } from './keys.js'
+import type { OwnerLease } from './leases.js'
 
 const KINDS: readonly LockKind[] = ['mutex', 'fair', 'read', 'write', 'semaphore']
 /** How long `close()` waits for etcd to confirm a watch cancellation (a dead server never does). */
@@ -48,6 +49,29 @@ interface SharedWatch {
   deletes: number
   /** Monotonic ms of the last try of this process that found the name taken. */
   lastMissAt: number
+  /** The mutex holder of this process for the name, while its lease lives (see {@link WatchHub.joinOnRelease}). */
+  localHolder: LocalHolder | undefined
+  /** The head of the local mutex line, waiting to be put in etcd's line by the local holder's release txn. */
+  joinOnRelease: PendingJoin | undefined
+  /** The owner whose key that release txn is putting in line now (its own tries wait for the answer). */
+  joinSending: string | undefined
+  /** The notifier key of each kind's subscriptions without an owner (built once, used on every delete). */
+  readonly kindKeys: Readonly<Record<LockKind, string>>
+  /** Whether permits of the name wait for another program's keys (`EtcdKeyLayout.foreignRanges`). */
+  readonly foreignPermits: boolean
+}
+
+/** A mutex held in this process: its owner, key and lease. */
+export interface LocalHolder {
+  readonly owner: string
+  readonly key: string
+  readonly lease: OwnerLease
+}
+
+/** A head's try that waits for the local holder's release to put its key in line (its request and deadline). */
+export interface PendingJoin {
+  readonly req: AcquireRequest
+  readonly until: number
 }
 
 /** How long after a local try found the name taken it counts as contended. */
@@ -157,6 +181,65 @@ export class WatchHub {
     if (watch !== undefined) this.leaveLine(prefix, watch, owner)
   }
 
+  /** `holder` (owner, key, lease) now holds the mutex `ref` in this process. */
+  holds(ref: LockRef, holder: LocalHolder): void {
+    if (ref.kind !== 'mutex') return
+    const watch = this.watches.get(this.layout.lockPrefix(ref.key))
+    if (watch !== undefined) watch.localHolder = holder
+  }
+
+  /**
+   * The head of the local mutex line `req` waits for the release of the mutex held in this process (still alive by
+   * `alive`) instead of joining etcd's line now: that release txn puts its key in line too (`mutex-line.ts`,
+   * `releaseAndJoin`), one raft write and one call where the head's join and the release were two of each, and
+   * the head goes in line no later than it could hold the lock anyway. False (join now) when no local holder is
+   * known, or `req` is not the head.
+   */
+  joinOnRelease(req: AcquireRequest, until: number, alive: (lease: OwnerLease) => boolean): boolean {
+    const watch = this.watches.get(this.layout.lockPrefix(req.key))
+    // Its key is on its way in: a join of its own would put a second one in line.
+    if (watch?.joinSending === req.owner) return true
+    const holder = watch?.localHolder
+    if (watch === undefined || holder === undefined || watch.mutexLine[0] !== req.owner) return false
+    if (holder.owner === req.owner || !alive(holder.lease)) {
+      watch.localHolder = undefined
+      return false
+    }
+    watch.joinOnRelease = { req, until }
+    return true
+  }
+
+  /**
+   * `owner` releases mutex `ref`: it is no longer this process's holder, and the head waiting to join with its
+   * release, if any, is handed over (once) to the caller, which puts it in line or wakes it ({@link wakeOwner}).
+   */
+  releasing(ref: LockRef, owner: string): PendingJoin | undefined {
+    if (ref.kind !== 'mutex') return undefined
+    const watch = this.watches.get(this.layout.lockPrefix(ref.key))
+    if (watch === undefined || watch.localHolder?.owner !== owner) return undefined
+    watch.localHolder = undefined
+    const join = watch.joinOnRelease
+    watch.joinOnRelease = undefined
+    watch.joinSending = join?.req.owner
+    return join
+  }
+
+  /** The release txn carrying `owner`'s join has answered (or failed): its tries go on as usual. */
+  joinSent(ref: LockRef, owner: string): void {
+    const watch = this.watches.get(this.layout.lockPrefix(ref.key))
+    if (watch?.joinSending === owner) watch.joinSending = undefined
+  }
+
+  /** Whether `owner` still waits for mutex `ref` in this process (it has not been granted nor given up). */
+  inLine(ref: LockRef, owner: string): boolean {
+    return this.watches.get(this.layout.lockPrefix(ref.key))?.mutexLine.includes(owner) ?? false
+  }
+
+  /** Wakes the waiting acquire of `owner` for `ref`'s name (a mutex or queued waiter subscribed with its owner). */
+  wakeOwner(ref: LockRef, owner: string): void {
+    this.notifier.notify(ownerKey(this.layout.lockPrefix(ref.key), owner))
+  }
+
   /** Marks a try of `ref` in flight until the returned function is called. */
   tryStarted(ref: LockRef): () => void {
     const watch = this.watches.get(this.layout.lockPrefix(ref.key))
@@ -223,6 +306,17 @@ export class WatchHub {
       places: new FollowedPlaces(),
       deletes: 0,
       lastMissAt: Number.NEGATIVE_INFINITY,
+      localHolder: undefined,
+      joinOnRelease: undefined,
+      joinSending: undefined,
+      kindKeys: {
+        mutex: `${prefix}\u0000mutex`,
+        fair: `${prefix}\u0000fair`,
+        read: `${prefix}\u0000read`,
+        write: `${prefix}\u0000write`,
+        semaphore: `${prefix}\u0000semaphore`,
+      },
+      foreignPermits: this.layout.foreignRanges({ key: lockKey, kind: 'semaphore' }).length > 0,
     }
     // (Re)connected: a release may have happened before the watch was in place. Wake everyone once.
     watcher.on('connected', () => {
@@ -241,19 +335,27 @@ export class WatchHub {
   }
 
   private onDelete(prefix: string, watch: SharedWatch, kv: EtcdKeyValue): void {
-    const { turned, next: nextUp } = watch.places.deleted(kv)
+    // Every process with a waiter of the name gets every delete: this path stays lean (one key string, no parse).
+    const key = kv.key.toString()
+    const { turned, next: nextUp } = watch.places.deleted(key, kv.mod_revision)
+    if (watch.localHolder?.key === key) {
+      // The local holder's key went without its release (a force release, its lease ran out): the head that waited
+      // for that release is woken below like any head without a place, and joins by itself.
+      watch.localHolder = undefined
+      watch.joinOnRelease = undefined
+    }
     for (const owner of nextUp) this.nextInLine(watch.lockKey, owner)
     if (watch.subscriptions === 0) {
       // A lingering watch (nobody waits): the usual case of an uncontended lock seeing its own releases.
       watch.deletes++
       return
     }
-    const parsed = this.layout.parse(kv.key, watch.lockKey)
-    if (parsed === undefined) return
+    const kind = this.layout.kindOf(key, watch.lockKey, prefix)
+    if (kind === undefined) return
     watch.deletes++
-    const wake = (kind: LockKind): void => this.notifier.notify(`${prefix}\u0000${kind}`)
-    if (parsed.kind === 'semaphore') {
-      wake('semaphore')
+    const wakes = watch.kindKeys
+    if (kind === 'semaphore') {
+      this.notifier.notify(wakes.semaphore)
       return
     }
     // Local mutex waiters are interchangeable (a mutex is not fair): one try per process and release is enough;
@@ -263,27 +365,38 @@ export class WatchHub {
       watch.mutexRing.push(next)
       this.notifier.notify(next)
     }
-    if (isExclusiveKind(parsed.kind)) wake('read')
+    if (isExclusiveKind(kind)) this.notifier.notify(wakes.read)
     // A delete event carries no value: in a layout where permits wait for another program's keys, it may be one.
-    if (this.layout.foreignRanges({ key: watch.lockKey, kind: 'semaphore' }).length > 0) wake('semaphore')
-    const key = kv.key.toString()
+    if (watch.foreignPermits) this.notifier.notify(wakes.semaphore)
     // A try in flight may not have recorded its predecessor yet: then every queued waiter checks again.
     const unsure = watch.inFlight > 0
-    const waited = [...watch.predecessors.values()].includes(key)
-    if (waited || unsure || watch.predecessors.size === 0) {
-      wake('fair')
-      wake('write')
+    if (unsure || watch.predecessors.size === 0 || waitedFor(watch.predecessors, key)) {
+      this.notifier.notify(wakes.fair)
+      this.notifier.notify(wakes.write)
     }
+    for (const owner of watch.subscribedOwners) this.wakeIfDue(prefix, watch, owner, key, turned, unsure)
     // The mutex waiters behind the local head wait for their turn here, not for etcd.
     const head = watch.mutexLine[0]
-    for (const owner of head === undefined ? watch.subscribedOwners : [...watch.subscribedOwners, head]) {
-      if (watch.places.has(owner)) {
-        if (turned.has(owner)) this.notifier.notify(ownerKey(prefix, owner))
-        continue
-      }
-      const before = watch.predecessors.get(owner)
-      if (unsure || before === undefined || before === key) this.notifier.notify(ownerKey(prefix, owner))
+    if (head !== undefined) this.wakeIfDue(prefix, watch, head, key, turned, unsure)
+  }
+
+  /** Wakes the queued waiter or local mutex head `owner` if the delete of `key` may have let it through. */
+  private wakeIfDue(
+    prefix: string,
+    watch: SharedWatch,
+    owner: string,
+    key: string,
+    turned: ReadonlySet<string>,
+    unsure: boolean,
+  ): void {
+    // The head waiting for the local holder's release is woken by that release.
+    if (owner === watch.joinOnRelease?.req.owner) return
+    if (watch.places.has(owner)) {
+      if (turned.has(owner)) this.notifier.notify(ownerKey(prefix, owner))
+      return
     }
+    const before = watch.predecessors.get(owner)
+    if (unsure || before === undefined || before === key) this.notifier.notify(ownerKey(prefix, owner))
   }
 
   /** Takes `owner` out of the local mutex line; when it was the head, the next one is woken for its first try. */
@@ -291,6 +404,7 @@ export class WatchHub {
     const at = watch.mutexLine.indexOf(owner)
     if (at < 0) return
     watch.mutexLine.splice(at, 1)
+    if (watch.joinOnRelease?.req.owner === owner) watch.joinOnRelease = undefined
     watch.predecessors.delete(owner)
     watch.places.forget(owner)
     const next = watch.mutexLine[0]
@@ -322,6 +436,12 @@ export class WatchHub {
     })
     this.cancelling.add(done)
   }
+}
+
+/** Whether some local queued waiter waits behind `key`. */
+function waitedFor(predecessors: ReadonlyMap<string, string>, key: string): boolean {
+  for (const before of predecessors.values()) if (before === key) return true
+  return false
 }
 
 function ownerKey(prefix: string, owner: string): string {
