@@ -21,7 +21,7 @@ import { inspectRedlock, listRedlock, type RedlockInspectDeps } from './redlock-
 import type { RedlockNode } from './redlock-node.js'
 import { RedlockNotifier, type SubscriberOpener } from './redlock-notifier.js'
 import type { RedlockSubscription } from './redlock-subscription.js'
-import { ACQUIRE, EXISTS, FORCE_DELETE, RELEASE, RENEW } from './scripts/index.js'
+import { ACQUIRE, EXISTS, FORCE_DELETE, PLACE, RELEASE, RENEW } from './scripts/index.js'
 import { type Attempt, granted, heldOrSplit, outcome, plurality } from './votes.js'
 
 /** Resolved settings of a {@link RedlockBackend}. */
@@ -126,7 +126,10 @@ export class RedlockBackend extends BackendBase {
     if (sub?.handing !== undefined) await sub.handing
     if (sub !== undefined && notifier !== undefined) {
       const handedOver = this.handedOver(request, sub)
-      if (handedOver !== undefined) return handedOver
+      if (handedOver !== undefined) {
+        this.placeFollower(request, sub)
+        return handedOver
+      }
       const blockedMs = notifier.blockedFor(sub, sentAt)
       if (blockedMs !== undefined) return { acquired: false, retryAfterMs: blockedMs }
       sub.owesTry = false
@@ -142,7 +145,10 @@ export class RedlockBackend extends BackendBase {
         notifier.polled(sub, sentAt, result.holder, sentAt + result.retryAfterMs)
       } else notifier.polled(sub, sentAt, undefined, 0)
     }
-    if (result.kind === 'acquired') return { acquired: true, token: 0n }
+    if (result.kind === 'acquired') {
+      if (sub !== undefined) this.placeFollower(request, sub)
+      return { acquired: true, token: 0n }
+    }
     if (result.kind === 'held') return { acquired: false, retryAfterMs: result.retryAfterMs }
     if (result.kind === 'soon') return { acquired: false, retryAfterMs: SOON_MS }
     return { acquired: false, retryAfterMs: Math.random() * this.settings.retryDelayMs }
@@ -165,6 +171,29 @@ export class RedlockBackend extends BackendBase {
     this.leads.delete(request.owner)
     this.inLine.delete(request.owner)
     return { acquired: true, token: 0n, grantedAt: triedAt }
+  }
+
+  /**
+   * `sub` got the lock: the waiter behind it in this process takes its place in line now, in the background, while
+   * the lock is held here (a round of its own would keep the next release from handing it the lock at home while
+   * that round is out, see localSuccessor). Only its place: the script never takes the lock. A release handing it
+   * the lock later, on any node, comes after this was sent, which times that lease (RedlockSubscription.answeredAt).
+   */
+  private placeFollower(request: AcquireRequest, sub: RedlockSubscription): void {
+    const follower = this.notifier?.follower(sub)
+    if (follower === undefined || follower.ttlMs === undefined) return
+    const sentAt = performance.now()
+    follower.ticket = Date.now()
+    follower.firstTriedAt ??= sentAt
+    follower.placedAt = sentAt
+    this.inLine.add(follower.owner)
+    const args = [follower.owner, String(follower.ttlMs), String(follower.ticket), String(LINE_TTL_MS)]
+    const keys = lineKeys(this.key(request))
+    void fanOut(this.nodes, (node) => node.run(PLACE, keys, args), this.timing(follower.ttlMs)).then((votes) => {
+      votes.forEach((v, i) => {
+        if (v.state === 'ok') follower.answeredAt.set(i, sentAt)
+      })
+    })
   }
 
   /**
@@ -332,12 +361,24 @@ export class RedlockBackend extends BackendBase {
     const ttlMs = next.ttlMs ?? 0
     const keys = lineKeys(this.key(request))
     const args = [request.owner, this.channel(request), 't', next.owner, String(ttlMs)]
+    // The same round places the waiter behind `next` in line, with the lease `next` has (the waiters of one process
+    // share the lock's options in practice; a different lease only changes what a later release of the line hands
+    // it, and its own rounds correct its entry): it will be the head while `next` holds the lock.
+    const follower = this.notifier?.follower(next)
+    const sentAt = performance.now()
+    if (follower !== undefined) {
+      follower.ticket = Date.now()
+      follower.firstTriedAt ??= sentAt
+      follower.placedAt = sentAt
+      this.inLine.add(follower.owner)
+      args.push(follower.owner, String(follower.ticket), String(LINE_TTL_MS))
+    }
     let settled = () => {}
     next.handing = new Promise((resolve) => {
       settled = resolve
     })
     try {
-      return await this.handOnRound(request, next, keys, args, ttlMs)
+      return await this.handOnRound(request, next, keys, args, ttlMs, sentAt, follower)
     } finally {
       next.handing = undefined
       settled()
@@ -350,9 +391,10 @@ export class RedlockBackend extends BackendBase {
     keys: string[],
     args: string[],
     ttlMs: number,
+    sentAt: number,
+    follower: RedlockSubscription | undefined,
   ): Promise<boolean> {
     const { quorum } = this.settings
-    const sentAt = performance.now()
     const n = this.nodes.length
     const votes = await fanOut(
       this.nodes,
@@ -363,6 +405,13 @@ export class RedlockBackend extends BackendBase {
         return t.yes >= quorum || t.no > n - quorum
       },
     )
+    // Every node that answered placed the follower in line (whatever it answered): a key a later release hands it
+    // there is set after this round was sent.
+    if (follower !== undefined) {
+      votes.forEach((v, i) => {
+        if (v.state === 'ok') follower.answeredAt.set(i, sentAt)
+      })
+    }
     const t = tally(votes, isOne)
     const drift = ttlMs * this.settings.driftFactor + 2
     if (t.yes >= quorum && ttlMs - (performance.now() - sentAt) - drift > 0 && !next.closed) {

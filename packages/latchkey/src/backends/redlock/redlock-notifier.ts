@@ -97,6 +97,20 @@ export class RedlockNotifier {
     return head
   }
 
+  /**
+   * The waiter behind `sub` in this process, if a release handing `sub` the lock may also place it in line (it has
+   * no place yet and no round out): it is the head once `sub` has the lock, and a head in line needs no round of its
+   * own while the lock is held (see detach).
+   */
+  follower(sub: RedlockSubscription): RedlockSubscription | undefined {
+    let seen = false
+    for (const s of sub.channel.subs) {
+      if (seen) return s.closed || s.inRound || s.ticket !== undefined || s.ttlMs === undefined ? undefined : s
+      seen = s === sub
+    }
+    return undefined
+  }
+
   /** A release of this process handed `sub` the lock on a quorum of nodes, sent at `sentAt`: wakes it to take it. */
   handOver(sub: RedlockSubscription, sentAt: number): void {
     sub.handedAt = sentAt
@@ -301,8 +315,9 @@ export class RedlockNotifier {
     if (this.byOwner.get(sub.owner) === sub) this.byOwner.delete(sub.owner)
     // A woken waiter leaving without retrying (acquired by its try in flight, timed out, aborted) must not
     // swallow the wake; and the next head takes its place in line on the nodes now, while the lock is held, so that
-    // a release can hand it the lock.
-    if (sub.owesTry || wasHead) this.wakeOne(group)
+    // a release can hand it the lock, unless the release that handed `sub` the lock placed it there already.
+    const next: RedlockSubscription | undefined = group.subs.values().next().value
+    if (sub.owesTry || (wasHead && next?.placedAt === undefined)) this.wakeOne(group)
     if (group.subs.size === 0 && this.channels.get(group.name) === group) {
       group.idleSince = performance.now()
       this.sweeper ??= setInterval(() => this.sweep(), Math.max(50, this.lingerMs / 2)).unref()

@@ -89,6 +89,11 @@ export class RedlockSubscription extends WakeableSubscription implements Release
   handing: Promise<void> | undefined
   /** Set when a release of this process handed it the lock on a quorum: when that release was sent. */
   handedAt: number | undefined
+  /**
+   * Set when a release of this process placed it in line on the nodes (handing the lock to the waiter before it):
+   * when that release was sent. As head it then makes no round to take its place.
+   */
+  placedAt: number | undefined
   /** Its poll timer does not by itself keep the process alive. */
 
   protected override readonly unrefTimer = true
