@@ -45,6 +45,9 @@ export function defaultNodeTimeoutMs(ttlMs: number): number {
   return Math.min(200, Math.max(50, Math.round(ttlMs * 0.005)))
 }
 
+/** The shortest per-node deadline of a release when `nodeTimeoutMs` is not set (see RedlockBackend.releaseTiming). */
+const RELEASE_NODE_TIMEOUT_MS = 1_000
+
 /** A node never heard from yet (its client may still be connecting) gets this long. */
 const FIRST_CONTACT_MS = 1_000
 
@@ -348,7 +351,7 @@ export class RedlockBackend extends BackendBase {
     const next = this.notifier?.localSuccessor(this.channel(request))
     if (next !== undefined) return this.handOn(request, next)
     const args = this.releaseArgs(request, 'h')
-    return this.majority((node) => node.run(RELEASE, keys, args), 0, request.key, 'release')
+    return this.majority((node) => node.run(RELEASE, keys, args), 0, request.key, 'release', this.releaseTiming())
   }
 
   /**
@@ -399,7 +402,7 @@ export class RedlockBackend extends BackendBase {
     const votes = await fanOut(
       this.nodes,
       (node) => node.run(RELEASE, keys, args),
-      this.timing(ttlMs),
+      this.releaseTiming(),
       (v) => {
         const t = tally(v, isOne)
         return t.yes >= quorum || t.no > n - quorum
@@ -485,6 +488,7 @@ export class RedlockBackend extends BackendBase {
     ttlMs: number,
     name: string,
     what: string,
+    timing = this.timing(ttlMs),
   ): Promise<boolean> {
     const { quorum } = this.settings
     const n = this.nodes.length
@@ -492,7 +496,7 @@ export class RedlockBackend extends BackendBase {
       const t = tally(v, isOne)
       return t.yes >= quorum || t.no > n - quorum
     }
-    const votes = await fanOut(this.nodes, run, this.timing(ttlMs), settled)
+    const votes = await fanOut(this.nodes, run, timing, settled)
     const t = tally(votes, isOne)
     if (t.yes >= quorum) return true
     if (t.no > n - quorum) return false
@@ -508,6 +512,19 @@ export class RedlockBackend extends BackendBase {
     // Calls without a lease (release, isLocked) use the timeout of the default 30 s lease.
     const timeoutMs = this.settings.nodeTimeoutMs ?? defaultNodeTimeoutMs(ttlMs > 0 ? ttlMs : 30_000)
     return { timeoutMs, firstContactMs: FIRST_CONTACT_MS }
+  }
+
+  /**
+   * A release's per-node deadline: at least {@link RELEASE_NODE_TIMEOUT_MS} unless `nodeTimeoutMs` was set. It resolves
+   * at a quorum of answers like any round, so a paused node costs nothing while a majority answers; the deadline
+   * matters only when fewer do, and then the longer wait is the better bet: a release that gives up fails the caller
+   * and leaves its keys to expire (the lock blocked up to a lease), where a node a loaded host did not schedule for
+   * 50 ms (seen on the 2-core bench host) answers a moment later.
+   */
+  private releaseTiming(): FanOutTiming {
+    const t = this.timing(0)
+    if (this.settings.nodeTimeoutMs !== undefined) return t
+    return { ...t, timeoutMs: Math.max(t.timeoutMs, RELEASE_NODE_TIMEOUT_MS) }
   }
 
   private key(ref: LockRef): string {
