@@ -93,6 +93,12 @@ export class RedlockBackend extends BackendBase {
   private readonly leads = new Map<string, number>()
   /** Waiting owners that took a place in line on the nodes (and have not got the lock): leaveQueue clears it. */
   private readonly inLine = new Set<string>()
+  /**
+   * Holders of this process, with the time from which a quorum of nodes is known to keep their keys (or the keys
+   * of the holder before them, which a release here is renaming to them on the same connections) for `ttlMs`: a
+   * release at home passes what is left of it on (see handOn).
+   */
+  private readonly validity = new Map<string, { readonly from: number; readonly ttlMs: number }>()
 
   constructor(
     private readonly nodes: readonly RedlockNode[],
@@ -164,15 +170,18 @@ export class RedlockBackend extends BackendBase {
    * the lease is timed from there, and taken only while RedLock's validity (ttl - elapsed - drift) is left of it.
    */
   private handedOver(request: AcquireRequest, sub: RedlockSubscription): AcquireResult | undefined {
-    // A release of this process that handed it over on a quorum was sent before any node set the key.
-    const triedAt = sub.handedAt ?? sub.handedSince(this.settings.quorum)
+    // Passed on at home with the validity of the holder before it (see handOn), or handed over by a release of this
+    // process on a quorum (sent before any node set the key), or by releases of the line.
+    const triedAt = sub.inherited ?? sub.handedAt ?? sub.handedSince(this.settings.quorum)
     if (triedAt === undefined) return undefined
     const drift = request.ttlMs * this.settings.driftFactor + 2
     // Past its validity, a round (which refreshes the keys it has) settles it.
     if (request.ttlMs - (performance.now() - triedAt) - drift <= 0) return undefined
+    if (sub.inherited !== undefined) sub.tookInherited = true
     sub.owesTry = false
     this.leads.delete(request.owner)
     this.inLine.delete(request.owner)
+    this.validity.set(request.owner, { from: triedAt, ttlMs: request.ttlMs })
     return { acquired: true, token: 0n, grantedAt: triedAt }
   }
 
@@ -242,6 +251,8 @@ export class RedlockBackend extends BackendBase {
       if (request.ttlMs - elapsed - drift > 0) {
         this.leads.delete(request.owner)
         this.inLine.delete(request.owner)
+        // Every node that granted set (or refreshed) its key after `start`.
+        this.validity.set(request.owner, { from: start, ttlMs: request.ttlMs })
         return { kind: 'acquired' }
       }
       // A majority held it, if only for a moment: release it like any other lease.
@@ -338,7 +349,10 @@ export class RedlockBackend extends BackendBase {
   async renew(request: RenewRequest): Promise<boolean> {
     this.checkKind(request)
     const run = (node: RedlockNode) => node.run(RENEW, [this.key(request)], [request.owner, String(request.ttlMs)])
-    return this.majority(run, request.ttlMs, request.key, 'extend')
+    const renewed = await this.majority(run, request.ttlMs, request.key, 'extend')
+    // Lost: nothing left to pass on at home.
+    if (!renewed) this.validity.delete(request.owner)
+    return renewed
   }
 
   /**
@@ -348,8 +362,10 @@ export class RedlockBackend extends BackendBase {
   async release(request: HolderRef): Promise<boolean> {
     this.checkKind(request)
     const keys = lineKeys(this.key(request))
+    const validity = this.validity.get(request.owner)
+    this.validity.delete(request.owner)
     const next = this.notifier?.localSuccessor(this.channel(request))
-    if (next !== undefined) return this.handOn(request, next)
+    if (next !== undefined) return this.handOn(request, next, validity)
     const args = this.releaseArgs(request, 'h')
     return this.majority((node) => node.run(RELEASE, keys, args), 0, request.key, 'release', this.releaseTiming())
   }
@@ -360,7 +376,11 @@ export class RedlockBackend extends BackendBase {
    * when this round was sent (every node set its key after that); otherwise `next` gives back what it got (to the
    * line) and waits on. The releaser's answer is a release's: true when a majority had our value.
    */
-  private async handOn(request: HolderRef, next: RedlockSubscription): Promise<boolean> {
+  private async handOn(
+    request: HolderRef,
+    next: RedlockSubscription,
+    validity: { readonly from: number; readonly ttlMs: number } | undefined,
+  ): Promise<boolean> {
     const ttlMs = next.ttlMs ?? 0
     const keys = lineKeys(this.key(request))
     const args = [request.owner, this.channel(request), 't', next.owner, String(ttlMs)]
@@ -376,6 +396,19 @@ export class RedlockBackend extends BackendBase {
       this.inLine.add(follower.owner)
       args.push(follower.owner, String(follower.ticket), String(LINE_TTL_MS))
     }
+    // The lock passes at once, within the validity this process holds it for: `next` takes the lease timed from
+    // where ours is (the same lease length, and at least half of it left, so that the core does not renew at once),
+    // while the round renames the keys to it behind. On each node the rename runs after every command sent to it
+    // before (one connection), and before any `next` sends once it holds the lock (its renewal, its release), so
+    // those find its name wherever ours was. As safe as our holding on for as long: the keys that name us or it
+    // expire no earlier than validity.from + ttl on a quorum, and the lease of `next` ends before that (less drift).
+    if (validity !== undefined && validity.ttlMs === ttlMs && performance.now() - validity.from < ttlMs / 2) {
+      next.inherited = validity.from
+      // In line, so that giving up gives the keys back (leaveQueue).
+      this.inLine.add(next.owner)
+      next.fire()
+      return this.passOn(request, next, keys, args, sentAt)
+    }
     let settled = () => {}
     next.handing = new Promise((resolve) => {
       settled = resolve
@@ -386,6 +419,51 @@ export class RedlockBackend extends BackendBase {
       next.handing = undefined
       settled()
     }
+  }
+
+  /**
+   * The rename behind a lock passed on at home (see handOn). If `next` did not take the lease meanwhile (it gave up),
+   * its keys are given back like a release of its own. The releaser's answer is a release's: true when a majority
+   * had our value, false when a majority did not (then the lease `next` took is no better than ours was: its renewal
+   * or release finds out, as ours would have).
+   */
+  private async passOn(
+    request: HolderRef,
+    next: RedlockSubscription,
+    keys: string[],
+    args: string[],
+    sentAt: number,
+  ): Promise<boolean> {
+    const { quorum } = this.settings
+    const n = this.nodes.length
+    const votes = await fanOut(
+      this.nodes,
+      (node) => node.run(RELEASE, keys, args),
+      this.releaseTiming(),
+      (v) => {
+        const t = tally(v, isOne)
+        return t.yes >= quorum || t.no > n - quorum
+      },
+    )
+    const t = tally(votes, isOne)
+    const held = this.validity.get(next.owner)
+    if (next.closed && !next.tookInherited && held === undefined) {
+      // It left without the lock (its leaveQueue gives the keys back too: it is in line). Still waiting, it takes the
+      // lease when it runs, or, past the validity, its round finds the keys already its own.
+      const back = this.releaseArgs({ ...request, owner: next.owner }, 'h')
+      await fanOut(this.nodes, (node) => node.run(RELEASE, keys, back), this.releaseTiming())
+    } else if (next.tookInherited && held !== undefined && t.yes >= quorum) {
+      // Renamed on a quorum: its keys are known to live from this round on.
+      this.validity.set(next.owner, { from: Math.max(held.from, sentAt), ttlMs: held.ttlMs })
+    }
+    if (t.yes >= quorum) return true
+    if (t.no > n - quorum) return false
+    throw this.quorumError(
+      `RedLock could not release "${request.key}" on a quorum: ${quorum} of ${n} nodes needed, ${t.yes} said yes, ${t.no} no, ${n - t.answered} did not answer`,
+      votes,
+      isOne,
+      request.key,
+    )
   }
 
   private async handOnRound(
