@@ -46,7 +46,10 @@ const GRANT_GRACE_MS = 50
  * process costs a wake-up of that process, which on a busy host waits for a CPU; handing it on at home does not. A
  * batch bounds how long the other processes wait, as in cohort locks.
  */
-const LOCAL_RUN = 16
+// 64, not 16, since a handover at home is passed on at once (no round to wait for): with 1,000 waiters in 4
+// processes, 9 alternating runs of each in the same invocations, 64 made 332-720 acq/s (median 467), 16 made 219-667
+// (median 420), no waiter starved in either; the rest of a handover to another process is the wake-up of that process.
+const LOCAL_RUN = 64
 
 /** Subscribes lazily, wakes one waiter per release, unsubscribes a channel after it has been idle a while. */
 export class RedlockNotifier {
