@@ -8,6 +8,6 @@ import { runSubset } from './lib/subset.js'
 
 await runSubset(
   'RedLock (5 nodes) beside redlock 5.0-beta (one node, and the same 5 nodes) and single-node Redis',
-  ['redlock', 'redlock5', 'redlock5-5', 'redis'],
+  ['redlock', 'redlock-baseline', 'redlock5', 'redlock5-5', 'redis'],
   'redis',
 )

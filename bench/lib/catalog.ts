@@ -205,6 +205,15 @@ export function catalog(s: Servers): ContenderDef[] {
     latchkey('memory', 'memory (one process)', 'memory:', { crossProcess: false }),
     latchkey('sqlite', 'SQLite', `sqlite:${s.tmpDir}/locks.db`),
     latchkey('redlock', 'RedLock (5 nodes)', redlockUrl, { probeUrls: s.redlock }),
+    // BENCH_BASELINE_DIST: the RedLock backend of that build beside this one, on the same nodes.
+    ...(BASELINE_DIST === undefined
+      ? []
+      : [
+          latchkey('redlock-baseline', 'RedLock (5 nodes), baseline build', redlockUrl, {
+            probeUrls: s.redlock,
+            dist: BASELINE_DIST,
+          }),
+        ]),
     latchkey('zk', 'ZooKeeper standalone', `zookeeper://${s.zk}`),
     latchkey('zk3', 'ZooKeeper 3-node ensemble', `zookeeper://${s.zkEnsemble}`),
     curator('curator', 'Apache Curator 5.4 InterProcessMutex (ZooKeeper standalone)', s.zk),

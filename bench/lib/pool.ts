@@ -33,7 +33,14 @@ export class WorkerPool {
 
   private async spawn(i: number): Promise<void> {
     const child = fork(WORKER, [], {
-      execArgv: ['--expose-gc', '--import', 'tsx'],
+      // BENCH_WORKER_ARGS: more Node flags for the workers, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` (not allowed
+      // in NODE_OPTIONS) to profile the contenders.
+      execArgv: [
+        '--expose-gc',
+        '--import',
+        'tsx',
+        ...(process.env.BENCH_WORKER_ARGS?.split(' ').filter(Boolean) ?? []),
+      ],
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     })
     this.children[i] = child

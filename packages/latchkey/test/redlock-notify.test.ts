@@ -6,12 +6,14 @@
  */
 import { afterAll, describe, expect, it } from 'vitest'
 import type { Backend } from '../src/backend/types.js'
-import { REDLOCK_KEY_PREFIX } from '../src/backends/redlock/index.js'
+import { REDLOCK_KEY_PREFIX, redlockBackend } from '../src/backends/redlock/index.js'
+import { ACQUIRE } from '../src/backends/redlock/scripts/index.js'
 import { createLocks, type Locks } from '../src/core/locks.js'
 import { eventually } from '../src/testing/index.js'
 import {
   createRedlockBackend,
   deleteRedlockKeys,
+  owning,
   REDLOCK_URLS,
   redlockIoredis,
 } from './support/redlock-backend-module.js'
@@ -158,6 +160,89 @@ describe('redlock release notifications', () => {
       expect(await Promise.all(admin.map((a) => a.exists(line)))).toEqual([0, 0, 0, 0, 0])
     } finally {
       for (const a of admin) a.disconnect()
+    }
+  })
+
+  it('a release at home hands the lock to the next waiter of its process without a message, and places the one behind it in line without a round of its own', async () => {
+    const admin = REDLOCK_URLS.map(redlockIoredis)
+    const monitors = REDLOCK_URLS.map(redlockIoredis)
+    const name = 'home'
+    const key = `${REDLOCK_KEY_PREFIX}${namespace}:${name}`
+    const line = `${key}\u0000line`
+    const channel = `${key}:released`
+    // The backend's own connections, counting its ACQUIRE rounds per owner (ARGV[1], after the three keys).
+    const clients = REDLOCK_URLS.map(redlockIoredis)
+    const rounds = new Map<string, number>()
+    for (const c of clients) {
+      const evalsha = c.evalsha.bind(c) as (...a: unknown[]) => Promise<unknown>
+      ;(c as unknown as { evalsha: typeof evalsha }).evalsha = (...a) => {
+        if (a[0] === ACQUIRE.sha) {
+          const owner = String(a[2 + Number(a[1])])
+          rounds.set(owner, (rounds.get(owner) ?? 0) + 1)
+        }
+        return evalsha(...a)
+      }
+    }
+    const { backend, tries } = counted(
+      owning(redlockBackend({ clients }), async () => {
+        for (const c of clients) c.disconnect()
+      }),
+    )
+    backends.push(backend)
+    const messages: string[] = []
+    const heard = new Set<number>()
+    monitors.forEach((m, i) => {
+      m.on('message', (_, message: string) => {
+        if (message === 'sentinel') heard.add(i)
+        else messages.push(message)
+      })
+    })
+    const l = open(backend)
+    const lease = await l.mutex(name).acquire({ ttlMs: 20_000 })
+    const order: number[] = []
+    let openGate = () => {}
+    const gate = new Promise<void>((resolve) => {
+      openGate = resolve
+    })
+    const done: Promise<void>[] = []
+    try {
+      await Promise.all(monitors.map((m) => m.subscribe(channel)))
+      for (let i = 0; i < 3; i++) {
+        const before = tries()
+        done.push(
+          l
+            .mutex(name)
+            .acquire({ waitMs: 15_000 })
+            .then(async (held) => {
+              order.push(i)
+              if (i === 0) await gate
+              await held.release()
+            }),
+        )
+        await eventually(`waiter ${i} tried`, () => tries() > before)
+      }
+      // The first waiter (the head) is in line on every node; the two behind it are not.
+      const members = () => Promise.all(admin.map((a) => a.zrange(line, 0, -1)))
+      await eventually('the head in line on every node', async () => (await members()).every((m) => m.length === 1))
+      const head = (await members())[0]?.[0]
+      await lease.release()
+      await eventually('the first waiter holds the lock', () => order.length === 1)
+      // The release that handed it the lock put the next waiter in line on every node: no round of its own did.
+      await eventually('the next waiter in line on every node', async () =>
+        (await members()).every((m) => m.length === 1 && m[0] !== head),
+      )
+      const next = (await members())[0]?.[0] as string
+      expect(rounds.get(next) ?? 0).toBe(0)
+      // Nothing was announced: a message sent by each node after the handover arrives, and none came before it.
+      for (const a of admin) await a.publish(channel, 'sentinel')
+      await eventually('every node heard', () => heard.size === admin.length)
+      expect(messages).toEqual([])
+      openGate()
+      await Promise.all(done)
+      expect(order).toEqual([0, 1, 2])
+    } finally {
+      openGate()
+      for (const c of [...admin, ...monitors]) c.disconnect()
     }
   })
 

@@ -21,7 +21,7 @@ import { inspectRedlock, listRedlock, type RedlockInspectDeps } from './redlock-
 import type { RedlockNode } from './redlock-node.js'
 import { RedlockNotifier, type SubscriberOpener } from './redlock-notifier.js'
 import type { RedlockSubscription } from './redlock-subscription.js'
-import { ACQUIRE, EXISTS, FORCE_DELETE, RELEASE, RENEW } from './scripts/index.js'
+import { ACQUIRE, EXISTS, FORCE_DELETE, PLACE, RELEASE, RENEW } from './scripts/index.js'
 import { type Attempt, granted, heldOrSplit, outcome, plurality } from './votes.js'
 
 /** Resolved settings of a {@link RedlockBackend}. */
@@ -44,6 +44,9 @@ export interface RedlockSettings {
 export function defaultNodeTimeoutMs(ttlMs: number): number {
   return Math.min(200, Math.max(50, Math.round(ttlMs * 0.005)))
 }
+
+/** The shortest per-node deadline of a release when `nodeTimeoutMs` is not set (see RedlockBackend.releaseTiming). */
+const RELEASE_NODE_TIMEOUT_MS = 1_000
 
 /** A node never heard from yet (its client may still be connecting) gets this long. */
 const FIRST_CONTACT_MS = 1_000
@@ -90,6 +93,12 @@ export class RedlockBackend extends BackendBase {
   private readonly leads = new Map<string, number>()
   /** Waiting owners that took a place in line on the nodes (and have not got the lock): leaveQueue clears it. */
   private readonly inLine = new Set<string>()
+  /**
+   * Holders of this process, with the time from which a quorum of nodes is known to keep their keys (or the keys
+   * of the holder before them, which a release here is renaming to them on the same connections) for `ttlMs`: a
+   * release at home passes what is left of it on (see handOn).
+   */
+  private readonly validity = new Map<string, { readonly from: number; readonly ttlMs: number }>()
 
   constructor(
     private readonly nodes: readonly RedlockNode[],
@@ -126,7 +135,10 @@ export class RedlockBackend extends BackendBase {
     if (sub?.handing !== undefined) await sub.handing
     if (sub !== undefined && notifier !== undefined) {
       const handedOver = this.handedOver(request, sub)
-      if (handedOver !== undefined) return handedOver
+      if (handedOver !== undefined) {
+        this.placeFollower(request, sub)
+        return handedOver
+      }
       const blockedMs = notifier.blockedFor(sub, sentAt)
       if (blockedMs !== undefined) return { acquired: false, retryAfterMs: blockedMs }
       sub.owesTry = false
@@ -142,7 +154,10 @@ export class RedlockBackend extends BackendBase {
         notifier.polled(sub, sentAt, result.holder, sentAt + result.retryAfterMs)
       } else notifier.polled(sub, sentAt, undefined, 0)
     }
-    if (result.kind === 'acquired') return { acquired: true, token: 0n }
+    if (result.kind === 'acquired') {
+      if (sub !== undefined) this.placeFollower(request, sub)
+      return { acquired: true, token: 0n }
+    }
     if (result.kind === 'held') return { acquired: false, retryAfterMs: result.retryAfterMs }
     if (result.kind === 'soon') return { acquired: false, retryAfterMs: SOON_MS }
     return { acquired: false, retryAfterMs: Math.random() * this.settings.retryDelayMs }
@@ -155,16 +170,42 @@ export class RedlockBackend extends BackendBase {
    * the lease is timed from there, and taken only while RedLock's validity (ttl - elapsed - drift) is left of it.
    */
   private handedOver(request: AcquireRequest, sub: RedlockSubscription): AcquireResult | undefined {
-    // A release of this process that handed it over on a quorum was sent before any node set the key.
-    const triedAt = sub.handedAt ?? sub.handedSince(this.settings.quorum)
+    // Passed on at home with the validity of the holder before it (see handOn), or handed over by a release of this
+    // process on a quorum (sent before any node set the key), or by releases of the line.
+    const triedAt = sub.inherited ?? sub.handedAt ?? sub.handedSince(this.settings.quorum)
     if (triedAt === undefined) return undefined
     const drift = request.ttlMs * this.settings.driftFactor + 2
     // Past its validity, a round (which refreshes the keys it has) settles it.
     if (request.ttlMs - (performance.now() - triedAt) - drift <= 0) return undefined
+    if (sub.inherited !== undefined) sub.tookInherited = true
     sub.owesTry = false
     this.leads.delete(request.owner)
     this.inLine.delete(request.owner)
+    this.validity.set(request.owner, { from: triedAt, ttlMs: request.ttlMs })
     return { acquired: true, token: 0n, grantedAt: triedAt }
+  }
+
+  /**
+   * `sub` got the lock: the waiter behind it in this process takes its place in line now, in the background, while
+   * the lock is held here (a round of its own would keep the next release from handing it the lock at home while
+   * that round is out, see localSuccessor). Only its place: the script never takes the lock. A release handing it
+   * the lock later, on any node, comes after this was sent, which times that lease (RedlockSubscription.answeredAt).
+   */
+  private placeFollower(request: AcquireRequest, sub: RedlockSubscription): void {
+    const follower = this.notifier?.follower(sub)
+    if (follower === undefined || follower.ttlMs === undefined) return
+    const sentAt = performance.now()
+    follower.ticket = Date.now()
+    follower.firstTriedAt ??= sentAt
+    follower.placedAt = sentAt
+    this.inLine.add(follower.owner)
+    const args = [follower.owner, String(follower.ttlMs), String(follower.ticket), String(LINE_TTL_MS)]
+    const keys = lineKeys(this.key(request))
+    void fanOut(this.nodes, (node) => node.run(PLACE, keys, args), this.timing(follower.ttlMs)).then((votes) => {
+      votes.forEach((v, i) => {
+        if (v.state === 'ok') follower.answeredAt.set(i, sentAt)
+      })
+    })
   }
 
   /**
@@ -210,6 +251,8 @@ export class RedlockBackend extends BackendBase {
       if (request.ttlMs - elapsed - drift > 0) {
         this.leads.delete(request.owner)
         this.inLine.delete(request.owner)
+        // Every node that granted set (or refreshed) its key after `start`.
+        this.validity.set(request.owner, { from: start, ttlMs: request.ttlMs })
         return { kind: 'acquired' }
       }
       // A majority held it, if only for a moment: release it like any other lease.
@@ -306,7 +349,10 @@ export class RedlockBackend extends BackendBase {
   async renew(request: RenewRequest): Promise<boolean> {
     this.checkKind(request)
     const run = (node: RedlockNode) => node.run(RENEW, [this.key(request)], [request.owner, String(request.ttlMs)])
-    return this.majority(run, request.ttlMs, request.key, 'extend')
+    const renewed = await this.majority(run, request.ttlMs, request.key, 'extend')
+    // Lost: nothing left to pass on at home.
+    if (!renewed) this.validity.delete(request.owner)
+    return renewed
   }
 
   /**
@@ -316,10 +362,12 @@ export class RedlockBackend extends BackendBase {
   async release(request: HolderRef): Promise<boolean> {
     this.checkKind(request)
     const keys = lineKeys(this.key(request))
+    const validity = this.validity.get(request.owner)
+    this.validity.delete(request.owner)
     const next = this.notifier?.localSuccessor(this.channel(request))
-    if (next !== undefined) return this.handOn(request, next)
+    if (next !== undefined) return this.handOn(request, next, validity)
     const args = this.releaseArgs(request, 'h')
-    return this.majority((node) => node.run(RELEASE, keys, args), 0, request.key, 'release')
+    return this.majority((node) => node.run(RELEASE, keys, args), 0, request.key, 'release', this.releaseTiming())
   }
 
   /**
@@ -328,20 +376,94 @@ export class RedlockBackend extends BackendBase {
    * when this round was sent (every node set its key after that); otherwise `next` gives back what it got (to the
    * line) and waits on. The releaser's answer is a release's: true when a majority had our value.
    */
-  private async handOn(request: HolderRef, next: RedlockSubscription): Promise<boolean> {
+  private async handOn(
+    request: HolderRef,
+    next: RedlockSubscription,
+    validity: { readonly from: number; readonly ttlMs: number } | undefined,
+  ): Promise<boolean> {
     const ttlMs = next.ttlMs ?? 0
     const keys = lineKeys(this.key(request))
     const args = [request.owner, this.channel(request), 't', next.owner, String(ttlMs)]
+    // The same round places the waiter behind `next` in line, with the lease `next` has (the waiters of one process
+    // share the lock's options in practice; a different lease only changes what a later release of the line hands
+    // it, and its own rounds correct its entry): it will be the head while `next` holds the lock.
+    const follower = this.notifier?.follower(next)
+    const sentAt = performance.now()
+    if (follower !== undefined) {
+      follower.ticket = Date.now()
+      follower.firstTriedAt ??= sentAt
+      follower.placedAt = sentAt
+      this.inLine.add(follower.owner)
+      args.push(follower.owner, String(follower.ticket), String(LINE_TTL_MS))
+    }
+    // The lock passes at once, within the validity this process holds it for: `next` takes the lease timed from
+    // where ours is (the same lease length, and at least half of it left, so that the core does not renew at once),
+    // while the round renames the keys to it behind. On each node the rename runs after every command sent to it
+    // before (one connection), and before any `next` sends once it holds the lock (its renewal, its release), so
+    // those find its name wherever ours was. As safe as our holding on for as long: the keys that name us or it
+    // expire no earlier than validity.from + ttl on a quorum, and the lease of `next` ends before that (less drift).
+    if (validity !== undefined && validity.ttlMs === ttlMs && performance.now() - validity.from < ttlMs / 2) {
+      next.inherited = validity.from
+      // In line, so that giving up gives the keys back (leaveQueue).
+      this.inLine.add(next.owner)
+      next.fire()
+      return this.passOn(request, next, keys, args, sentAt)
+    }
     let settled = () => {}
     next.handing = new Promise((resolve) => {
       settled = resolve
     })
     try {
-      return await this.handOnRound(request, next, keys, args, ttlMs)
+      return await this.handOnRound(request, next, keys, args, ttlMs, sentAt, follower)
     } finally {
       next.handing = undefined
       settled()
     }
+  }
+
+  /**
+   * The rename behind a lock passed on at home (see handOn). If `next` did not take the lease meanwhile (it gave up),
+   * its keys are given back like a release of its own. The releaser's answer is a release's: true when a majority
+   * had our value, false when a majority did not (then the lease `next` took is no better than ours was: its renewal
+   * or release finds out, as ours would have).
+   */
+  private async passOn(
+    request: HolderRef,
+    next: RedlockSubscription,
+    keys: string[],
+    args: string[],
+    sentAt: number,
+  ): Promise<boolean> {
+    const { quorum } = this.settings
+    const n = this.nodes.length
+    const votes = await fanOut(
+      this.nodes,
+      (node) => node.run(RELEASE, keys, args),
+      this.releaseTiming(),
+      (v) => {
+        const t = tally(v, isOne)
+        return t.yes >= quorum || t.no > n - quorum
+      },
+    )
+    const t = tally(votes, isOne)
+    const held = this.validity.get(next.owner)
+    if (next.closed && !next.tookInherited && held === undefined) {
+      // It left without the lock (its leaveQueue gives the keys back too: it is in line). Still waiting, it takes the
+      // lease when it runs, or, past the validity, its round finds the keys already its own.
+      const back = this.releaseArgs({ ...request, owner: next.owner }, 'h')
+      await fanOut(this.nodes, (node) => node.run(RELEASE, keys, back), this.releaseTiming())
+    } else if (next.tookInherited && held !== undefined && t.yes >= quorum) {
+      // Renamed on a quorum: its keys are known to live from this round on.
+      this.validity.set(next.owner, { from: Math.max(held.from, sentAt), ttlMs: held.ttlMs })
+    }
+    if (t.yes >= quorum) return true
+    if (t.no > n - quorum) return false
+    throw this.quorumError(
+      `RedLock could not release "${request.key}" on a quorum: ${quorum} of ${n} nodes needed, ${t.yes} said yes, ${t.no} no, ${n - t.answered} did not answer`,
+      votes,
+      isOne,
+      request.key,
+    )
   }
 
   private async handOnRound(
@@ -350,19 +472,27 @@ export class RedlockBackend extends BackendBase {
     keys: string[],
     args: string[],
     ttlMs: number,
+    sentAt: number,
+    follower: RedlockSubscription | undefined,
   ): Promise<boolean> {
     const { quorum } = this.settings
-    const sentAt = performance.now()
     const n = this.nodes.length
     const votes = await fanOut(
       this.nodes,
       (node) => node.run(RELEASE, keys, args),
-      this.timing(ttlMs),
+      this.releaseTiming(),
       (v) => {
         const t = tally(v, isOne)
         return t.yes >= quorum || t.no > n - quorum
       },
     )
+    // Every node that answered placed the follower in line (whatever it answered): a key a later release hands it
+    // there is set after this round was sent.
+    if (follower !== undefined) {
+      votes.forEach((v, i) => {
+        if (v.state === 'ok') follower.answeredAt.set(i, sentAt)
+      })
+    }
     const t = tally(votes, isOne)
     const drift = ttlMs * this.settings.driftFactor + 2
     if (t.yes >= quorum && ttlMs - (performance.now() - sentAt) - drift > 0 && !next.closed) {
@@ -436,6 +566,7 @@ export class RedlockBackend extends BackendBase {
     ttlMs: number,
     name: string,
     what: string,
+    timing = this.timing(ttlMs),
   ): Promise<boolean> {
     const { quorum } = this.settings
     const n = this.nodes.length
@@ -443,7 +574,7 @@ export class RedlockBackend extends BackendBase {
       const t = tally(v, isOne)
       return t.yes >= quorum || t.no > n - quorum
     }
-    const votes = await fanOut(this.nodes, run, this.timing(ttlMs), settled)
+    const votes = await fanOut(this.nodes, run, timing, settled)
     const t = tally(votes, isOne)
     if (t.yes >= quorum) return true
     if (t.no > n - quorum) return false
@@ -459,6 +590,19 @@ export class RedlockBackend extends BackendBase {
     // Calls without a lease (release, isLocked) use the timeout of the default 30 s lease.
     const timeoutMs = this.settings.nodeTimeoutMs ?? defaultNodeTimeoutMs(ttlMs > 0 ? ttlMs : 30_000)
     return { timeoutMs, firstContactMs: FIRST_CONTACT_MS }
+  }
+
+  /**
+   * A release's per-node deadline: at least {@link RELEASE_NODE_TIMEOUT_MS} unless `nodeTimeoutMs` was set. It resolves
+   * at a quorum of answers like any round, so a paused node costs nothing while a majority answers; the deadline
+   * matters only when fewer do, and then the longer wait is the better bet: a release that gives up fails the caller
+   * and leaves its keys to expire (the lock blocked up to a lease), where a node a loaded host did not schedule for
+   * 50 ms (seen on the 2-core bench host) answers a moment later.
+   */
+  private releaseTiming(): FanOutTiming {
+    const t = this.timing(0)
+    if (this.settings.nodeTimeoutMs !== undefined) return t
+    return { ...t, timeoutMs: Math.max(t.timeoutMs, RELEASE_NODE_TIMEOUT_MS) }
   }
 
   private key(ref: LockRef): string {

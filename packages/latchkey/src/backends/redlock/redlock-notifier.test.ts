@@ -100,4 +100,69 @@ describe('RedlockNotifier', () => {
     expect(second.owesTry).toBe(false)
     await notifier.close()
   })
+
+  it('the waiter a release at home may place in line is the one behind, without a place or a round of its own', async () => {
+    const { notifier, subs } = await subscribed('a', 'b')
+    const [a] = subs as [RedlockSubscription, RedlockSubscription]
+    // Subscribed without a lease length, no release of this process could hand it the lock.
+    expect(notifier.follower(a)).toBeUndefined()
+    const withLease = new RedlockNotifier([stub], 60_000, 1)
+    const [x, y] = ['x', 'y'].map((o) => withLease.subscribe(CHANNEL, o, 10_000)) as [
+      RedlockSubscription,
+      RedlockSubscription,
+    ]
+    expect(withLease.follower(x)).toBe(y)
+    y.inRound = true
+    expect(withLease.follower(x)).toBeUndefined()
+    y.inRound = false
+    y.ticket = Date.now()
+    expect(withLease.follower(x)).toBeUndefined()
+    expect(withLease.follower(y)).toBeUndefined()
+    await withLease.close()
+    await notifier.close()
+  })
+
+  it('a head already placed in line is not woken for a round when the waiter before it leaves with the lock', async () => {
+    const { notifier, subs } = await subscribed('a', 'b', 'c')
+    const [a, b, c] = subs as [RedlockSubscription, RedlockSubscription, RedlockSubscription]
+    b.placedAt = performance.now()
+    a.close()
+    expect(b.owesTry).toBe(false)
+    // Not placed: the new head is woken to take its place in line with a round.
+    b.close()
+    expect(c.owesTry).toBe(true)
+    await notifier.close()
+  })
+
+  it('a waiter that woke and leaves without retrying passes the wake on, placed head or not', async () => {
+    const { notifier, subs } = await subscribed('a', 'b')
+    const [a, b] = subs as [RedlockSubscription, RedlockSubscription]
+    b.placedAt = performance.now()
+    a.fire()
+    a.close()
+    expect(b.owesTry).toBe(true)
+    await notifier.close()
+  })
+
+  it('a lease handed over by the line is timed from the quorum-th latest round the granting nodes answered', async () => {
+    const { notifier, subs } = await subscribed('a')
+    const [a] = subs as [RedlockSubscription]
+    a.firstTriedAt = 100
+    a.answeredAt.set(0, 400)
+    a.answeredAt.set(1, 300)
+    a.answeredAt.set(2, 200)
+    // Node 3 never answered a round: its key was set after the first round at the earliest.
+    for (const node of [0, 1]) a.grants.add(node)
+    expect(a.handedSince(QUORUM)).toBeUndefined()
+    a.grants.add(3)
+    expect(a.handedSince(QUORUM)).toBe(100)
+    a.grants.add(2)
+    expect(a.handedSince(QUORUM)).toBe(200)
+    // A node whose key its own undo may have deleted does not count until the undo's message came.
+    a.undoneOn(0, 1)
+    expect(a.handedSince(QUORUM)).toBe(100)
+    a.undoneOn(0, -1)
+    expect(a.handedSince(QUORUM)).toBe(200)
+    await notifier.close()
+  })
 })

@@ -46,7 +46,10 @@ const GRANT_GRACE_MS = 50
  * process costs a wake-up of that process, which on a busy host waits for a CPU; handing it on at home does not. A
  * batch bounds how long the other processes wait, as in cohort locks.
  */
-const LOCAL_RUN = 16
+// 64, not 16, since a handover at home is passed on at once (no round to wait for): with 1,000 waiters in 4
+// processes, 9 alternating runs of each in the same invocations, 64 made 332-720 acq/s (median 467), 16 made 219-667
+// (median 420), no waiter starved in either; the rest of a handover to another process is the wake-up of that process.
+const LOCAL_RUN = 64
 
 /** Subscribes lazily, wakes one waiter per release, unsubscribes a channel after it has been idle a while. */
 export class RedlockNotifier {
@@ -95,6 +98,20 @@ export class RedlockNotifier {
     }
     group.localRun++
     return head
+  }
+
+  /**
+   * The waiter behind `sub` in this process, if a release handing `sub` the lock may also place it in line (it has
+   * no place yet and no round out): it is the head once `sub` has the lock, and a head in line needs no round of its
+   * own while the lock is held (see detach).
+   */
+  follower(sub: RedlockSubscription): RedlockSubscription | undefined {
+    let seen = false
+    for (const s of sub.channel.subs) {
+      if (seen) return s.closed || s.inRound || s.ticket !== undefined || s.ttlMs === undefined ? undefined : s
+      seen = s === sub
+    }
+    return undefined
   }
 
   /** A release of this process handed `sub` the lock on a quorum of nodes, sent at `sentAt`: wakes it to take it. */
@@ -301,8 +318,9 @@ export class RedlockNotifier {
     if (this.byOwner.get(sub.owner) === sub) this.byOwner.delete(sub.owner)
     // A woken waiter leaving without retrying (acquired by its try in flight, timed out, aborted) must not
     // swallow the wake; and the next head takes its place in line on the nodes now, while the lock is held, so that
-    // a release can hand it the lock.
-    if (sub.owesTry || wasHead) this.wakeOne(group)
+    // a release can hand it the lock, unless the release that handed `sub` the lock placed it there already.
+    const next: RedlockSubscription | undefined = group.subs.values().next().value
+    if (sub.owesTry || (wasHead && next?.placedAt === undefined)) this.wakeOne(group)
     if (group.subs.size === 0 && this.channels.get(group.name) === group) {
       group.idleSince = performance.now()
       this.sweeper ??= setInterval(() => this.sweep(), Math.max(50, this.lingerMs / 2)).unref()

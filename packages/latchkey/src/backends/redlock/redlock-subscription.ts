@@ -87,8 +87,19 @@ export class RedlockSubscription extends WakeableSubscription implements Release
   inRound = false
   /** A release of this process is handing it the lock: its next try waits for that to settle. */
   handing: Promise<void> | undefined
+  /**
+   * Set when a release of this process passed it the lock at once (RedlockBackend.handOn): from when the lease it
+   * takes is timed (the validity of the holder before it). `tookInherited` once it took it.
+   */
+  inherited: number | undefined
+  tookInherited = false
   /** Set when a release of this process handed it the lock on a quorum: when that release was sent. */
   handedAt: number | undefined
+  /**
+   * Set when a release of this process placed it in line on the nodes (handing the lock to the waiter before it):
+   * when that release was sent. As head it then makes no round to take its place.
+   */
+  placedAt: number | undefined
   /** Its poll timer does not by itself keep the process alive. */
 
   protected override readonly unrefTimer = true

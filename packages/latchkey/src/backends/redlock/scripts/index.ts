@@ -9,6 +9,8 @@ const load = (name: string): LuaScript => luaScript(name, readLuaFile(new URL(`.
 
 /** SET NX PX, idempotent per owner, a waiting head taking its place in line: `{1}` granted, `{2}` already ours, `{0, pttl, holder}` held. */
 export const ACQUIRE = load('acquire')
+/** Places a waiter in the lock's line without taking the lock: 1. */
+export const PLACE = load('place')
 /** PEXPIRE while the key holds our value: 1 renewed, 0 not ours. */
 export const RENEW = load('renew')
 /** Compare-and-delete, or hand on to the first waiter in line: 1 ours, 0 not ours. */

@@ -3,14 +3,25 @@
 -- ARGV[1]: owner; ARGV[2] (optional): the lock's channel; ARGV[3]: 'h' (a release: leave the line, then hand the
 -- key to the first waiter in line whose place has not expired, or delete it), 't' (a release that hands the key to
 -- ARGV[4], a waiter of the releasing process, for ARGV[5] ms, whatever the line) or 'u' (a failed round's undo:
--- delete only, keep our place in line).
+-- delete only, keep our place in line). With 't', ARGV[6..8] may place the waiter behind ARGV[4] in that process
+-- in line (owner, ticket, how long its place lasts; its lease is ARGV[5] too), as its own round would (acquire.lua),
+-- so that it need not make one.
 -- Messages on the channel (redlock-notifier.ts): "<owner>" released here, nobody in line; "<owner> <next>" released
--- and handed to <next> here; "~<owner>" an undo deleted <owner>'s key here (a grant handed to it earlier is gone).
+-- and handed to <next> here (not for 't': the releasing process knows from the replies, and no other process acts
+-- on it); "~<owner>" an undo deleted <owner>'s key here (a grant handed to it earlier is gone).
 -- Reply: 1 ours (deleted or handed on), 0 not ours.
 local handoff = ARGV[3] ~= 'u'
 if handoff then
   redis.call('ZREM', KEYS[2], ARGV[1])
   redis.call('HDEL', KEYS[3], ARGV[1])
+end
+if ARGV[3] == 't' and ARGV[6] then
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  redis.call('ZADD', KEYS[2], 'NX', ARGV[7], ARGV[6])
+  redis.call('HSET', KEYS[3], ARGV[6], (now + tonumber(ARGV[8])) .. ' ' .. ARGV[5])
+  redis.call('PEXPIRE', KEYS[2], ARGV[8])
+  redis.call('PEXPIRE', KEYS[3], ARGV[8])
 end
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 if not ARGV[2] then
@@ -26,7 +37,6 @@ if ARGV[3] == 't' then
   redis.call('ZREM', KEYS[2], ARGV[4])
   redis.call('HDEL', KEYS[3], ARGV[4])
   redis.call('SET', KEYS[1], ARGV[4], 'PX', ARGV[5])
-  redis.call('PUBLISH', ARGV[2], ARGV[1] .. ' ' .. ARGV[4])
   return 1
 end
 local t = redis.call('TIME')
