@@ -1,8 +1,8 @@
 /**
  * What the ZooKeeper backend sends per lock, counted on its client's request queue (pings excluded): an
  * uncontended mutex costs what Curator's InterProcessMutex costs (create, list, delete); a waiter's watch on the
- * node ahead fires on its deletion only; a woken waiter lists before it writes its lease, so the grant never
- * waits for that write to commit.
+ * node ahead fires on its deletion only; a waiter woken by the only node ahead going is granted with no request; a
+ * woken waiter that must write its lease lists first, so the grant never waits for that write to commit.
  */
 import { randomUUID } from 'node:crypto'
 import type zookeeper from 'node-zookeeper-client'
@@ -62,7 +62,7 @@ describe('zookeeper: requests per lock', () => {
     await locks.close()
   })
 
-  it('a waiter sleeps through the renewals ahead; woken, it is granted on its listing with no write', async () => {
+  it('a waiter sleeps through the renewals ahead; woken by the one node ahead going, it is granted with no request', async () => {
     const holder = await recordedClient()
     const waiter = await recordedClient()
     clients.push(holder.client, waiter.client)
@@ -72,10 +72,10 @@ describe('zookeeper: requests per lock', () => {
     const first = await a.mutex('handoff').acquire()
     const askedAt = Date.now()
     const waiting = b.mutex('handoff').acquire({ waitMs: 10_000 })
-    // In line: its node created with its lease, the holder's lease read, a watch on the node ahead (for its deletion
-    // only: a getChildren on it). Its own lease is young, so it keeps it (no write).
-    await eventually('the waiter watches the holder', () => waiter.sent.length >= 4)
-    expect(waiter.sent).toEqual(['create2', 'getChildren', 'getData', 'getChildren'])
+    // In line: its node created with its lease, the holder's lease read, a deletion watch on its own node, then one
+    // on the node ahead (each a getChildren on the node). Its own lease is young, so it keeps it (no write).
+    await eventually('the waiter watches the holder', () => waiter.sent.length >= 5)
+    expect(waiter.sent).toEqual(['create2', 'getChildren', 'getData', 'getChildren', 'getChildren'])
     waiter.sent.length = 0
     // The holder renewing (a write to its node) does not fire that watch: the waiter sends nothing.
     // One read on the waiter's own session after that write: ZooKeeper delivers a session's watch events and replies
@@ -88,8 +88,9 @@ describe('zookeeper: requests per lock', () => {
     await first.release()
     const second = await waiting
     expect(second.token).toBeGreaterThan(first.token)
-    // The listing alone decided the grant, on the lease of its create: nothing written...
-    expect(waiter.sent).toEqual(['getChildren'])
+    // The deletion of the only node ahead decided the grant, on the lease of its create: nothing listed or written
+    // (its own node's watch, armed before, is the holder's guard)...
+    expect(waiter.sent).toEqual([])
     // ...and that lease is timed from the create, sent after `askedAt`, not from the grant.
     expect(second.expiresAt).toBeLessThanOrEqual(askedAt + 30_000 + 1_000)
     await second.release()
@@ -107,7 +108,7 @@ describe('zookeeper: requests per lock', () => {
     // A third of its 900 ms TTL after its create, the waiter's node gives up the lease it was created with: a node
     // that waits holds no lease old enough to be judged expired once it is first.
     await eventually('the waiter empties its old lease', () => waiter.sent.includes('setData'))
-    expect(waiter.sent).toEqual(['create2', 'getChildren', 'getData', 'getChildren', 'setData'])
+    expect(waiter.sent).toEqual(['create2', 'getChildren', 'getData', 'getChildren', 'getChildren', 'setData'])
     waiter.sent.length = 0
     await first.release()
     const second = await waiting

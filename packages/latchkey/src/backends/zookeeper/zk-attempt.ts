@@ -6,6 +6,7 @@ import type { AcquireRequest, AcquireResult } from '../../backend/types.js'
 import { readLong, type ZkStat } from './zk-client.js'
 import type { ZkConnection } from './zk-connection.js'
 import { type CreatedLease, leaseLost, NO_NODE, type OwnerEntry } from './zk-entry.js'
+import { clearFirstInLine, guardFirstInLine, knownFirst, soleAheadOf } from './zk-first-in-line.js'
 import { checkHolders } from './zk-holders.js'
 import { createNode, listArmingParent, listChildren, statOf, writeLease } from './zk-node-ops.js'
 import { agreeingLine, lineOf, standingOf } from './zk-nodes.js'
@@ -50,6 +51,13 @@ export async function attempt(entry: OwnerEntry, request: AcquireRequest, deps: 
         if (woken) fromCreate = youngLease(entry, node, request.ttlMs)
         // Kept now, it must not be emptied under the grant (re-armed below if the listing says wait).
         if (fromCreate !== undefined) stopEmptyTimer(node)
+        // Woken by the deletion of the only node ahead, with our own node standing then: first in line, granted
+        // on the young lease with no request at all (zk-first-in-line.ts).
+        const first = fromCreate !== undefined && node.czxid !== undefined && (await knownFirst(node))
+        clearFirstInLine(node)
+        if (first && entry.node === node && fromCreate !== undefined && node.czxid !== undefined) {
+          return grantOnCreate(entry, request, node.czxid, fromCreate)
+        }
       }
       if (fromCreate !== undefined) {
         // Still holding the young lease of its create (zk-young-lease.ts): the listing alone decides, and re-arms
@@ -111,9 +119,19 @@ export async function attempt(entry: OwnerEntry, request: AcquireRequest, deps: 
     if (ours.is === 'waiting' && ours.dataLeased && !keepYoungLease(entry, ours, request.ttlMs)) {
       if ((await writeLease(entry, undefined)) === undefined) continue
     }
-    if (entry.node.is === 'waiting') entry.node.wakeOnChange = standing.wakeOnChange
+    const waiting = entry.node.is === 'waiting' ? entry.node : undefined
+    if (waiting !== undefined) waiting.wakeOnChange = standing.wakeOnChange
+    // Behind one node only: our own node's deletion watch goes out first, so that the deletion of the node ahead
+    // can grant us with no listing (zk-first-in-line.ts).
+    const soleAhead = waiting === undefined ? undefined : soleAheadOf(request.kind, line, index)
+    const guard =
+      waiting === undefined || soleAhead === undefined
+        ? undefined
+        : guardFirstInLine(entry, waiting, soleAhead, deps.hub)
+    guard?.catch(() => undefined)
     // Only a semaphore waiter behind a waiting predecessor needs that node's data changes (its permit write).
     if (await watchNodes(entry, standing.watch, deps.hub, entry.parent, !standing.wakeOnChange)) continue
+    if (guard !== undefined && (await guard)) continue
     return { acquired: false, retryAfterMs }
   }
   return { acquired: false, retryAfterMs: retryAfterMs ?? 1 }

@@ -31,6 +31,15 @@ export type NodeState =
       wakeOnChange: boolean
       /** A watch woke us since the last try (so the next try is likely to be granted). */
       woken: boolean
+      /**
+       * The only node ahead of ours at our last listing, while our own node's deletion watch is armed: its deletion
+       * makes us first in line with no listing (zk-first-in-line.ts). Undefined when that does not hold.
+       */
+      soleAhead?: string | undefined
+      /** Set by the deletion of `soleAhead` (see zk-first-in-line.ts): our node is first in line. */
+      first?: boolean | undefined
+      /** The deletion watch on our own node set with `soleAhead`: resolves true when our node was already gone. */
+      guard?: Promise<boolean> | undefined
       /** The node's czxid (its fencing token), when its create answered with its stat (CREATE2). */
       readonly czxid?: Buffer | undefined
       /** The lease the node was created with, when its create answered with its stat (see {@link CreatedLease}). */

@@ -5,6 +5,7 @@
  */
 import { ZK, type ZkEvent } from './zk-client.js'
 import { leaseLost, type OwnerEntry } from './zk-entry.js'
+import { clearFirstInLine } from './zk-first-in-line.js'
 import { ZkSubscription } from './zk-subscription.js'
 import { DELETED, guardLease, type WatchHub, watchNodes } from './zk-watch.js'
 
@@ -99,6 +100,12 @@ export class ZkWaiters {
         // A holder watches only its own node (see `watchLease`); older waiting-time watches are stale.
         if (event.path === `${entry.parent}/${node.name}`) this.ownNodeEvent(entry, event, name)
         continue
+      }
+      if (node.is === 'waiting' && node.soleAhead !== undefined && event.type === ZK.NODE_DELETED) {
+        // Our own node's deletion, or the one node ahead (zk-first-in-line.ts): in event order, so our node's
+        // deletion before the other's clears the mark first.
+        if (name === node.name) clearFirstInLine(node)
+        else if (name === node.soleAhead && event.path === `${entry.parent}/${name}`) node.first = true
       }
       if (event.type === ZK.NODE_DATA_CHANGED && node.is === 'waiting' && !node.wakeOnChange) {
         // The node ahead only started or renewed its lease: watch it again and stay asleep (no spurious wake).
