@@ -1,6 +1,7 @@
 /**
- * A waiter woken by the deletion of the only node ahead of it is granted with no listing (zk-first-in-line.ts), but
- * only while its own node stands: its own node's deletion, told first, takes that grant away.
+ * A waiter woken by the deletion of the last node ahead of it is granted with no listing (zk-first-in-line.ts): the
+ * only node ahead at its listing, or a holder of the same backend right ahead that this backend released; but only
+ * while its own node stands: its own node's deletion, told first, takes that grant away.
  */
 import { randomUUID } from 'node:crypto'
 import type zookeeper from 'node-zookeeper-client'
@@ -8,7 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { zookeeperBackend } from '../src/backends/zookeeper/index.js'
 import { createLocks } from '../src/core/locks.js'
 import { eventually } from './support/eventually.js'
-import { childrenOf, cleanupNamespace, rawClient, zkUrl } from './support/zookeeper-env.js'
+import { asZkClient, childrenOf, cleanupNamespace, rawClient, recordedClient, zkUrl } from './support/zookeeper-env.js'
 
 const namespace = `lkf-${randomUUID().slice(0, 8)}`
 const clients: zookeeper.Client[] = []
@@ -58,5 +59,31 @@ describe('zookeeper: the waiter first in line', () => {
     await second.release()
     await a.close()
     await b.close()
+  })
+
+  it('behind a holder of its own backend, it is granted on that release with no request, though others were ahead', async () => {
+    const recorded = await recordedClient()
+    clients.push(recorded.client)
+    const locks = createLocks({
+      backend: zookeeperBackend({ client: asZkClient(recorded.client) }),
+      namespace,
+      ttlMs: 30_000,
+    })
+    const first = await locks.mutex('in-process').acquire()
+    const second = locks.mutex('in-process').acquire({ waitMs: 10_000 })
+    await eventually('the second waits', () => recorded.sent.length >= 3)
+    const third = locks.mutex('in-process').acquire({ waitMs: 10_000 })
+    // The third lists two nodes ahead: it watches its own node, then the second's (a node of its own backend).
+    await eventually('the third waits', () => recorded.sent.filter((r) => r === 'getChildren').length >= 7)
+    await first.release()
+    const held = await second
+    recorded.sent.length = 0
+    await held.release()
+    const last = await third
+    // The second's release deleted the node right ahead of the third, a holder, which was first: nothing but that delete.
+    expect(recorded.sent).toEqual(['delete'])
+    expect(last.token).toBeGreaterThan(held.token)
+    await last.release()
+    await locks.close()
   })
 })

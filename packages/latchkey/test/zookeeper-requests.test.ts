@@ -10,37 +10,9 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { zookeeperBackend } from '../src/backends/zookeeper/index.js'
 import { createLocks } from '../src/core/locks.js'
 import { eventually } from './support/eventually.js'
-import { asZkClient, cleanupNamespace, rawClient, zkUrl } from './support/zookeeper-env.js'
+import { asZkClient, childrenOf, cleanupNamespace, rawClient, recordedClient, zkUrl } from './support/zookeeper-env.js'
 
 const namespace = `lkq-${randomUUID().slice(0, 8)}`
-const PING = 11
-/** Op codes: create, delete, exists, getData, setData, getChildren2, create2. */
-const NAMES: Record<number, string> = {
-  1: 'create',
-  2: 'delete',
-  3: 'exists',
-  4: 'getData',
-  5: 'setData',
-  12: 'getChildren',
-  15: 'create2',
-}
-
-/** A raw client whose requests are recorded by name, in the order they are queued. */
-async function recordedClient(): Promise<{ client: zookeeper.Client; sent: string[] }> {
-  const client = await rawClient(zkUrl())
-  const sent: string[] = []
-  const manager = (client as unknown as { connectionManager: { queue(r: unknown, cb: unknown): unknown } })
-    .connectionManager
-  const queue = manager.queue.bind(manager)
-  manager.queue = (request: unknown, cb: unknown) => {
-    const header = (request as { header?: { type?: number; wireType?: number } | null }).header
-    const type = header?.wireType ?? header?.type
-    if (type !== undefined && type !== PING) sent.push(NAMES[type] ?? `op${type}`)
-    return queue(request, cb)
-  }
-  return { client, sent }
-}
-
 const clients: zookeeper.Client[] = []
 afterAll(async () => {
   for (const c of clients) c.close()
@@ -116,6 +88,35 @@ describe('zookeeper: requests per lock', () => {
     // Woken without a lease: the listing decides, the lease write follows it on the session.
     expect(waiter.sent.slice(0, 2)).toEqual(['getChildren', 'setData'])
     await second.release()
+    await a.close()
+    await b.close()
+  })
+
+  it('on a line it just waited for, a create lists without the lock node watch; granted at once, the holder watches its own node', async () => {
+    const recorded = await recordedClient()
+    const raw = await rawClient(zkUrl())
+    clients.push(recorded.client, raw)
+    const a = createLocks({ backend: zookeeperBackend({ connectString: zkUrl() }), namespace })
+    const backend = zookeeperBackend({ client: asZkClient(recorded.client) })
+    const b = createLocks({ backend, namespace, ttlMs: 30_000 })
+    const first = await a.mutex('busy').acquire()
+    const waiting = b.mutex('busy').acquire({ waitMs: 10_000 })
+    await eventually('the waiter watches the holder', () => recorded.sent.length >= 5)
+    await first.release()
+    await (await waiting).release()
+    recorded.sent.length = 0
+    // Uncontended now, but it waited here a moment ago: the listing sets no watch on the lock node, so the holder
+    // guards its lease with a deletion watch on its own node.
+    const lease = await b.mutex('busy').acquire()
+    await eventually('the holder watches its own node', () => recorded.sent.length >= 3)
+    expect(recorded.sent).toEqual(['create2', 'getChildren', 'getChildren'])
+    // That watch tells it when its node is deleted behind its back.
+    const parent = backend.lockPath({ key: `${namespace}:busy`, kind: 'mutex' })
+    const [node] = await childrenOf(raw, parent)
+    await new Promise<void>((resolve, reject) =>
+      raw.remove(`${parent}/${node}`, -1, (error) => (error ? reject(error) : resolve())),
+    )
+    await eventually('the holder is told', () => lease.signal.aborted)
     await a.close()
     await b.close()
   })
