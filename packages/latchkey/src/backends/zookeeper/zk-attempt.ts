@@ -7,7 +7,7 @@ import type { ZkBusyLines } from './zk-busy-lines.js'
 import { readLong, type ZkStat } from './zk-client.js'
 import type { ZkConnection } from './zk-connection.js'
 import { type CreatedLease, leaseLost, NO_NODE, nameOf, type OwnerEntry } from './zk-entry.js'
-import { aheadOf, clearFirstInLine, guardFirstInLine, guardsOwnNode, knownFirst } from './zk-first-in-line.js'
+import { aheadOf, clearFirstInLine, guardFirstInLine, knownFirst } from './zk-first-in-line.js'
 import { checkHolders } from './zk-holders.js'
 import { createNode, listArmingParent, listChildren, statOf, writeLease } from './zk-node-ops.js'
 import { agreeingLine, type LockNode, lineOf, standingOf } from './zk-nodes.js'
@@ -130,13 +130,12 @@ export async function attempt(entry: OwnerEntry, request: AcquireRequest, deps: 
     }
     const waiting = entry.node.is === 'waiting' ? entry.node : undefined
     if (waiting !== undefined) waiting.wakeOnChange = standing.wakeOnChange
-    // An exclusive waiter's own node's deletion watch goes out first: the holder's guard to be, and, right behind a
-    // node whose deletion can tell us we are first, what lets that deletion grant us with no listing
-    // (zk-first-in-line.ts).
+    // Right behind a node whose deletion can tell us we are first: our own node's deletion watch goes out first, so
+    // that this deletion can grant us with no listing (zk-first-in-line.ts); it stays armed as the holder's guard.
+    // Elsewhere the woken listing re-arms the lock node's child watch for the holder instead (one request less).
+    const ahead = waiting === undefined ? undefined : aheadOf(request.kind, line, index, deps.ours)
     const guard =
-      waiting === undefined || !guardsOwnNode(request.kind)
-        ? undefined
-        : guardFirstInLine(entry, waiting, aheadOf(request.kind, line, index, deps.ours), deps.hub)
+      waiting === undefined || ahead === undefined ? undefined : guardFirstInLine(entry, waiting, ahead, deps.hub)
     guard?.catch(() => undefined)
     // Only a semaphore waiter behind a waiting predecessor needs that node's data changes (its permit write).
     if (await watchNodes(entry, standing.watch, deps.hub, entry.parent, !standing.wakeOnChange)) continue

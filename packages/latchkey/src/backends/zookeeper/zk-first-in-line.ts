@@ -42,11 +42,6 @@ type Waiting = Extract<NodeState, { is: 'waiting' }>
 /** Kinds that hold as the first node of the line. */
 const EXCLUSIVE = new Set<LockKind>(['mutex', 'fair', 'write'])
 
-/** Whether a waiting node of `kind` watches its own node for deletion (the kinds whose holder is the first node). */
-export function guardsOwnNode(kind: LockKind): boolean {
-  return EXCLUSIVE.has(kind)
-}
-
 /**
  * The node right ahead of ours (at `index` in `line`) when its deletion can make us first: it stands alone ahead of
  * us (`alone`), or it is a holder-to-be of this backend (`ours`: its release may tell us); else undefined.
@@ -85,7 +80,7 @@ export function firstAfterDeletion(
 export function guardFirstInLine(
   entry: OwnerEntry,
   node: Waiting,
-  ahead: Waiting['ahead'],
+  ahead: NonNullable<Waiting['ahead']>,
   hub: WatchHub,
 ): Promise<boolean> {
   node.ahead = ahead
