@@ -88,7 +88,7 @@ export class RedlockSubscription extends WakeableSubscription implements Release
   /** A release of this process is handing it the lock: its next try waits for that to settle. */
   handing: Promise<void> | undefined
   /**
-   * Set when a release of this process passed it the lock at once (RedlockBackend.handOn): from when the lease it
+   * Set when a release of this process passed it the lock at once (handOn in handover.ts): from when the lease it
    * takes is timed (the validity of the holder before it). `tookInherited` once it took it.
    */
   inherited: number | undefined
