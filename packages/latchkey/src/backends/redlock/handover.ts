@@ -7,6 +7,7 @@ import type { AcquireRequest, AcquireResult, HolderRef } from '../../backend/typ
 import { fanOut, tally } from './fan-out.js'
 import { type LeaseValidity, validityLeftMs } from './lease-validity.js'
 import { lineKeys } from './line-keys.js'
+import { followerOf, handOver } from './local-successor.js'
 import { isOne, releaseRound, verdict } from './quorum-round.js'
 import type { RedlockContext } from './redlock-context.js'
 import type { RedlockSubscription } from './redlock-subscription.js'
@@ -54,7 +55,7 @@ export async function handOn(
   // The same round places the waiter behind `next` in line, with the lease `next` has (the waiters of one process
   // share the lock's options in practice; a different lease only changes what a later release of the line hands
   // it, and its own rounds correct its entry): it will be the head while `next` holds the lock.
-  const follower = ctx.notifier?.follower(next)
+  const follower = ctx.notifier === undefined ? undefined : followerOf(next)
   const sentAt = performance.now()
   if (follower !== undefined) {
     takePlace(ctx, follower, sentAt)
@@ -132,7 +133,7 @@ async function handOnRound(
   const t = tally(votes, isOne)
   const timeLeft = validityLeftMs(ttlMs, performance.now() - sentAt, ctx.settings.driftFactor)
   if (t.yes >= ctx.settings.quorum && timeLeft > 0 && !next.closed) {
-    ctx.notifier?.handOver(next, sentAt)
+    if (ctx.notifier !== undefined) handOver(next, sentAt)
     return true
   }
   // Not handed over: `next` gives back the keys it may have got, as a release (to the line, announced).

@@ -17,8 +17,10 @@ import type {
 } from '../../backend/types.js'
 import { UnsupportedError } from '../../errors.js'
 import { attempt } from './acquire-round.js'
+import { blockedFor, polled } from './contention.js'
 import { handedOver, handOn } from './handover.js'
 import { lineKeys } from './line-keys.js'
+import { localSuccessor } from './local-successor.js'
 import { majority } from './quorum-round.js'
 import { RedlockContext, type RedlockSettings } from './redlock-context.js'
 import { inspectRedlock, listRedlock, type RedlockInspectDeps } from './redlock-inspect.js'
@@ -86,7 +88,7 @@ export class RedlockBackend extends BackendBase {
         placeFollower(this.ctx, request, sub)
         return handed
       }
-      const blockedMs = notifier.blockedFor(sub, sentAt)
+      const blockedMs = blockedFor(sub, sentAt)
       if (blockedMs !== undefined) return { acquired: false, retryAfterMs: blockedMs }
       sub.owesTry = false
     }
@@ -96,10 +98,10 @@ export class RedlockBackend extends BackendBase {
     })
     if (sub !== undefined && notifier !== undefined) {
       sub.retrying = result.kind === 'soon' || result.kind === 'split'
-      if (result.kind === 'acquired') notifier.polled(sub, sentAt, request.owner, sentAt + request.ttlMs)
+      if (result.kind === 'acquired') polled(sub, sentAt, request.owner, sentAt + request.ttlMs)
       else if (result.kind === 'held' && result.holder !== undefined && result.retryAfterMs !== undefined) {
-        notifier.polled(sub, sentAt, result.holder, sentAt + result.retryAfterMs)
-      } else notifier.polled(sub, sentAt, undefined, 0)
+        polled(sub, sentAt, result.holder, sentAt + result.retryAfterMs)
+      } else polled(sub, sentAt, undefined, 0)
     }
     if (result.kind === 'acquired') {
       if (sub !== undefined) placeFollower(this.ctx, request, sub)
@@ -130,7 +132,7 @@ export class RedlockBackend extends BackendBase {
     const keys = lineKeys(ctx.key(request))
     const validity = ctx.validity.get(request.owner)
     ctx.validity.delete(request.owner)
-    const next = ctx.notifier?.localSuccessor(ctx.channel(request))
+    const next = localSuccessor(ctx.notifier?.channelOf(ctx.channel(request)))
     if (next !== undefined) return handOn(ctx, request, next, validity)
     const args = ctx.releaseArgs(request, 'h')
     return majority(ctx, (node) => node.run(RELEASE, keys, args), 0, request.key, 'release', ctx.releaseTiming())

@@ -3,6 +3,7 @@
  * at once, the others give theirs back and stand back for it as for a holder.
  */
 import type { AcquireRequest } from '../../backend/types.js'
+import { isGone, standBack } from './contention.js'
 import type { Vote } from './fan-out.js'
 import { giveBack } from './give-back.js'
 import type { RedlockContext } from './redlock-context.js'
@@ -29,7 +30,7 @@ export async function lost(
   const channel = ctx.channel(request)
   const notifier = ctx.notifier
   const now = performance.now()
-  const stale = (holder: string) => notifier?.isGone(channel, holder, now) === true
+  const stale = (holder: string) => isGone(notifier?.channelOf(channel), holder, now)
   const view = plurality(votes, request.owner, stale)
   if (waiting && view.leader === request.owner) {
     const leads = (ctx.leads.get(request.owner) ?? 0) + 1
@@ -48,7 +49,7 @@ export async function lost(
     // Stand back for the leader like for a holder: the release of its lease (or its giving up) is announced,
     // and this waiter's process is woken then. Retrying on a timer instead makes every split a herd.
     const sub = notifier?.subscriptionOf(request.owner)
-    if (sub !== undefined) notifier?.standBack(sub, view.leader, now)
+    if (sub !== undefined) standBack(sub, view.leader, now)
     return { kind: 'held', retryAfterMs: request.ttlMs, holder: view.leader }
   }
   return view.stale ? { kind: 'soon' } : result

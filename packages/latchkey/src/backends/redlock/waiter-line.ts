@@ -6,6 +6,7 @@
 import type { AcquireRequest, HolderRef } from '../../backend/types.js'
 import { fanOut, type Vote } from './fan-out.js'
 import { lineKeys } from './line-keys.js'
+import { followerOf } from './local-successor.js'
 import type { RedlockContext } from './redlock-context.js'
 import type { RedlockSubscription } from './redlock-subscription.js'
 import { PLACE, RELEASE } from './scripts/index.js'
@@ -39,7 +40,7 @@ export function recordAnswers(sub: RedlockSubscription, votes: readonly Vote[], 
  * the lock later, on any node, comes after this was sent, which times that lease (RedlockSubscription.answeredAt).
  */
 export function placeFollower(ctx: RedlockContext, request: AcquireRequest, sub: RedlockSubscription): void {
-  const follower = ctx.notifier?.follower(sub)
+  const follower = ctx.notifier === undefined ? undefined : followerOf(sub)
   if (follower === undefined || follower.ttlMs === undefined) return
   const sentAt = performance.now()
   takePlace(ctx, follower, sentAt)
