@@ -1,6 +1,8 @@
 import type { Backend } from '../../backend/types.js'
 import { checkOptions } from '../../core/validate.js'
-import { defaultNodeTimeoutMs, RedlockBackend, type RedlockSettings } from './redlock-backend.js'
+import { defaultNodeTimeoutMs } from './node-timing.js'
+import { RedlockBackend } from './redlock-backend.js'
+import type { RedlockSettings } from './redlock-context.js'
 import {
   adaptRedlockClient,
   type RedlockClientLike,

@@ -5,6 +5,8 @@
 import { describe, expect, it } from 'vitest'
 import { eventually } from '../../testing/index.js'
 import type { SubscriberConnection } from '../redis/client-adapter.js'
+import { blockedFor, isGone, polled } from './contention.js'
+import { followerOf } from './local-successor.js'
 import { RedlockNotifier, type SubscriberOpener } from './redlock-notifier.js'
 import type { RedlockSubscription } from './redlock-subscription.js'
 
@@ -42,16 +44,16 @@ describe('RedlockNotifier', () => {
     const { notifier, subs } = await subscribed('head', 'second')
     const [head, second] = subs as [RedlockSubscription, RedlockSubscription]
     const now = performance.now()
-    expect(notifier.blockedFor(second, now)).toBeGreaterThan(0)
+    expect(blockedFor(second, now)).toBeGreaterThan(0)
     // The head's round was a split vote: the process knows no holder. The head asks again; the one behind it
     // still waits (before, it made a round too, and so did every other sleeper whose timer came).
-    notifier.polled(head, now, undefined, 0)
-    expect(notifier.blockedFor(head, now + 1)).toBeUndefined()
-    expect(notifier.blockedFor(second, now + 1)).toBeGreaterThan(0)
-    expect(notifier.blockedFor(second, now + 5_000)).toBeGreaterThan(0)
+    polled(head, now, undefined, 0)
+    expect(blockedFor(head, now + 1)).toBeUndefined()
+    expect(blockedFor(second, now + 1)).toBeGreaterThan(0)
+    expect(blockedFor(second, now + 5_000)).toBeGreaterThan(0)
     // Once the head has left, the next in line is the head.
     head.close()
-    expect(notifier.blockedFor(second, now + 5_000)).toBeUndefined()
+    expect(blockedFor(second, now + 5_000)).toBeUndefined()
     await notifier.close()
   })
 
@@ -61,7 +63,7 @@ describe('RedlockNotifier', () => {
     notifier.dispatch(CHANNEL, 'holder', 0)
     notifier.dispatch(CHANNEL, 'holder', 1)
     expect(head.owesTry).toBe(false)
-    expect(notifier.isGone(CHANNEL, 'holder', performance.now())).toBe(true)
+    expect(isGone(notifier.channelOf(CHANNEL), 'holder', performance.now())).toBe(true)
     notifier.dispatch(CHANNEL, 'holder', 2)
     expect(head.owesTry).toBe(true)
     spend(head)
@@ -105,19 +107,19 @@ describe('RedlockNotifier', () => {
     const { notifier, subs } = await subscribed('a', 'b')
     const [a] = subs as [RedlockSubscription, RedlockSubscription]
     // Subscribed without a lease length, no release of this process could hand it the lock.
-    expect(notifier.follower(a)).toBeUndefined()
+    expect(followerOf(a)).toBeUndefined()
     const withLease = new RedlockNotifier([stub], 60_000, 1)
     const [x, y] = ['x', 'y'].map((o) => withLease.subscribe(CHANNEL, o, 10_000)) as [
       RedlockSubscription,
       RedlockSubscription,
     ]
-    expect(withLease.follower(x)).toBe(y)
+    expect(followerOf(x)).toBe(y)
     y.inRound = true
-    expect(withLease.follower(x)).toBeUndefined()
+    expect(followerOf(x)).toBeUndefined()
     y.inRound = false
     y.ticket = Date.now()
-    expect(withLease.follower(x)).toBeUndefined()
-    expect(withLease.follower(y)).toBeUndefined()
+    expect(followerOf(x)).toBeUndefined()
+    expect(followerOf(y)).toBeUndefined()
     await withLease.close()
     await notifier.close()
   })

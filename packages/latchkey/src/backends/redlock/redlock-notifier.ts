@@ -3,11 +3,12 @@
  * release hands the key to the first waiter in each node's line and publishes that (scripts/release.lua): only the
  * process of that waiter acts, taking the lease once a quorum of nodes handed it over (see handedOff). A release
  * with nobody in line publishes the released owner; once copies have come from a quorum of nodes, it wakes ONE
- * local waiter, the longest-waiting (the head), the only one that makes rounds of its own (see blockedFor). The
+ * local waiter, the longest-waiting (the head), the only one that makes rounds of its own (see contention.ts). The
  * waiters of a process are served in order of arrival. A message is lost only if it is lost on every node, and a
  * lost one costs at most the core's fallback pause.
  */
 import type { SubscriberConnection } from '../redis/client-adapter.js'
+import { POLL_EVERY_MS } from './contention.js'
 import { RedlockChannel, RedlockSubscription, type ReleaseCopies } from './redlock-subscription.js'
 
 /** Opens one node's subscriber connection (see RedlockNode.openSubscriber). */
@@ -18,13 +19,6 @@ export type SubscriberOpener = (
 
 /** How many released owners per channel are remembered (to count the nodes' copies of a message, and see isGone). */
 const REMEMBERED = 8
-
-/**
- * At most this long between two rounds of one process for one lock while its waiters sleep: the bound on what a
- * release message lost on every node (subscriber connections reconnecting) can cost, since the waiters of a
- * process that were not woken skip their fallback tries in between.
- */
-const POLL_EVERY_MS = 1_000
 
 /**
  * How long after the first copy of a release message the waiter is woken even if fewer than a quorum of nodes'
@@ -39,17 +33,6 @@ const WAKE_GRACE_MS = 5
  * nodes' lines differ rarely (see RedlockSubscription.ticket).
  */
 const GRANT_GRACE_MS = 50
-
-/**
- * How many times in a row a release may hand the lock to a waiter of its own process (one round, no process to
- * wake) before one goes to the line of the other processes (see localSuccessor). Handing the lock to another
- * process costs a wake-up of that process, which on a busy host waits for a CPU; handing it on at home does not. A
- * batch bounds how long the other processes wait, as in cohort locks.
- */
-// 64, not 16, since a handover at home is passed on at once (no round to wait for): with 1,000 waiters in 4
-// processes, 9 alternating runs of each in the same invocations, 64 made 332-720 acq/s (median 467), 16 made 219-667
-// (median 420), no waiter starved in either; the rest of a handover to another process is the wake-up of that process.
-const LOCAL_RUN = 64
 
 /** Subscribes lazily, wakes one waiter per release, unsubscribes a channel after it has been idle a while. */
 export class RedlockNotifier {
@@ -83,95 +66,14 @@ export class RedlockNotifier {
     return sub
   }
 
-  /**
-   * The waiter a release of this process may hand the lock to, on `channel`: the local head, while no round of its
-   * own is out, and while the process has not handed the lock on locally {@link LOCAL_RUN} times in a row (then the
-   * release goes to the line, so that the other processes' waiters get their turn).
-   */
-  localSuccessor(channel: string): RedlockSubscription | undefined {
-    const group = this.channels.get(channel)
-    const head = group?.subs.values().next().value
-    if (group === undefined || head === undefined || head.closed || head.inRound || head.ttlMs === undefined) return
-    if (head.handedAt !== undefined || group.localRun >= LOCAL_RUN) {
-      if (group.localRun >= LOCAL_RUN) group.localRun = 0
-      return undefined
-    }
-    group.localRun++
-    return head
-  }
-
-  /**
-   * The waiter behind `sub` in this process, if a release handing `sub` the lock may also place it in line (it has
-   * no place yet and no round out): it is the head once `sub` has the lock, and a head in line needs no round of its
-   * own while the lock is held (see detach).
-   */
-  follower(sub: RedlockSubscription): RedlockSubscription | undefined {
-    let seen = false
-    for (const s of sub.channel.subs) {
-      if (seen) return s.closed || s.inRound || s.ticket !== undefined || s.ttlMs === undefined ? undefined : s
-      seen = s === sub
-    }
-    return undefined
-  }
-
-  /** A release of this process handed `sub` the lock on a quorum of nodes, sent at `sentAt`: wakes it to take it. */
-  handOver(sub: RedlockSubscription, sentAt: number): void {
-    sub.handedAt = sentAt
-    sub.fire()
-  }
-
   /** The open subscription of the waiting acquire `owner`, if it has one. */
   subscriptionOf(owner: string): RedlockSubscription | undefined {
     return this.byOwner.get(owner)
   }
 
-  /**
-   * For a try of `sub` that no release woke (its first, or a fallback timer's): how long it should wait instead of
-   * asking the nodes, or undefined (make the round). Only the process's longest-waiting waiter of the lock (the
-   * head) contends: the others wait behind it and are woken one by one, each when the one before it has got the lock
-   * and released it (or left). Were they to make rounds on their own timers (their first try, a fallback), a
-   * process's hundreds of sleepers would contend with each other and with the other processes' heads, and every
-   * split vote among them clears what the process knows of the holder, so the next timers all go to the nodes too
-   * (measured: 10 rounds per acquisition at 1,000 waiters in 4 processes). The head itself skips the round while the
-   * holder its process's last round found goes on blocking it: that holder's release has not been announced and
-   * this process asked the nodes less than {@link POLL_EVERY_MS} ago.
-   */
-  blockedFor(sub: RedlockSubscription, now: number): number | undefined {
-    const group = sub.channel
-    if (sub.owesTry || sub.retrying) return undefined
-    if (group.subs.values().next().value !== sub) return POLL_EVERY_MS
-    const blocked = group.blocked
-    if (group.subscribedAt === undefined || blocked === undefined) return undefined
-    if (now >= blocked.until || now - group.polledAt >= POLL_EVERY_MS) return undefined
-    if (group.releases.has(blocked.holder)) return undefined
-    return blocked.until - now
-  }
-
-  /**
-   * Whether `owner`, a split round's leader, is to be ignored: announced released, or led for longer than
-   * {@link POLL_EVERY_MS} without winning (its process died or its view differs), so a dead leader's minority of
-   * keys does not hold everyone back until it expires.
-   */
-  isGone(channel: string, owner: string, now: number): boolean {
-    const group = this.channels.get(channel)
-    if (group === undefined) return false
-    if (group.releases.has(owner)) return true
-    return group.leader?.owner === owner && now - group.leader.since >= POLL_EVERY_MS
-  }
-
-  /** Records that this process stands back for the split round's leader `owner`. */
-  standBack(sub: RedlockSubscription, owner: string, now: number): void {
-    const group = sub.channel
-    if (group.leader?.owner !== owner) group.leader = { owner, since: now }
-  }
-
-  /** Records a round of `sub` sent at `sentAt`: found `holder` holding until `until`, or nobody (undefined). */
-  polled(sub: RedlockSubscription, sentAt: number, holder: string | undefined, until: number): void {
-    const group = sub.channel
-    group.polledAt = Math.max(group.polledAt, sentAt)
-    // Recorded even before the SUBSCRIBE is acknowledged (each acknowledgement wakes a waiter, whose round then
-    // refreshes it), but used only after: see blockedFor.
-    group.blocked = holder === undefined ? undefined : { holder, until }
+  /** The local waiters of the lock whose releases `channel` announces, while it is subscribed. */
+  channelOf(channel: string): RedlockChannel | undefined {
+    return this.channels.get(channel)
   }
 
   /**

@@ -26,14 +26,14 @@ export class RedlockChannel {
   /**
    * What blocks the lock as this process's last round found it: the holder of a majority (until its keys' expiry,
    * or our own lease's end), or the leader of a split round that this process stood back for. Waiters that were
-   * not woken need not ask the nodes again while its release has not been announced (RedlockNotifier.blockedFor).
+   * not woken need not ask the nodes again while its release has not been announced (contention.blockedFor).
    */
   blocked: { readonly holder: string; readonly until: number } | undefined
   /** The split round's leader this process stands back for, and since when (a leader that died stays stuck). */
   leader: { readonly owner: string; readonly since: number } | undefined
   /** When this process last sent a round for this lock (monotonic ms). */
   polledAt = 0
-  /** Releases of this process in a row that handed the lock to a local waiter (see RedlockNotifier.localSuccessor). */
+  /** Releases of this process in a row that handed the lock to a local waiter (see local-successor.ts). */
   localRun = 0
   /** When the last subscription closed (the channel is unsubscribed after lingering idle). */
   idleSince: number | undefined
@@ -88,7 +88,7 @@ export class RedlockSubscription extends WakeableSubscription implements Release
   /** A release of this process is handing it the lock: its next try waits for that to settle. */
   handing: Promise<void> | undefined
   /**
-   * Set when a release of this process passed it the lock at once (RedlockBackend.handOn): from when the lease it
+   * Set when a release of this process passed it the lock at once (handOn in handover.ts): from when the lease it
    * takes is timed (the validity of the holder before it). `tookInherited` once it took it.
    */
   inherited: number | undefined
