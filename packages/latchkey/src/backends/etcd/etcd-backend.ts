@@ -110,12 +110,12 @@ export class EtcdBackend extends BackendBase {
       if (request.kind === 'semaphore') return await acquireSlot(this.deps, request, until)
       if (request.queue) return await acquireQueued(this.deps, request, until)
       const turn = request.kind === 'mutex' ? this.hub.turnOf(request, request.owner) : 'none'
-      // A waiting mutex behind another of this process waits its turn without asking etcd (see watch-hub.ts).
+      // A waiting mutex behind another of this process waits its turn without asking etcd (see local-mutex-turns.ts).
       if (turn === 'behind') return NOT_YET
       // A place in line outlives the watch that knew its turn (etcd cancelled it): it is checked by a read.
       const placed = this.owners.get(request.owner, request.key, request.kind)?.role === 'waiter'
       if (turn === 'none' && !placed) return this.held(request, await acquireNow(this.deps, request, until))
-      // The head behind a holder of this process joins etcd's line with that holder's release (watch-hub.ts).
+      // The head behind a holder of this process joins etcd's line with that holder's release (release-joins.ts).
       if (turn === 'head' && !placed && this.hub.joinOnRelease(request, until, (l) => this.leases.remainingMs(l) > 0))
         return { acquired: false, retryAfterMs: request.ttlMs / 3 }
       const result = await acquireLined(this.deps, request, until)

@@ -21,7 +21,7 @@ import { type AcquireDeps, admission, leaseFor, lineRange, placeIn, putOp, won }
 import { type EtcdKeyValue, type EtcdTxnResponse, isLeaseGone } from './etcd-client.js'
 import { freshSlackMs, type OwnerLease } from './leases.js'
 import { createdAt, type KeyedOwner } from './owners.js'
-import type { PendingJoin } from './watch-hub.js'
+import type { PendingJoin } from './release-joins.js'
 
 /** A try of the head of this process's mutex waiters of `req.key`: granted, or a miss that keeps its place. */
 export async function acquireLined(d: AcquireDeps, req: AcquireRequest, until: number): Promise<AcquireResult> {
