@@ -46,9 +46,10 @@
  *   table: `go-mutex-layout.ts`, README "Where a lock lives".
  */
 import { shownUrl } from '../../backend/url-parts.js'
-import { EtcdBackend, type EtcdBackendOptions, type EtcdHolderGuard } from './etcd-backend.js'
+import { EtcdBackend, type EtcdBackendOptions } from './etcd-backend.js'
 import type { EtcdClient, EtcdCompare } from './etcd-client.js'
 import { checkEtcdHosts } from './etcd-url.js'
+import type { EtcdHolderGuard } from './holder-guard.js'
 
 export { checkEtcdHosts, parseEtcdUrl } from './etcd-url.js'
 
