@@ -4,21 +4,23 @@ import type {
   AcquireRequest,
   AcquireResult,
   HolderRef,
-  LockKind,
   LockRef,
   ReleaseSubscription,
   RenewRequest,
 } from '../../backend/types.js'
 import { monotonicNow } from '../../core/clock.js'
-import { NotLockHolderError } from '../../errors.js'
-import { type AcquireDeps, acquireNow, acquireQueued } from './acquire.js'
-import { type EtcdClient, type EtcdCompare, etcdServers, openEtcdClient, unavailable } from './etcd-client.js'
+import { type AcquireDeps, acquireNow } from './acquire.js'
+import { type EtcdClient, etcdServers, openEtcdClient, unavailable } from './etcd-client.js'
 import { type EtcdInspectDeps, inspectEtcd, listEtcd } from './etcd-inspect.js'
+import { findHolder } from './find-holder.js'
 import { GoMutexLayout } from './go-mutex-layout.js'
-import { type EtcdKeyLayout, KeyLayout, prefixRange } from './keys.js'
-import { Leases, ttlSeconds } from './leases.js'
+import { type EtcdHolderGuard, holderGuard } from './holder-guard.js'
+import { type EtcdKeyLayout, KeyLayout } from './keys.js'
+import { Leases } from './leases.js'
 import { acquireLined, refreshNext, releaseAndJoin } from './mutex-line.js'
-import { createdAt, type KeyedOwner, Owners } from './owners.js'
+import { createdAt, Owners } from './owners.js'
+import { acquireQueued } from './queued-acquire.js'
+import { renewHolder } from './renew.js'
 import { acquireSlot } from './semaphore.js'
 import { WatchHub } from './watch-hub.js'
 
@@ -37,16 +39,6 @@ export type EtcdBackendOptions = (
   prefix?: string
   /** Deadline of each etcd call when the backend opens the client. Default 2 000. */
   callTimeoutMs?: number
-}
-
-/** A txn guard proving a lease still holds its lock: `Compare(CreateRevision(holderKey) == token)`. */
-export interface EtcdHolderGuard {
-  /** The holder's etcd key. */
-  readonly key: string
-  /** Its create revision (= the lease's fencing token), as etcd3 builders take it. */
-  readonly createRevision: string
-  /** The raw `Compare` for `client.kv.txn({ compare: [guard.compare, ...], ... })`. */
-  readonly compare: EtcdCompare
 }
 
 const NOT_YET: AcquireResult = { acquired: false }
@@ -110,12 +102,12 @@ export class EtcdBackend extends BackendBase {
       if (request.kind === 'semaphore') return await acquireSlot(this.deps, request, until)
       if (request.queue) return await acquireQueued(this.deps, request, until)
       const turn = request.kind === 'mutex' ? this.hub.turnOf(request, request.owner) : 'none'
-      // A waiting mutex behind another of this process waits its turn without asking etcd (see watch-hub.ts).
+      // A waiting mutex behind another of this process waits its turn without asking etcd (see local-mutex-turns.ts).
       if (turn === 'behind') return NOT_YET
       // A place in line outlives the watch that knew its turn (etcd cancelled it): it is checked by a read.
       const placed = this.owners.get(request.owner, request.key, request.kind)?.role === 'waiter'
       if (turn === 'none' && !placed) return this.held(request, await acquireNow(this.deps, request, until))
-      // The head behind a holder of this process joins etcd's line with that holder's release (watch-hub.ts).
+      // The head behind a holder of this process joins etcd's line with that holder's release (release-joins.ts).
       if (turn === 'head' && !placed && this.hub.joinOnRelease(request, until, (l) => this.leases.remainingMs(l) > 0))
         return { acquired: false, retryAfterMs: request.ttlMs / 3 }
       const result = await acquireLined(this.deps, request, until)
@@ -138,16 +130,7 @@ export class EtcdBackend extends BackendBase {
 
   async renew(request: RenewRequest): Promise<boolean> {
     try {
-      const holder = await this.holder(request)
-      if (holder === undefined) return false
-      if (ttlSeconds(request.ttlMs) > holder.lease.ttlS)
-        return await this.moveToLongerLease(holder, request.owner, request.ttlMs, monotonicNow() + request.ttlMs)
-      const [alive, check] = await Promise.all([
-        this.leases.refresh(holder.lease),
-        this.client.kv.range({ key: Buffer.from(holder.key) }),
-      ])
-      const kv = check.kvs[0]
-      return alive && kv !== undefined && BigInt(kv.create_revision) === holder.revision && kv.lease === holder.lease.id
+      return await renewHolder(this.deps, request)
     } catch (error) {
       throw unavailable(error, `renewing "${request.key}"`, this.server)
     }
@@ -155,7 +138,7 @@ export class EtcdBackend extends BackendBase {
 
   async release(request: HolderRef): Promise<boolean> {
     try {
-      const holder = await this.holder(request)
+      const holder = await findHolder(this.deps, request)
       const join = this.hub.releasing(request, request.owner)
       if (holder === undefined) {
         if (join !== undefined) {
@@ -246,20 +229,7 @@ export class EtcdBackend extends BackendBase {
    * if (!res.succeeded) throw new Error('lost the lock before writing')
    */
   async holderGuard(ref: LockRef & { readonly token: bigint }): Promise<EtcdHolderGuard> {
-    let key = this.owners.holderByToken(ref.key, ref.kind, ref.token)?.key
-    if (key === undefined) {
-      const r = prefixRange(this.layout.kindPrefix(ref.key, ref.kind))
-      const res = await this.client.kv
-        .range({ key: r.start, range_end: r.end, keys_only: true })
-        .catch((error: unknown) => Promise.reject(unavailable(error, `reading "${ref.key}"`, this.server)))
-      key = res.kvs.find((kv) => BigInt(kv.create_revision) === ref.token)?.key.toString()
-    }
-    if (key === undefined) {
-      throw new NotLockHolderError(`etcd backend: no holder of "${ref.key}" has token ${ref.token} any more`, {
-        lockName: ref.key,
-      })
-    }
-    return { key, createRevision: ref.token.toString(), compare: createdAt(key, ref.token) }
+    return holderGuard(this.deps, this.server, ref)
   }
 
   override async close(): Promise<void> {
@@ -268,44 +238,4 @@ export class EtcdBackend extends BackendBase {
     this.owners.clear()
     if (this.ownsClient) this.client.close()
   }
-
-  /** The holder state of `ref.owner`: local, or read back from etcd (a holder of another backend instance). */
-  private async holder(ref: HolderRef): Promise<KeyedOwner | undefined> {
-    const local = this.owners.get(ref.owner, ref.key, ref.kind)
-    if (local !== undefined) return local.role === 'holder' ? local : undefined
-    const r = prefixRange(this.layout.kindPrefix(ref.key, ref.kind))
-    const res = await this.client.kv.range({ key: r.start, range_end: r.end })
-    const kv = res.kvs.find((k) => k.value.toString() === ref.owner)
-    if (kv === undefined) return undefined
-    const lease = { id: kv.lease, asked: 0, ttlS: 0, refreshedAt: monotonicNow() }
-    return holderOf(ref.key, ref.kind, kv.key.toString(), BigInt(kv.create_revision), lease)
-  }
-
-  /** A renew asking for more seconds than the lease has: move the key to a new, longer lease. */
-  private async moveToLongerLease(holder: KeyedOwner, owner: string, ttlMs: number, until: number): Promise<boolean> {
-    const lease = await this.leases.take(ttlSeconds(ttlMs), until)
-    const value = Buffer.from(this.layout.ownerValue(owner))
-    const put = { request_put: { key: Buffer.from(holder.key), value, lease: lease.id } }
-    const res = await this.client.kv.txn({
-      compare: [createdAt(holder.key, holder.revision), leaseIs(holder.key, holder.lease.id)],
-      success: [put],
-    })
-    this.leases.revokeLater(res.succeeded ? holder.lease : lease)
-    if (res.succeeded) holder.lease = lease
-    return res.succeeded
-  }
-}
-
-function holderOf(
-  lockKey: string,
-  kind: LockKind,
-  key: string,
-  revision: bigint,
-  lease: KeyedOwner['lease'],
-): KeyedOwner {
-  return { role: 'holder', lockKey, kind, key, revision, lease }
-}
-
-function leaseIs(key: string, leaseId: string): EtcdCompare {
-  return { key: Buffer.from(key), target: 'Lease', result: 'Equal', lease: leaseId }
 }

@@ -18,7 +18,7 @@
  *   with `leaveQueue`) keeps its key between tries: that key is its place in line, on a lease of
  *   ceil(queueTtlMs / 1000) s refreshed by its tries, so the place of a crashed waiter runs out by itself.
  *   Waiting mutex acquires take turns in their process, oldest first, and only the first of a name asks etcd
- *   (`watch-hub.ts`): it keeps a key in line as a fair waiter does, but on the lease it will hold with (TTL of
+ *   (`local-mutex-turns.ts`): it keeps a key in line as a fair waiter does, but on the lease it will hold with (TTL of
  *   `ttlMs`), so its grant needs no write; the watch follows the keys before it and wakes it when the last one
  *   goes (`mutex-line.ts`). So a release costs one try per process with waiters, not one per waiter, and a
  *   crashed process's waiting key lasts up to its TTL, as a crashed holder's lock does. Behind a holder of its own
@@ -46,9 +46,10 @@
  *   table: `go-mutex-layout.ts`, README "Where a lock lives".
  */
 import { shownUrl } from '../../backend/url-parts.js'
-import { EtcdBackend, type EtcdBackendOptions, type EtcdHolderGuard } from './etcd-backend.js'
+import { EtcdBackend, type EtcdBackendOptions } from './etcd-backend.js'
 import type { EtcdClient, EtcdCompare } from './etcd-client.js'
 import { checkEtcdHosts } from './etcd-url.js'
+import type { EtcdHolderGuard } from './holder-guard.js'
 
 export { checkEtcdHosts, parseEtcdUrl } from './etcd-url.js'
 

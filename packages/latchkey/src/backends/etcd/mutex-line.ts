@@ -17,11 +17,12 @@
  * that raft write, so a crashed waiter's place lasts up to its TTL, as a crashed holder's lock does.
  */
 import type { AcquireRequest, AcquireResult } from '../../backend/types.js'
-import { type AcquireDeps, admission, leaseFor, lineRange, placeIn, putOp, won } from './acquire.js'
+import { type AcquireDeps, admission, leaseFor, putOp, won } from './acquire.js'
 import { type EtcdKeyValue, type EtcdTxnResponse, isLeaseGone } from './etcd-client.js'
 import { freshSlackMs, type OwnerLease } from './leases.js'
 import { createdAt, type KeyedOwner } from './owners.js'
-import type { PendingJoin } from './watch-hub.js'
+import { lineRange, placeIn } from './queued-acquire.js'
+import type { PendingJoin } from './release-joins.js'
 
 /** A try of the head of this process's mutex waiters of `req.key`: granted, or a miss that keeps its place. */
 export async function acquireLined(d: AcquireDeps, req: AcquireRequest, until: number): Promise<AcquireResult> {

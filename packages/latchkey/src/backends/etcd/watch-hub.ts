@@ -1,78 +1,21 @@
 /**
- * Release notifications from etcd watches: one watch (deletes only) per lock name and process, shared by every
- * subscription to that name, multiplexed by etcd3 on one gRPC stream. A delete wakes only the subscriptions it
- * can unblock: readers wake on exclusive deletes; a queued fair/write waiter wakes only when the key just before
- * it goes (Go's `waitDeletes` on the predecessor), unless one of this process's tries is in flight for the name
- * and might not have recorded its predecessor yet.
- *
- * Waiting mutex acquires of one name also take turns here, oldest first: only the first (the head) has tries that
- * reach etcd, where it keeps a place in line like a fair waiter (`mutex-line.ts`); the others wait without a
- * request until the head is granted or gives up, and the next is woken. A release then costs one try per process
- * with waiters, not one per waiter, and the waiters of a process get in in the order they came.
+ * Release notifications from etcd watches: one shared delete watch per lock name and process
+ * (`shared-watch.ts`), its deletes dispatched to the subscriptions they can unblock (`delete-dispatch.ts`). The
+ * hub also keeps, on each name's watch, this process's mutex waiters taking turns (`local-mutex-turns.ts`), the
+ * places in etcd's line the watch follows (`followed-places.ts`), and the head that joins the line with a local
+ * holder's release (`release-joins.ts`).
  */
 import { LocalNotifier } from '../../backend/local-notifier.js'
-import type { AcquireRequest, LockKind, LockRef, ReleaseSubscription } from '../../backend/types.js'
+import type { AcquireRequest, LockRef, ReleaseSubscription } from '../../backend/types.js'
 import { monotonicNow } from '../../core/clock.js'
-import type { EtcdClient, EtcdKeyValue, EtcdWatcher } from './etcd-client.js'
-import { FollowedPlaces, type PlaceState } from './followed-places.js'
-import { type EtcdKeyLayout, isExclusiveKind, prefixRange } from './keys.js'
+import { dispatchDelete, wakeAll } from './delete-dispatch.js'
+import type { EtcdClient } from './etcd-client.js'
+import type { PlaceState } from './followed-places.js'
+import type { EtcdKeyLayout } from './keys.js'
 import type { OwnerLease } from './leases.js'
-
-const KINDS: readonly LockKind[] = ['mutex', 'fair', 'read', 'write', 'semaphore']
-/** How long `close()` waits for etcd to confirm a watch cancellation (a dead server never does). */
-const CANCEL_WAIT_MS = 1_000
-/**
- * How long an unused watch stays open for the next subscription. etcd3 tears its shared watch stream down with
- * its last watcher (and resets the host's channels on that cancel), so a watch per acquire would be costly.
- */
-const LINGER_MS = 5_000
-
-interface SharedWatch {
-  /** The lock key (namespaced name) watched. */
-  readonly lockKey: string
-  readonly watcher: EtcdWatcher
-  subscriptions: number
-  linger: NodeJS.Timeout | undefined
-  /** Tries of this process in flight for the name (their predecessor is not known yet). */
-  inFlight: number
-  /** Owner -> key of the waiter's predecessor, for queued (fair/write) waiters of this process. */
-  readonly predecessors: Map<string, string>
-  /** Owners whose subscription is their own (fair/write subscriptions opened with the request's owner). */
-  readonly subscribedOwners: Set<string>
-  /** Notifier keys of this process's mutex subscriptions without an owner, in wake-up rotation. */
-  readonly mutexRing: string[]
-  /** Owners of this process's waiting mutex acquires, oldest first: only the first has tries that reach etcd. */
-  readonly mutexLine: string[]
-  /** Places in etcd's line whose turn this watch tells (see followed-places.ts). */
-  readonly places: FollowedPlaces
-  /** Deletes seen under the name since the watch started (a try compares it with the count at its last miss). */
-  deletes: number
-  /** Monotonic ms of the last try of this process that found the name taken. */
-  lastMissAt: number
-  /** The mutex holder of this process for the name, while its lease lives (see {@link WatchHub.joinOnRelease}). */
-  localHolder: LocalHolder | undefined
-  /** The head of the local mutex line, waiting to be put in etcd's line by the local holder's release txn. */
-  joinOnRelease: PendingJoin | undefined
-  /** The owner whose key that release txn is putting in line now (its own tries wait for the answer). */
-  joinSending: string | undefined
-  /** The notifier key of each kind's subscriptions without an owner (built once, used on every delete). */
-  readonly kindKeys: Readonly<Record<LockKind, string>>
-  /** Whether permits of the name wait for another program's keys (`EtcdKeyLayout.foreignRanges`). */
-  readonly foreignPermits: boolean
-}
-
-/** A mutex held in this process: its owner, key and lease. */
-export interface LocalHolder {
-  readonly owner: string
-  readonly key: string
-  readonly lease: OwnerLease
-}
-
-/** A head's try that waits for the local holder's release to put its key in line (its request and deadline). */
-export interface PendingJoin {
-  readonly req: AcquireRequest
-  readonly until: number
-}
+import { leaveTurns, turnIn } from './local-mutex-turns.js'
+import { joinOnRelease, type LocalHolder, type PendingJoin, takeJoin } from './release-joins.js'
+import { cancelSharedWatch, LINGER_MS, openSharedWatch, ownerKey, type SharedWatch } from './shared-watch.js'
 
 /** How long after a local try found the name taken it counts as contended. */
 const BUSY_MS = 1_000
@@ -124,7 +67,7 @@ export class WatchHub {
         if (closed) return
         closed = true
         inner.close()
-        if (owner !== undefined && ref.kind === 'mutex') this.leaveLine(prefix, watch, owner)
+        if (owner !== undefined && ref.kind === 'mutex') leaveTurns(this.notifier, prefix, watch, owner)
         else if (owner !== undefined) watch.subscribedOwners.delete(owner)
         if (ringKey !== undefined) watch.mutexRing.splice(watch.mutexRing.indexOf(ringKey), 1)
         if (--watch.subscriptions === 0) {
@@ -141,8 +84,7 @@ export class WatchHub {
    * a plain try).
    */
   turnOf(ref: LockRef, owner: string): 'head' | 'behind' | 'none' {
-    const at = this.watches.get(this.layout.lockPrefix(ref.key))?.mutexLine.indexOf(owner) ?? -1
-    return at < 0 ? 'none' : at === 0 ? 'head' : 'behind'
+    return turnIn(this.watches.get(this.layout.lockPrefix(ref.key)), owner)
   }
 
   /**
@@ -156,15 +98,15 @@ export class WatchHub {
     return watch?.places.follow(owner, key, revision, ahead) ?? false
   }
 
-  /**
-   * Where a followed place stands: `first` (every key before it was deleted), `behind`, `gone` (deleted itself:
-   * its lease ran out, or a force release), or undefined when not followed (the caller reads the line).
-   */
   /** How many keys are still before `owner`'s followed place (undefined when not followed). */
   aheadOf(ref: LockRef, owner: string): number | undefined {
     return this.watches.get(this.layout.lockPrefix(ref.key))?.places.aheadOf(owner)
   }
 
+  /**
+   * Where a followed place stands: `first` (every key before it was deleted), `behind`, `gone` (deleted itself:
+   * its lease ran out, or a force release), or undefined when not followed (the caller reads the line).
+   */
   placeOf(ref: LockRef, owner: string): PlaceState | undefined {
     return this.watches.get(this.layout.lockPrefix(ref.key))?.places.stateOf(owner)
   }
@@ -178,7 +120,7 @@ export class WatchHub {
   granted(ref: LockRef, owner: string): void {
     const prefix = this.layout.lockPrefix(ref.key)
     const watch = this.watches.get(prefix)
-    if (watch !== undefined) this.leaveLine(prefix, watch, owner)
+    if (watch !== undefined) leaveTurns(this.notifier, prefix, watch, owner)
   }
 
   /** `holder` (owner, key, lease) now holds the mutex `ref` in this process. */
@@ -196,17 +138,7 @@ export class WatchHub {
    * known, or `req` is not the head.
    */
   joinOnRelease(req: AcquireRequest, until: number, alive: (lease: OwnerLease) => boolean): boolean {
-    const watch = this.watches.get(this.layout.lockPrefix(req.key))
-    // Its key is on its way in: a join of its own would put a second one in line.
-    if (watch?.joinSending === req.owner) return true
-    const holder = watch?.localHolder
-    if (watch === undefined || holder === undefined || watch.mutexLine[0] !== req.owner) return false
-    if (holder.owner === req.owner || !alive(holder.lease)) {
-      watch.localHolder = undefined
-      return false
-    }
-    watch.joinOnRelease = { req, until }
-    return true
+    return joinOnRelease(this.watches.get(this.layout.lockPrefix(req.key)), req, until, alive)
   }
 
   /**
@@ -215,13 +147,7 @@ export class WatchHub {
    */
   releasing(ref: LockRef, owner: string): PendingJoin | undefined {
     if (ref.kind !== 'mutex') return undefined
-    const watch = this.watches.get(this.layout.lockPrefix(ref.key))
-    if (watch === undefined || watch.localHolder?.owner !== owner) return undefined
-    watch.localHolder = undefined
-    const join = watch.joinOnRelease
-    watch.joinOnRelease = undefined
-    watch.joinSending = join?.req.owner
-    return join
+    return takeJoin(this.watches.get(this.layout.lockPrefix(ref.key)), owner)
   }
 
   /** The release txn carrying `owner`'s join has answered (or failed): its tries go on as usual. */
@@ -292,158 +218,23 @@ export class WatchHub {
   private watchOf(prefix: string, lockKey: string): SharedWatch {
     const existing = this.watches.get(prefix)
     if (existing !== undefined) return existing
-    const watcher = this.client.watch().inRange(prefixRange(prefix)).only('delete').watcher()
-    const watch: SharedWatch = {
-      lockKey,
-      watcher,
-      subscriptions: 0,
-      linger: undefined,
-      inFlight: 0,
-      predecessors: new Map(),
-      subscribedOwners: new Set(),
-      mutexRing: [],
-      mutexLine: [],
-      places: new FollowedPlaces(),
-      deletes: 0,
-      lastMissAt: Number.NEGATIVE_INFINITY,
-      localHolder: undefined,
-      joinOnRelease: undefined,
-      joinSending: undefined,
-      kindKeys: {
-        mutex: `${prefix}\u0000mutex`,
-        fair: `${prefix}\u0000fair`,
-        read: `${prefix}\u0000read`,
-        write: `${prefix}\u0000write`,
-        semaphore: `${prefix}\u0000semaphore`,
+    const dispatch = { notifier: this.notifier, layout: this.layout, nextInLine: this.nextInLine }
+    const watch = openSharedWatch(this.client, this.layout, prefix, lockKey, {
+      deleted: (w, kv) => dispatchDelete(dispatch, prefix, w, kv),
+      wakeAll: (w) => wakeAll(this.notifier, prefix, w),
+      failed: (w) => {
+        if (this.watches.get(prefix) === w) this.watches.delete(prefix)
       },
-      foreignPermits: this.layout.foreignRanges({ key: lockKey, kind: 'semaphore' }).length > 0,
-    }
-    // (Re)connected: a release may have happened before the watch was in place. Wake everyone once.
-    watcher.on('connected', () => {
-      // The first creation: deletes after this revision all come (a broken stream resumes after the last seen).
-      if (watcher.revision !== undefined) watch.places.watchFrom(BigInt(watcher.revision))
-      this.wakeAll(prefix, watch)
-    })
-    watcher.on('delete', (kv: EtcdKeyValue) => this.onDelete(prefix, watch, kv))
-    watcher.on('error', () => {
-      // etcd cancelled the watch (e.g. compaction): waiters fall back to timed retries; a new one starts later.
-      if (this.watches.get(prefix) === watch) this.watches.delete(prefix)
-      this.wakeAll(prefix, watch)
     })
     this.watches.set(prefix, watch)
     return watch
-  }
-
-  private onDelete(prefix: string, watch: SharedWatch, kv: EtcdKeyValue): void {
-    // Every process with a waiter of the name gets every delete: this path stays lean (one key string, no parse).
-    const key = kv.key.toString()
-    const { turned, next: nextUp } = watch.places.deleted(key, kv.mod_revision)
-    if (watch.localHolder?.key === key) {
-      // The local holder's key went without its release (a force release, its lease ran out): the head that waited
-      // for that release is woken below like any head without a place, and joins by itself.
-      watch.localHolder = undefined
-      watch.joinOnRelease = undefined
-    }
-    for (const owner of nextUp) this.nextInLine(watch.lockKey, owner)
-    if (watch.subscriptions === 0) {
-      // A lingering watch (nobody waits): the usual case of an uncontended lock seeing its own releases.
-      watch.deletes++
-      return
-    }
-    const kind = this.layout.kindOf(key, watch.lockKey, prefix)
-    if (kind === undefined) return
-    watch.deletes++
-    const wakes = watch.kindKeys
-    if (kind === 'semaphore') {
-      this.notifier.notify(wakes.semaphore)
-      return
-    }
-    // Local mutex waiters are interchangeable (a mutex is not fair): one try per process and release is enough;
-    // if it misses, the next release wakes the next waiter. Saves a herd of round trips per handoff.
-    const next = watch.mutexRing.shift()
-    if (next !== undefined) {
-      watch.mutexRing.push(next)
-      this.notifier.notify(next)
-    }
-    if (isExclusiveKind(kind)) this.notifier.notify(wakes.read)
-    // A delete event carries no value: in a layout where permits wait for another program's keys, it may be one.
-    if (watch.foreignPermits) this.notifier.notify(wakes.semaphore)
-    // A try in flight may not have recorded its predecessor yet: then every queued waiter checks again.
-    const unsure = watch.inFlight > 0
-    if (unsure || watch.predecessors.size === 0 || waitedFor(watch.predecessors, key)) {
-      this.notifier.notify(wakes.fair)
-      this.notifier.notify(wakes.write)
-    }
-    for (const owner of watch.subscribedOwners) this.wakeIfDue(prefix, watch, owner, key, turned, unsure)
-    // The mutex waiters behind the local head wait for their turn here, not for etcd.
-    const head = watch.mutexLine[0]
-    if (head !== undefined) this.wakeIfDue(prefix, watch, head, key, turned, unsure)
-  }
-
-  /** Wakes the queued waiter or local mutex head `owner` if the delete of `key` may have let it through. */
-  private wakeIfDue(
-    prefix: string,
-    watch: SharedWatch,
-    owner: string,
-    key: string,
-    turned: ReadonlySet<string>,
-    unsure: boolean,
-  ): void {
-    // The head waiting for the local holder's release is woken by that release.
-    if (owner === watch.joinOnRelease?.req.owner) return
-    if (watch.places.has(owner)) {
-      if (turned.has(owner)) this.notifier.notify(ownerKey(prefix, owner))
-      return
-    }
-    const before = watch.predecessors.get(owner)
-    if (unsure || before === undefined || before === key) this.notifier.notify(ownerKey(prefix, owner))
-  }
-
-  /** Takes `owner` out of the local mutex line; when it was the head, the next one is woken for its first try. */
-  private leaveLine(prefix: string, watch: SharedWatch, owner: string): void {
-    const at = watch.mutexLine.indexOf(owner)
-    if (at < 0) return
-    watch.mutexLine.splice(at, 1)
-    if (watch.joinOnRelease?.req.owner === owner) watch.joinOnRelease = undefined
-    watch.predecessors.delete(owner)
-    watch.places.forget(owner)
-    const next = watch.mutexLine[0]
-    if (at === 0 && next !== undefined) this.notifier.notify(ownerKey(prefix, next))
-  }
-
-  private wakeAll(prefix: string, watch: SharedWatch): void {
-    for (const kind of KINDS) this.notifier.notify(`${prefix}\u0000${kind}`)
-    for (const owner of watch.subscribedOwners) this.notifier.notify(ownerKey(prefix, owner))
-    const head = watch.mutexLine[0]
-    if (head !== undefined) this.notifier.notify(ownerKey(prefix, head))
-    for (const key of watch.mutexRing) this.notifier.notify(key)
   }
 
   private stop(prefix: string, watch: SharedWatch): void {
     clearTimeout(watch.linger)
     if (this.watches.get(prefix) !== watch) return
     this.watches.delete(prefix)
-    let timer: NodeJS.Timeout | undefined
-    const done = Promise.race([
-      watch.watcher.cancel().catch(() => undefined),
-      new Promise((resolve) => {
-        timer = setTimeout(resolve, CANCEL_WAIT_MS)
-        timer.unref()
-      }),
-    ]).finally(() => {
-      clearTimeout(timer)
-      this.cancelling.delete(done)
-    })
+    const done = cancelSharedWatch(watch).finally(() => this.cancelling.delete(done))
     this.cancelling.add(done)
   }
-}
-
-/** Whether some local queued waiter waits behind `key`. */
-function waitedFor(predecessors: ReadonlyMap<string, string>, key: string): boolean {
-  for (const before of predecessors.values()) if (before === key) return true
-  return false
-}
-
-function ownerKey(prefix: string, owner: string): string {
-  return `${prefix}\u0000queued\u0000${owner}`
 }

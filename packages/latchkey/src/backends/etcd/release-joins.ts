@@ -1,0 +1,63 @@
+/**
+ * Line joins on release: the head of this process's waiting mutex acquires of a name, behind a holder of the same
+ * process, waits for that holder's release instead of joining etcd's line by itself. The release txn puts its key
+ * in line too (`mutex-line.ts`, `releaseAndJoin`): one raft write and one call where the head's join and the
+ * release were two of each, and the head goes in line no later than it could hold the lock anyway.
+ */
+import type { AcquireRequest } from '../../backend/types.js'
+import type { OwnerLease } from './leases.js'
+import type { SharedWatch } from './shared-watch.js'
+
+/** A mutex held in this process: its owner, key and lease. */
+export interface LocalHolder {
+  readonly owner: string
+  readonly key: string
+  readonly lease: OwnerLease
+}
+
+/** A head's try that waits for the local holder's release to put its key in line (its request and deadline). */
+export interface PendingJoin {
+  readonly req: AcquireRequest
+  readonly until: number
+}
+
+/**
+ * Whether the head `req` waits for the release of the local holder (still alive by `alive`) to join; false (join
+ * now) when no local holder is known, or `req` is not the head.
+ */
+export function joinOnRelease(
+  watch: SharedWatch | undefined,
+  req: AcquireRequest,
+  until: number,
+  alive: (lease: OwnerLease) => boolean,
+): boolean {
+  // Its key is on its way in: a join of its own would put a second one in line.
+  if (watch?.joinSending === req.owner) return true
+  const holder = watch?.localHolder
+  if (watch === undefined || holder === undefined || watch.mutexLine[0] !== req.owner) return false
+  if (holder.owner === req.owner || !alive(holder.lease)) {
+    watch.localHolder = undefined
+    return false
+  }
+  watch.joinOnRelease = { req, until }
+  return true
+}
+
+/** `owner` releases the mutex: the head waiting to join with its release, if any, is handed over (once). */
+export function takeJoin(watch: SharedWatch | undefined, owner: string): PendingJoin | undefined {
+  if (watch === undefined || watch.localHolder?.owner !== owner) return undefined
+  watch.localHolder = undefined
+  const join = watch.joinOnRelease
+  watch.joinOnRelease = undefined
+  watch.joinSending = join?.req.owner
+  return join
+}
+
+/** The local holder's key `key` was deleted: if it went without its release, nobody joins with that release. */
+export function holderKeyGone(watch: SharedWatch, key: string): void {
+  if (watch.localHolder?.key !== key) return
+  // The local holder's key went without its release (a force release, its lease ran out): the head that waited
+  // for that release is woken by the delete (delete-dispatch.ts) like any head without a place, and joins by itself.
+  watch.localHolder = undefined
+  watch.joinOnRelease = undefined
+}
