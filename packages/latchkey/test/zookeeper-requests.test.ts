@@ -1,8 +1,8 @@
 /**
  * What the ZooKeeper backend sends per lock, counted on its client's request queue (pings excluded): an
  * uncontended mutex costs what Curator's InterProcessMutex costs (create, list, delete); a waiter's watch on the
- * node ahead fires on its deletion only; a waiter woken by the only node ahead going is granted with no request; a
- * woken waiter that must write its lease lists first, so the grant never waits for that write to commit.
+ * node ahead fires on its deletion only; a woken waiter lists before it writes its lease, so the grant never
+ * waits for that write to commit.
  */
 import { randomUUID } from 'node:crypto'
 import type zookeeper from 'node-zookeeper-client'
@@ -10,9 +10,37 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { zookeeperBackend } from '../src/backends/zookeeper/index.js'
 import { createLocks } from '../src/core/locks.js'
 import { eventually } from './support/eventually.js'
-import { asZkClient, childrenOf, cleanupNamespace, rawClient, recordedClient, zkUrl } from './support/zookeeper-env.js'
+import { asZkClient, cleanupNamespace, rawClient, zkUrl } from './support/zookeeper-env.js'
 
 const namespace = `lkq-${randomUUID().slice(0, 8)}`
+const PING = 11
+/** Op codes: create, delete, exists, getData, setData, getChildren2, create2. */
+const NAMES: Record<number, string> = {
+  1: 'create',
+  2: 'delete',
+  3: 'exists',
+  4: 'getData',
+  5: 'setData',
+  12: 'getChildren',
+  15: 'create2',
+}
+
+/** A raw client whose requests are recorded by name, in the order they are queued. */
+async function recordedClient(): Promise<{ client: zookeeper.Client; sent: string[] }> {
+  const client = await rawClient(zkUrl())
+  const sent: string[] = []
+  const manager = (client as unknown as { connectionManager: { queue(r: unknown, cb: unknown): unknown } })
+    .connectionManager
+  const queue = manager.queue.bind(manager)
+  manager.queue = (request: unknown, cb: unknown) => {
+    const header = (request as { header?: { type?: number; wireType?: number } | null }).header
+    const type = header?.wireType ?? header?.type
+    if (type !== undefined && type !== PING) sent.push(NAMES[type] ?? `op${type}`)
+    return queue(request, cb)
+  }
+  return { client, sent }
+}
+
 const clients: zookeeper.Client[] = []
 afterAll(async () => {
   for (const c of clients) c.close()
@@ -34,7 +62,7 @@ describe('zookeeper: requests per lock', () => {
     await locks.close()
   })
 
-  it('a waiter sleeps through the renewals ahead; woken by the one node ahead going, it is granted with no request', async () => {
+  it('a waiter sleeps through the renewals ahead; woken, it is granted on its listing with no write', async () => {
     const holder = await recordedClient()
     const waiter = await recordedClient()
     clients.push(holder.client, waiter.client)
@@ -44,10 +72,10 @@ describe('zookeeper: requests per lock', () => {
     const first = await a.mutex('handoff').acquire()
     const askedAt = Date.now()
     const waiting = b.mutex('handoff').acquire({ waitMs: 10_000 })
-    // In line: its node created with its lease, the holder's lease read, a deletion watch on its own node, then one
-    // on the node ahead (each a getChildren on the node). Its own lease is young, so it keeps it (no write).
-    await eventually('the waiter watches the holder', () => waiter.sent.length >= 5)
-    expect(waiter.sent).toEqual(['create2', 'getChildren', 'getData', 'getChildren', 'getChildren'])
+    // In line: its node created with its lease, the holder's lease read, a watch on the node ahead (for its deletion
+    // only: a getChildren on it). Its own lease is young, so it keeps it (no write).
+    await eventually('the waiter watches the holder', () => waiter.sent.length >= 4)
+    expect(waiter.sent).toEqual(['create2', 'getChildren', 'getData', 'getChildren'])
     waiter.sent.length = 0
     // The holder renewing (a write to its node) does not fire that watch: the waiter sends nothing.
     // One read on the waiter's own session after that write: ZooKeeper delivers a session's watch events and replies
@@ -60,9 +88,8 @@ describe('zookeeper: requests per lock', () => {
     await first.release()
     const second = await waiting
     expect(second.token).toBeGreaterThan(first.token)
-    // The deletion of the only node ahead decided the grant, on the lease of its create: nothing listed or written
-    // (its own node's watch, armed before, is the holder's guard)...
-    expect(waiter.sent).toEqual([])
+    // The listing alone decided the grant, on the lease of its create: nothing written...
+    expect(waiter.sent).toEqual(['getChildren'])
     // ...and that lease is timed from the create, sent after `askedAt`, not from the grant.
     expect(second.expiresAt).toBeLessThanOrEqual(askedAt + 30_000 + 1_000)
     await second.release()
@@ -80,7 +107,7 @@ describe('zookeeper: requests per lock', () => {
     // A third of its 900 ms TTL after its create, the waiter's node gives up the lease it was created with: a node
     // that waits holds no lease old enough to be judged expired once it is first.
     await eventually('the waiter empties its old lease', () => waiter.sent.includes('setData'))
-    expect(waiter.sent).toEqual(['create2', 'getChildren', 'getData', 'getChildren', 'getChildren', 'setData'])
+    expect(waiter.sent).toEqual(['create2', 'getChildren', 'getData', 'getChildren', 'setData'])
     waiter.sent.length = 0
     await first.release()
     const second = await waiting
@@ -88,35 +115,6 @@ describe('zookeeper: requests per lock', () => {
     // Woken without a lease: the listing decides, the lease write follows it on the session.
     expect(waiter.sent.slice(0, 2)).toEqual(['getChildren', 'setData'])
     await second.release()
-    await a.close()
-    await b.close()
-  })
-
-  it('on a line it just waited for, a create lists without the lock node watch; granted at once, the holder watches its own node', async () => {
-    const recorded = await recordedClient()
-    const raw = await rawClient(zkUrl())
-    clients.push(recorded.client, raw)
-    const a = createLocks({ backend: zookeeperBackend({ connectString: zkUrl() }), namespace })
-    const backend = zookeeperBackend({ client: asZkClient(recorded.client) })
-    const b = createLocks({ backend, namespace, ttlMs: 30_000 })
-    const first = await a.mutex('busy').acquire()
-    const waiting = b.mutex('busy').acquire({ waitMs: 10_000 })
-    await eventually('the waiter watches the holder', () => recorded.sent.length >= 5)
-    await first.release()
-    await (await waiting).release()
-    recorded.sent.length = 0
-    // Uncontended now, but it waited here a moment ago: the listing sets no watch on the lock node, so the holder
-    // guards its lease with a deletion watch on its own node.
-    const lease = await b.mutex('busy').acquire()
-    await eventually('the holder watches its own node', () => recorded.sent.length >= 3)
-    expect(recorded.sent).toEqual(['create2', 'getChildren', 'getChildren'])
-    // That watch tells it when its node is deleted behind its back.
-    const parent = backend.lockPath({ key: `${namespace}:busy`, kind: 'mutex' })
-    const [node] = await childrenOf(raw, parent)
-    await new Promise<void>((resolve, reject) =>
-      raw.remove(`${parent}/${node}`, -1, (error) => (error ? reject(error) : resolve())),
-    )
-    await eventually('the holder is told', () => lease.signal.aborted)
     await a.close()
     await b.close()
   })

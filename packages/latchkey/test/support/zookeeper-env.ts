@@ -62,31 +62,3 @@ export async function cleanupNamespace(connectString: string, namespace: string,
     client.close()
   }
 }
-
-const PING = 11
-/** Op codes: create, delete, exists, getData, setData, getChildren2, create2. */
-const NAMES: Record<number, string> = {
-  1: 'create',
-  2: 'delete',
-  3: 'exists',
-  4: 'getData',
-  5: 'setData',
-  12: 'getChildren',
-  15: 'create2',
-}
-
-/** A raw client whose requests are recorded by name, in the order they are queued. */
-export async function recordedClient(): Promise<{ client: zookeeper.Client; sent: string[] }> {
-  const client = await rawClient(zkUrl())
-  const sent: string[] = []
-  const manager = (client as unknown as { connectionManager: { queue(r: unknown, cb: unknown): unknown } })
-    .connectionManager
-  const queue = manager.queue.bind(manager)
-  manager.queue = (request: unknown, cb: unknown) => {
-    const header = (request as { header?: { type?: number; wireType?: number } | null }).header
-    const type = header?.wireType ?? header?.type
-    if (type !== undefined && type !== PING) sent.push(NAMES[type] ?? `op${type}`)
-    return queue(request, cb)
-  }
-  return { client, sent }
-}

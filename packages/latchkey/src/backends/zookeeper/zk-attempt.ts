@@ -3,14 +3,12 @@
  * the holders' leases, keep the place in line and watch the node ahead. Never waits for a release.
  */
 import type { AcquireRequest, AcquireResult } from '../../backend/types.js'
-import type { ZkBusyLines } from './zk-busy-lines.js'
 import { readLong, type ZkStat } from './zk-client.js'
 import type { ZkConnection } from './zk-connection.js'
-import { type CreatedLease, leaseLost, NO_NODE, nameOf, type OwnerEntry } from './zk-entry.js'
-import { aheadOf, clearFirstInLine, guardFirstInLine, knownFirst } from './zk-first-in-line.js'
+import { type CreatedLease, leaseLost, NO_NODE, type OwnerEntry } from './zk-entry.js'
 import { checkHolders } from './zk-holders.js'
 import { createNode, listArmingParent, listChildren, statOf, writeLease } from './zk-node-ops.js'
-import { agreeingLine, type LockNode, lineOf, standingOf } from './zk-nodes.js'
+import { agreeingLine, lineOf, standingOf } from './zk-nodes.js'
 import { DELETED, type WatchHub, watchNodes } from './zk-watch.js'
 import { keepYoungLease, stopEmptyTimer, youngLease } from './zk-young-lease.js'
 
@@ -22,10 +20,6 @@ export interface AttemptDeps {
   drop(entry: OwnerEntry): Promise<void>
   /** Schedules the deletion of a lock's node directory that may now be empty (see `ZkParents.emptied`). */
   emptied(path: string): void
-  /** Locks this backend recently waited for (zk-busy-lines.ts). */
-  readonly lines: ZkBusyLines
-  /** Whether a node in line is one of this backend's (its release may tell a waiter behind it: zk-first-in-line.ts). */
-  ours(node: LockNode): boolean
 }
 
 /** Tries once (a few rounds when the line changes under us); see the module comment. */
@@ -43,11 +37,7 @@ export async function attempt(entry: OwnerEntry, request: AcquireRequest, deps: 
     let children: string[]
     const node = entry.node
     if (node.is === 'none' || node.is === 'unsure') {
-      // On a busy line the listing sets no child watch on the lock node (zk-busy-lines.ts).
-      const hub = deps.lines.busy(entry.parent) ? undefined : deps.hub
-      // A watch an earlier listing of this entry set no longer stands for the line after this create.
-      if (hub === undefined && entry.parentWatch === 'armed') entry.parentWatch = 'fired'
-      const created = await createNode(entry, request.ttlMs, (p) => deps.ensureParent(entry.conn, p), hub)
+      const created = await createNode(entry, request.ttlMs, (p) => deps.ensureParent(entry.conn, p), deps.hub)
       ;({ children, fresh, stat: createdStat } = created)
     } else {
       // Woken by our watch, it is most likely our turn: keep the young lease of our create, or else start the
@@ -60,25 +50,18 @@ export async function attempt(entry: OwnerEntry, request: AcquireRequest, deps: 
         if (woken) fromCreate = youngLease(entry, node, request.ttlMs)
         // Kept now, it must not be emptied under the grant (re-armed below if the listing says wait).
         if (fromCreate !== undefined) stopEmptyTimer(node)
-        // Woken by the deletion of the last node ahead, with our own node standing then: first in line, granted
-        // on the young lease with no request at all (zk-first-in-line.ts).
-        const first = fromCreate !== undefined && node.czxid !== undefined && (await knownFirst(node))
-        clearFirstInLine(node)
-        if (first && entry.node === node && fromCreate !== undefined && node.czxid !== undefined) {
-          return grantOnCreate(entry, request, node.czxid, fromCreate)
-        }
       }
       if (fromCreate !== undefined) {
         // Still holding the young lease of its create (zk-young-lease.ts): the listing alone decides, and re-arms
         // the lock node's child watch as below.
-        children = await listForGrant(entry, deps.hub)
+        children = await listArmingParent(entry, deps.hub)
       } else if (woken && node.is === 'waiting' && node.czxid !== undefined && !node.dataLeased) {
         // The token is known from the create: the listing goes first and decides alone, the lease write follows
         // it on the session (a read queued behind a write would wait for the write's commit).
         leaseFrom = entry.conn.serverNow()
         // The listing re-arms the lock node's child watch: granted on it, the holder needs no watch of its own
         // until the line changes (`OwnerEntry.parentWatch`).
-        const listed = listForGrant(entry, deps.hub)
+        const listed = listArmingParent(entry, deps.hub)
         leased = writeLease(entry, request.ttlMs)
         leased.catch(() => undefined)
         children = await listed
@@ -128,34 +111,12 @@ export async function attempt(entry: OwnerEntry, request: AcquireRequest, deps: 
     if (ours.is === 'waiting' && ours.dataLeased && !keepYoungLease(entry, ours, request.ttlMs)) {
       if ((await writeLease(entry, undefined)) === undefined) continue
     }
-    const waiting = entry.node.is === 'waiting' ? entry.node : undefined
-    if (waiting !== undefined) waiting.wakeOnChange = standing.wakeOnChange
-    // Right behind a node whose deletion can tell us we are first: our own node's deletion watch goes out first, so
-    // that this deletion can grant us with no listing (zk-first-in-line.ts); it stays armed as the holder's guard.
-    // Elsewhere the woken listing re-arms the lock node's child watch for the holder instead (one request less).
-    const ahead = waiting === undefined ? undefined : aheadOf(request.kind, line, index, deps.ours)
-    const guard =
-      waiting === undefined || ahead === undefined ? undefined : guardFirstInLine(entry, waiting, ahead, deps.hub)
-    guard?.catch(() => undefined)
+    if (entry.node.is === 'waiting') entry.node.wakeOnChange = standing.wakeOnChange
     // Only a semaphore waiter behind a waiting predecessor needs that node's data changes (its permit write).
     if (await watchNodes(entry, standing.watch, deps.hub, entry.parent, !standing.wakeOnChange)) continue
-    if (guard !== undefined && (await guard)) continue
-    deps.lines.waited(entry.parent)
     return { acquired: false, retryAfterMs }
   }
   return { acquired: false, retryAfterMs: retryAfterMs ?? 1 }
-}
-
-/**
- * A woken waiter's listing. With its own node's deletion watch armed (zk-first-in-line.ts), that watch guards the
- * lease it may be granted on, and the listing sets no child watch on the lock node: such a watch fires on every
- * change of a busy line, at every session that set it. Otherwise the listing re-arms it, for the holder to rely on.
- */
-function listForGrant(entry: OwnerEntry, hub: WatchHub): Promise<string[]> {
-  const name = nameOf(entry)
-  return name !== undefined && entry.watching.has(name)
-    ? listChildren(entry.conn, entry.parent)
-    : listArmingParent(entry, hub)
 }
 
 /**

@@ -31,16 +31,6 @@ export type NodeState =
       wakeOnChange: boolean
       /** A watch woke us since the last try (so the next try is likely to be granted). */
       woken: boolean
-      /**
-       * The node right ahead of ours at our last listing, while our own node's deletion watch is armed, when its
-       * deletion can make us first in line with no listing: it stood alone ahead (`alone`), or it is a node of this
-       * backend that may be released as a holder (zk-first-in-line.ts). Undefined when neither holds.
-       */
-      ahead?: { readonly name: string; readonly alone: boolean } | undefined
-      /** Set by the deletion of `ahead` that makes our node first in line (see zk-first-in-line.ts). */
-      first?: boolean | undefined
-      /** The deletion watch on our own node set with `ahead`: resolves true when our node was already gone. */
-      guard?: Promise<boolean> | undefined
       /** The node's czxid (its fencing token), when its create answered with its stat (CREATE2). */
       readonly czxid?: Buffer | undefined
       /** The lease the node was created with, when its create answered with its stat (see {@link CreatedLease}). */

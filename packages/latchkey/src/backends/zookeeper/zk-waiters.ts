@@ -5,7 +5,6 @@
  */
 import { ZK, type ZkEvent } from './zk-client.js'
 import { leaseLost, type OwnerEntry } from './zk-entry.js'
-import { clearFirstInLine, firstAfterDeletion } from './zk-first-in-line.js'
 import { ZkSubscription } from './zk-subscription.js'
 import { DELETED, guardLease, type WatchHub, watchNodes } from './zk-watch.js'
 
@@ -13,11 +12,6 @@ export class ZkWaiters {
   private readonly unbound: ZkSubscription[] = []
   private readonly bound = new Map<string, ZkSubscription>()
   private readonly watched = new Map<string, Set<OwnerEntry>>()
-  /**
-   * Paths of exclusive holders' nodes this backend is deleting in `release`, until the delete answers: their deletion
-   * events (which reach this session before that answer) tell the waiter right behind that it is first.
-   */
-  readonly releasing = new Set<string>()
   readonly hub: WatchHub = {
     watcher: (event) => this.onWatch(event),
     arm: (path, entry) => {
@@ -105,14 +99,6 @@ export class ZkWaiters {
         // A holder watches only its own node (see `watchLease`); older waiting-time watches are stale.
         if (event.path === `${entry.parent}/${node.name}`) this.ownNodeEvent(entry, event, name)
         continue
-      }
-      if (node.is === 'waiting' && node.ahead !== undefined && event.type === ZK.NODE_DELETED) {
-        // Our own node's deletion, or the node ahead (zk-first-in-line.ts): in event order, so our node's deletion
-        // before the other's clears the mark first.
-        if (name === node.name) clearFirstInLine(node)
-        else if (event.path === `${entry.parent}/${name}`) {
-          node.first = firstAfterDeletion(node, name, (path) => this.releasing.has(path), event.path)
-        }
       }
       if (event.type === ZK.NODE_DATA_CHANGED && node.is === 'waiting' && !node.wakeOnChange) {
         // The node ahead only started or renewed its lease: watch it again and stay asleep (no spurious wake).

@@ -10,7 +10,6 @@ import type {
   RenewRequest,
 } from '../../backend/types.js'
 import { type AttemptDeps, attempt, keeps } from './zk-attempt.js'
-import { ZkBusyLines } from './zk-busy-lines.js'
 import { readLong, type ZkClient } from './zk-client.js'
 import type { ConnectionState, ZkConnection } from './zk-connection.js'
 import { attemptCuratorSemaphore } from './zk-curator-semaphore.js'
@@ -54,9 +53,6 @@ const CAPABILITIES = defineCapabilities({
   list: true,
 })
 
-/** Kinds whose holder is the first node of its line. */
-const EXCLUSIVE_KINDS = new Set(['mutex', 'fair', 'write'])
-
 /** Curator's paths are the lock keys themselves, nested at each `/`: no flat list of names to read. */
 const CURATOR_CAPABILITIES = defineCapabilities({ ...CAPABILITIES, list: false })
 
@@ -80,8 +76,6 @@ export class ZookeeperBackend extends BackendBase {
     hub: this.waiters.hub,
     drop: (entry) => this.drop(entry),
     emptied: (path) => this.parents.emptied(path),
-    ours: (node) => node.foreign !== true && this.owners.has(node.owner),
-    lines: new ZkBusyLines(),
   }
 
   constructor(private readonly settings: ZookeeperSettings) {
@@ -141,16 +135,9 @@ export class ZookeeperBackend extends BackendBase {
     if (entry === undefined) return false
     this.owners.delete(entry.owner)
     if (!entry.conn.alive) return false
-    const path = `${entry.parent}/${entry.node.name}`
-    // An exclusive holder's deletion tells a waiter of ours right behind it that it is first (zk-first-in-line.ts).
-    const exclusive = EXCLUSIVE_KINDS.has(entry.kind)
-    if (exclusive) this.waiters.releasing.add(path)
-    try {
-      return await removeQuietly(entry.conn, path)
-    } finally {
-      if (exclusive) this.waiters.releasing.delete(path)
-      this.parents.emptied(entry.parent)
-    }
+    const removed = await removeQuietly(entry.conn, `${entry.parent}/${entry.node.name}`)
+    this.parents.emptied(entry.parent)
+    return removed
   }
 
   override async leaveQueue(request: HolderRef): Promise<void> {
