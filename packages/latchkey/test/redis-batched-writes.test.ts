@@ -1,6 +1,6 @@
 /**
  * The Redis backend on an ioredis client writes the commands one turn of the event loop sends while others are in
- * flight in one socket write (batched-writes.ts), and a lone command at once, on the shared server.
+ * flight in few socket writes (batched-writes.ts: batches of at most 8), and a lone command at once, on the shared server.
  */
 import { randomUUID } from 'node:crypto'
 import { afterAll, describe, expect, it } from 'vitest'
@@ -37,7 +37,7 @@ async function socketWrites(own: ReturnType<typeof ioredisClient>, run: () => Pr
 }
 
 describe('the Redis backend on ioredis, socket writes', () => {
-  it('50 uncontended locks taken in one turn leave in two writes, their 50 releases in one, and all are granted and released', async () => {
+  it('50 uncontended locks taken in one turn leave in batches of at most 8 commands, their releases too, and all are granted and released', async () => {
     const own = ioredisClient()
     await own.ping()
     const backend = redisBackend({ client: own })
@@ -46,20 +46,23 @@ describe('the Redis backend on ioredis, socket writes', () => {
     try {
       const names = Array.from({ length: 50 }, (_, i) => `k${i}`)
       let leases: Awaited<ReturnType<ReturnType<typeof locks.mutex>['acquire']>>[] = []
-      // The first is written at once (nothing in flight), the other 49 together.
+      // The first is written at once (nothing in flight), the other 49 in batches of 8 (each followed by one written
+      // alone as the batch is let go) and what is left at the end of the turn: 12 writes. Unbatched: 50; whole turns: 2.
       const acquireWrites = await socketWrites(own, async () => {
         leases = await Promise.all(names.map((n) => locks.mutex(n).acquire({ waitMs: 0 })))
       })
-      expect(acquireWrites).toBe(2)
+      expect(acquireWrites).toBeGreaterThanOrEqual(7)
+      expect(acquireWrites).toBeLessThanOrEqual(13)
       const tokens = new Set(leases.map((l) => l.token))
       expect(tokens.size).toBe(50)
       const releaseWrites = await socketWrites(own, async () => {
-        // Released while one command is in flight, so all 50 are batched.
+        // Released while one command is in flight, so all 50 are batched (the PING is one more write).
         const slow = own.ping()
         await Promise.all(leases.map((l) => l.release()))
         await slow
       })
-      expect(releaseWrites).toBe(2)
+      expect(releaseWrites).toBeGreaterThanOrEqual(8)
+      expect(releaseWrites).toBeLessThanOrEqual(13)
       // Only the fencing counters stay (they outlive the locks).
       expect((await client.keys(`latchkey:{${prefix}*`)).filter((k) => !k.endsWith(':fence'))).toEqual([])
     } finally {
