@@ -36,8 +36,9 @@ import {
 export interface RedisBackendOptions {
   /**
    * An ioredis client, or a connected node-redis client. Never closed by the backend. On an ioredis client, a
-   * command the backend sends while others are unanswered corks the socket until the next tick, so the commands of
-   * one turn of the event loop (the app's own included) leave in one write (batched-writes.ts).
+   * command the backend sends while others are unanswered corks the socket until the next tick or the eighth
+   * command, so the commands of one turn of the event loop (the app's own included) leave in few writes
+   * (batched-writes.ts).
    */
   client: RedisClientLike
   /** `latchkey` (default) or `redisson`: Redisson RLock's key, hash field, channel and unlock message. */
