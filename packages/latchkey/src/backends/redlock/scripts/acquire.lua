@@ -14,13 +14,8 @@ if v == ARGV[1] then
 end
 if v then
   if ARGV[3] then
-    local t = redis.call('TIME')
-    local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-    redis.call('ZADD', KEYS[2], 'NX', ARGV[3], ARGV[1])
-    redis.call('HSET', KEYS[3], ARGV[1], (now + tonumber(ARGV[4])) .. ' ' .. ARGV[2])
-    -- Every entry expires before this, so the line's keys never outlive their last waiter by more than one place.
-    redis.call('PEXPIRE', KEYS[2], ARGV[4])
-    redis.call('PEXPIRE', KEYS[3], ARGV[4])
+    local place_owner, place_ticket, place_ttl, place_ms = ARGV[1], ARGV[3], ARGV[2], ARGV[4]
+--#include take-place.lua
   end
   return {0, redis.call('PTTL', KEYS[1]), v}
 end

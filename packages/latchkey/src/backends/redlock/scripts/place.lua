@@ -3,10 +3,6 @@
 -- KEYS: the lock's key (unused), its line (zset owner -> ticket), their expiries (hash owner -> "expiresAtMs ttlMs").
 -- ARGV: owner, ttlMs, ticket (the same on every node), how long the place lasts unless a round renews it.
 -- Reply: 1.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZADD', KEYS[2], 'NX', ARGV[3], ARGV[1])
-redis.call('HSET', KEYS[3], ARGV[1], (now + tonumber(ARGV[4])) .. ' ' .. ARGV[2])
-redis.call('PEXPIRE', KEYS[2], ARGV[4])
-redis.call('PEXPIRE', KEYS[3], ARGV[4])
+local place_owner, place_ticket, place_ttl, place_ms = ARGV[1], ARGV[3], ARGV[2], ARGV[4]
+--#include take-place.lua
 return 1

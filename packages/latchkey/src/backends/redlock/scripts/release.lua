@@ -16,12 +16,8 @@ if handoff then
   redis.call('HDEL', KEYS[3], ARGV[1])
 end
 if ARGV[3] == 't' and ARGV[6] then
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  redis.call('ZADD', KEYS[2], 'NX', ARGV[7], ARGV[6])
-  redis.call('HSET', KEYS[3], ARGV[6], (now + tonumber(ARGV[8])) .. ' ' .. ARGV[5])
-  redis.call('PEXPIRE', KEYS[2], ARGV[8])
-  redis.call('PEXPIRE', KEYS[3], ARGV[8])
+  local place_owner, place_ticket, place_ttl, place_ms = ARGV[6], ARGV[7], ARGV[5], ARGV[8]
+--#include take-place.lua
 end
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 if not ARGV[2] then
