@@ -8,7 +8,7 @@
  *   npx tsx bench/redis-uncontended.ts [rounds] [windowMs] [concurrency...]     (defaults 21 250 1 50)
  *
  * BEFORE_DIST=<another build's dist directory> adds that build as a contender (before/after a change, same run);
- * REDISSON=1 adds the Redisson layout; LAYERS=1 adds latchkey's backend driven directly (tryAcquire + release of
+ * REDLOCK=0 drops redlock 5.0-beta (the best peer at concurrency 1 in the matrix). REDISSON=1 adds the Redisson layout; LAYERS=1 adds latchkey's backend driven directly (tryAcquire + release of
  * the backend contract, no core), so the core's share of the client CPU is the difference; PROTO=1 adds latchkey with
  * its uncontended mutex kept as a string key (lib/string-mutex-prototype.ts: a measurement of that layout, not
  * shippable). `fenced floor` is the least any fenced, owner-checked Redis lock sends: one script that takes a token
@@ -132,6 +132,8 @@ const contenders: Record<string, Contender> = {
   latchkey: latchkey('latchkey'),
   'redis-semaphore': openPeer('redis-semaphore', server.url, `${ns}-sem`, 10_000),
 }
+// redlock 5.0-beta: the best peer at concurrency 1 in the matrix (no fencing token; one SET NX PX, a script to release).
+if (process.env.REDLOCK !== '0') contenders['redlock 5.0-beta'] = openPeer('redlock5', server.url, `${ns}-rl5`, 10_000)
 if (process.env.LAYERS === '1') contenders['latchkey backend, no core'] = backendOnly()
 if (process.env.PROTO === '1') contenders['latchkey, string-key prototype'] = stringPrototype()
 if (process.env.REDISSON === '1') contenders['latchkey redisson layout'] = latchkey('redisson')

@@ -36,14 +36,32 @@ async function socketWrites(own: ReturnType<typeof ioredisClient>, run: () => Pr
   return writes
 }
 
+/**
+ * Runs `test` with locks on a backend of its own ioredis client (connected first, so its socket exists), then closes
+ * them and removes the keys it left (the fencing counters).
+ */
+async function withOwnClient(
+  test: (own: ReturnType<typeof ioredisClient>, locks: ReturnType<typeof createLocks>, prefix: string) => Promise<void>,
+): Promise<void> {
+  const own = ioredisClient()
+  await own.ping()
+  const backend = redisBackend({ client: own })
+  const prefix = `batched-writes-${randomUUID()}`
+  const locks = createLocks({ backend, namespace: prefix, ttlMs: 10_000 })
+  try {
+    await test(own, locks, prefix)
+  } finally {
+    await locks.close()
+    await backend.close()
+    const keys = await client.keys(`latchkey:{${prefix}*`)
+    if (keys.length > 0) await client.del(...keys)
+    await own.quit()
+  }
+}
+
 describe('the Redis backend on ioredis, socket writes', () => {
   it('50 uncontended locks taken in one turn leave in batches of at most 8 commands, their releases too, and all are granted and released', async () => {
-    const own = ioredisClient()
-    await own.ping()
-    const backend = redisBackend({ client: own })
-    const prefix = `batched-writes-${randomUUID()}`
-    const locks = createLocks({ backend, namespace: prefix, ttlMs: 10_000 })
-    try {
+    await withOwnClient(async (own, locks, prefix) => {
       const names = Array.from({ length: 50 }, (_, i) => `k${i}`)
       let leases: Awaited<ReturnType<ReturnType<typeof locks.mutex>['acquire']>>[] = []
       // The first is written at once (nothing in flight), the other 49 in batches of 8 (each followed by one written
@@ -65,22 +83,11 @@ describe('the Redis backend on ioredis, socket writes', () => {
       expect(releaseWrites).toBeLessThanOrEqual(13)
       // Only the fencing counters stay (they outlive the locks).
       expect((await client.keys(`latchkey:{${prefix}*`)).filter((k) => !k.endsWith(':fence'))).toEqual([])
-    } finally {
-      await locks.close()
-      await backend.close()
-      const keys = await client.keys(`latchkey:{${prefix}*`)
-      if (keys.length > 0) await client.del(...keys)
-      await own.quit()
-    }
+    })
   })
 
   it('a lone command, nothing in flight, is written at once (not held back to the next tick)', async () => {
-    const own = ioredisClient()
-    await own.ping()
-    const backend = redisBackend({ client: own })
-    const prefix = `batched-writes-${randomUUID()}`
-    const locks = createLocks({ backend, namespace: prefix, ttlMs: 10_000 })
-    try {
+    await withOwnClient(async (own, locks) => {
       let writtenSync = 0
       await socketWrites(own, async () => {
         const stream = own.stream as unknown as { writableLength: number; writableCorked: number }
@@ -100,12 +107,6 @@ describe('the Redis backend on ioredis, socket writes', () => {
         await lease.release()
       })
       expect(writtenSync).toBe(0)
-    } finally {
-      await locks.close()
-      await backend.close()
-      const keys = await client.keys(`latchkey:{${prefix}*`)
-      if (keys.length > 0) await client.del(...keys)
-      await own.quit()
-    }
+    })
   })
 })

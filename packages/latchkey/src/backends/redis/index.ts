@@ -5,7 +5,8 @@ import { latchkeyLayout, type RedisLayoutName, redissonLayout } from './key-layo
 import { crc16, keySlot } from './key-slot.js'
 import { evalScript, type LuaScript, luaScript, readLuaFile } from './lua-script.js'
 import { openRedisBackend } from './open-redis.js'
-import { RedisBackend, type RedisBackendOptions, WATCH_TTL_MS } from './redis-backend.js'
+import { RedisBackend, WATCH_TTL_MS } from './redis-backend.js'
+import type { RedisBackendOptions } from './redis-backend-options.js'
 
 export {
   crc16,

@@ -9,7 +9,8 @@ import { shownUrl } from '../../backend/url-parts.js'
 import { BackendUnavailableError, UnsupportedError } from '../../errors.js'
 import { redactText } from '../../redact-url.js'
 import type { RedisClientLike } from './client-adapter.js'
-import { RedisBackend, type RedisBackendOptions } from './redis-backend.js'
+import { RedisBackend } from './redis-backend.js'
+import type { RedisBackendOptions } from './redis-backend-options.js'
 import { parseRedisUrl, type RedisUrl } from './redis-url.js'
 
 class OwningRedisBackend extends RedisBackend {

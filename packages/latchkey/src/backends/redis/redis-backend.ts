@@ -15,15 +15,17 @@ import type {
   ReleaseSubscription,
   RenewRequest,
 } from '../../backend/types.js'
-import { BackendUnavailableError, isLockError } from '../../errors.js'
-import { adaptClient, isNoScript, isReplyError, type RedisClientLike, type RedisCommander } from './client-adapter.js'
+import { adaptClient, type RedisCommander } from './client-adapter.js'
 import { CommandDeadlines } from './command-deadlines.js'
-import { KeyCache, type KeyLayout, layoutNamed, type RedisLayoutName } from './key-layout.js'
+import { KeyCache, type KeyLayout, layoutNamed } from './key-layout.js'
 import type { LuaScript } from './lua-script.js'
 import { RecentContention } from './recent-contention.js'
+import type { RedisBackendOptions } from './redis-backend-options.js'
 import { holdersFrom, lockKeysFromScan, waitersFrom } from './redis-inspect.js'
 import { ReleaseNotifier } from './release-notifier.js'
 import type { RedisReleaseSubscription } from './release-subscription.js'
+import { type ReplicaWait, waitForReplicas } from './replica-wait.js'
+import { ScriptCalls } from './script-calls.js'
 import {
   type AcquireReply,
   DEFAULT_FENCE_IDLE_MS,
@@ -32,46 +34,8 @@ import {
   scriptsFor,
 } from './scripts/index.js'
 
-/** Options of {@link redisBackend}. */
-export interface RedisBackendOptions {
-  /**
-   * An ioredis client, or a connected node-redis client. Never closed by the backend. On an ioredis client, a
-   * command the backend sends while others are unanswered corks the socket until the next tick or the eighth
-   * command, so the commands of one turn of the event loop (the app's own included) leave in few writes
-   * (batched-writes.ts).
-   */
-  client: RedisClientLike
-  /** `latchkey` (default) or `redisson`: Redisson RLock's key, hash field, channel and unlock message. */
-  layout?: RedisLayoutName
-  /**
-   * After each lock write (grant, renewal), `WAIT` until `replicas` replicas acknowledged it or `timeoutMs`
-   * passed, as Redisson does since it deprecated RedLock. Fewer acknowledgements: the grant is undone and
-   * the call fails with the retryable `BackendUnavailableError`. Limits: WAIT narrows the window in which a
-   * failover loses a lock but does not close it (replication stays asynchronous; a replica may acknowledge
-   * and still not be the one promoted, and a lock can be lost before WAIT returns); WAIT blocks the client's
-   * connection, so give the backend a client of its own; with a Cluster client WAIT may reach another node.
-   * Default: none.
-   */
-  waitReplicas?: { replicas: number; timeoutMs: number }
-  /** A command with no reply after this long fails with `BackendUnavailableError` (0: never). Default 5 000. */
-  commandTimeoutMs?: number
-  /** How long an idle release channel stays subscribed, so hot locks do not re-subscribe. Default 10 000. */
-  subscriberLingerMs?: number
-  /**
-   * How long a lock's fencing counter (`latchkey:{name}:fence`) stays after the last token it issued, so a
-   * lock per order does not leave a key per order forever (0: never expires). A counter that expired restarts
-   * at the server clock in microseconds, above every token issued before (scripts/grant.lua, next_fence,
-   * gives the argument), so tokens still only increase; keep it longer than any lease so the clock's margin
-   * stays large. Not settable with `layout: 'redisson'`, whose counter Java clients share and never expire.
-   * Default 86 400 000 (24 hours).
-   */
-  fenceIdleTtlMs?: number
-}
-
 /** How long a waiting process stays registered as a watcher of a lock after its last try. */
 export const WATCH_TTL_MS = 5_000
-
-const TRANSIENT_REPLY = /^(LOADING|READONLY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|BUSY|NOREPLICAS|MOVED|ASK)\b/
 
 const CAPABILITIES = defineCapabilities({
   fencing: 'native',
@@ -96,7 +60,8 @@ export class RedisBackend extends BackendBase {
   private readonly notifier: ReleaseNotifier
   private readonly deadlines: CommandDeadlines
   private readonly keys: KeyCache
-  private readonly replicas: { replicas: number; timeoutMs: number } | undefined
+  private readonly replicas: ReplicaWait | undefined
+  private readonly calls: ScriptCalls
   private readonly publishAlways: string
   private readonly scripts: RedisScripts
   /**
@@ -110,6 +75,9 @@ export class RedisBackend extends BackendBase {
     this.commander = adaptClient(options.client)
     this.layout = layoutNamed(options.layout ?? 'latchkey')
     this.deadlines = new CommandDeadlines(options.commandTimeoutMs ?? 5_000, this.commander.server)
+    this.calls = new ScriptCalls(this.commander, this.deadlines, (script, reply, grantTo) =>
+      this.lateReply(script, reply, grantTo),
+    )
     this.keys = new KeyCache(this.layout)
     this.replicas = options.waitReplicas
     this.publishAlways = this.layout.alwaysPublish ? '1' : '0'
@@ -142,7 +110,7 @@ export class RedisBackend extends BackendBase {
         request.lockDelayMs === 0
           ? [field, String(request.ttlMs)]
           : [field, String(request.ttlMs), String(request.lockDelayMs)]
-      const token = await this.run(this.scripts.acquireMutex, lockKeys.shortAcquire, args, request, request)
+      const token = await this.calls.run(this.scripts.acquireMutex, lockKeys.shortAcquire, args, request, request)
       if (token !== undefined) {
         if (this.replicas !== undefined)
           return this.granted(request, { granted: true, token, remainingMs: undefined }, sentAt)
@@ -159,7 +127,7 @@ export class RedisBackend extends BackendBase {
     const args = wake !== undefined && (mode === 'w' || mode === 'f') ? [field, spec, wake] : [field, spec]
     const sentAt = performance.now()
     if (sub !== undefined) sub.triedAt = sentAt
-    const reply = await this.run(this.scripts.acquire, keys, args, request, request)
+    const reply = await this.calls.run(this.scripts.acquire, keys, args, request, request)
     if (!reply.granted) {
       if (reply.permitsInForce !== undefined) return { acquired: false, permitsInForce: reply.permitsInForce }
       if (watched) this.contention?.saw(id)
@@ -200,7 +168,7 @@ export class RedisBackend extends BackendBase {
   async renew(request: RenewRequest): Promise<boolean> {
     const keys = this.keys.keysOf(request).stateKeys
     const args = [this.layout.fieldOf(request.owner), String(request.ttlMs)]
-    const ok = await this.run(this.scripts.renew, keys, args, request)
+    const ok = await this.calls.run(this.scripts.renew, keys, args, request)
     if (ok && this.replicas !== undefined) await this.replicated(request)
     return ok
   }
@@ -212,12 +180,12 @@ export class RedisBackend extends BackendBase {
     // Latchkey layout: a mutex nobody waits for is released by the short script, unless the lock was lately seen
     // contended here (then someone likely waits, and the full script hands the lock over in one round trip).
     if (this.contention !== undefined && request.kind === 'mutex' && !this.contention.has(id)) {
-      const done = await this.run(this.scripts.releaseMutex, lockKeys.shortRelease, [field], request)
+      const done = await this.calls.run(this.scripts.releaseMutex, lockKeys.shortRelease, [field], request)
       if (done !== 'waited') return done === 'released'
       this.contention.saw(id)
     }
     const args = [field, channel, this.publishAlways, this.notifier.wakeChannel ?? '-']
-    return this.released(await this.run(this.scripts.release, keys, args, request))
+    return this.released(await this.calls.run(this.scripts.release, keys, args, request))
   }
 
   /**
@@ -240,23 +208,23 @@ export class RedisBackend extends BackendBase {
       this.notifier.wakeChannel ?? '-',
       token,
     ]
-    this.released(await this.run(this.scripts.release, keys, args, request))
+    this.released(await this.calls.run(this.scripts.release, keys, args, request))
   }
 
   override async leaveQueue(request: HolderRef): Promise<void> {
     const { keys, channel } = this.keys.keysOf(request)
     const args = [this.layout.fieldOf(request.owner), channel, this.publishAlways]
-    await this.run(this.scripts.leaveQueue, keys, args, request)
+    await this.calls.run(this.scripts.leaveQueue, keys, args, request)
   }
 
   async isLocked(ref: LockRef & { readonly permits: number }): Promise<boolean> {
     const keys = this.keys.keysOf(ref).stateKeys
-    return this.run(this.scripts.isLocked, keys, [ref.kind, String(ref.permits)], ref)
+    return this.calls.run(this.scripts.isLocked, keys, [ref.kind, String(ref.permits)], ref)
   }
 
   async forceRelease(ref: LockRef): Promise<boolean> {
     const { stateKeys: keys, channel } = this.keys.keysOf(ref)
-    return this.run(this.scripts.forceRelease, keys, [channel, this.publishAlways], ref)
+    return this.calls.run(this.scripts.forceRelease, keys, [channel, this.publishAlways], ref)
   }
 
   /** The holders and waiters of both families of `key` (scripts/inspect.lua, read-only). */
@@ -264,7 +232,7 @@ export class RedisBackend extends BackendBase {
     const families = (['mutex', 'semaphore'] as const).map(async (kind) => {
       const ref = { key, kind }
       const keys = this.keys.keysOf(ref).stateKeys
-      const reply = await this.run(this.scripts.inspect, keys, [], ref)
+      const reply = await this.calls.run(this.scripts.inspect, keys, [], ref)
       return { holders: holdersFrom(reply, keys[0] !== keys[1]), waiters: waitersFrom(reply) }
     })
     const states = await Promise.all(families)
@@ -292,74 +260,24 @@ export class RedisBackend extends BackendBase {
   }
 
   /**
-   * Runs one script by EVALSHA (EVAL when the server lost it) under the command deadline. With `grantTo` (the
-   * acquire it runs for), a reply that outlived its deadline and granted the lock is given back at once: the caller was told "unavailable", so
-   * the grant has no holder and would block everyone for a whole TTL. One promise per call (the client's own
-   * `then` feeds it directly): this is the hot path of every lock, and each extra layer costs a microtask turn.
+   * A script's reply that came after its command's deadline (see ScriptCalls.run): a grant is given back at once,
+   * since the caller was told "unavailable"; a release may still carry a grant to a waiter of this process.
    */
-  private run<Reply>(
-    script: LuaScript<Reply>,
-    keys: readonly string[],
-    args: readonly string[],
-    ref: LockRef,
-    grantTo?: HolderRef,
-  ): Promise<Reply> {
-    const commander = this.commander
-    if (commander.offline) {
-      return Promise.reject(
-        new BackendUnavailableError(
-          `Redis ${commander.server} is unreachable (the ${commander.library} client is reconnecting) for lock "${ref.key}"; retry later`,
-          { lockName: ref.key },
-        ),
-      )
-    }
-    return new Promise((resolve, reject) => {
-      const fail = (error: unknown): void => reject(toLockError(error, ref.key, script.name, commander.server))
-      const entry = this.deadlines.start(fail)
-      const done = (raw: unknown): void => {
-        const reply = script.reply(raw)
-        if (this.deadlines.finish(entry)) resolve(reply)
-        else if (grantTo !== undefined) this.giveBackLate(grantTo, reply)
-        // A release answered after its deadline may still carry a grant to a waiter of this process.
-        else if (typeof reply === 'string' && script === this.scripts.release) this.released(reply as ReleaseReply)
-      }
-      const failed = (error: unknown): void => {
-        if (this.deadlines.finish(entry)) fail(error)
-      }
-      commander.evalsha(script, keys, args).then(done, (error: unknown) => {
-        if (isNoScript(error)) commander.eval(script, keys, args).then(done, failed)
-        else failed(error)
-      })
-    })
-  }
-
-  /** Gives back a grant whose reply came after its command's deadline (see {@link run}). */
-  private giveBackLate(request: HolderRef, reply: unknown): void {
-    const token =
-      typeof reply === 'string'
-        ? reply
-        : (reply as AcquireReply).granted
-          ? (reply as { token: string }).token
-          : undefined
-    if (token !== undefined) this.releaseGrant(request, token).catch(() => undefined)
+  private lateReply(script: LuaScript<unknown>, reply: unknown, grantTo: HolderRef | undefined): void {
+    if (grantTo !== undefined) {
+      const token =
+        typeof reply === 'string'
+          ? reply
+          : (reply as AcquireReply).granted
+            ? (reply as { token: string }).token
+            : undefined
+      if (token !== undefined) this.releaseGrant(grantTo, token).catch(() => undefined)
+    } else if (typeof reply === 'string' && script === this.scripts.release) this.released(reply as ReleaseReply)
   }
 
   /** WAITs for the configured replicas; on too few acknowledgements undoes the write and fails. */
-  private async replicated(ref: LockRef, undo?: () => Promise<unknown>): Promise<void> {
-    const { replicas, timeoutMs } = this.replicas as { replicas: number; timeoutMs: number }
-    let acked: number
-    try {
-      acked = await this.deadlines.track(this.commander.waitReplicas(replicas, timeoutMs), timeoutMs)
-    } catch (error) {
-      await undo?.().catch(() => undefined)
-      throw toLockError(error, ref.key, 'WAIT', this.commander.server)
-    }
-    if (acked >= replicas) return
-    await undo?.().catch(() => undefined)
-    throw new BackendUnavailableError(
-      `Only ${acked} of ${replicas} replicas of Redis ${this.commander.server} acknowledged the write of lock "${ref.key}" within ${timeoutMs} ms; add replicas, raise waitReplicas.timeoutMs or lower waitReplicas.replicas`,
-      { lockName: ref.key },
-    )
+  private replicated(ref: LockRef, undo?: () => Promise<unknown>): Promise<void> {
+    return waitForReplicas(this.commander, this.deadlines, this.replicas as ReplicaWait, ref, undo)
   }
 }
 
@@ -371,18 +289,4 @@ function grantResult(request: AcquireRequest, reply: AcquireReply & { granted: t
   const token = BigInt(reply.token)
   if (reply.remainingMs === undefined) return { acquired: true, token }
   return { acquired: true, token, grantedAt: sentAt - (request.ttlMs - reply.remainingMs) - 1 }
-}
-
-/** Connection failures and transient server states are retryable; other error replies are bugs: rethrown. */
-function toLockError(error: unknown, lockName: string, what: string, server: string): unknown {
-  if (isLockError(error)) return error
-  if (isReplyError(error) && !TRANSIENT_REPLY.test(error.message)) return error
-  const reason = error instanceof Error ? error.message : String(error)
-  return new BackendUnavailableError(
-    `Redis ${server} failed on ${what} for lock "${lockName}": ${reason}; retry later`,
-    {
-      lockName,
-      cause: error,
-    },
-  )
 }

@@ -6,20 +6,21 @@
 -- Reply: 1; 0 (no effect) when `field` holds no valid lease; or, when the lock went to a watcher of the caller's
 -- own process, "g <field> <token>", the grant that handoff would otherwise have published to that process.
 
--- The latchkey layout's common case, before the shared functions below are created: drops the caller's valid
--- lease (as valid_record and drop do) and is done unless someone waits.
+-- The latchkey layout's common cases, before the shared functions below are created: drops the caller's valid
+-- lease (as valid_record and drop do) and is done unless someone waits; a mutex's oldest watcher is then granted
+-- the lock by handoff-mutex.lua when nothing else stands in the way.
 local dropped = false
 if KEYS[2] == KEYS[1] then
   local rec = redis.call('HGET', KEYS[1], ARGV[1])
   if not rec then return 0 end
   local T = redis.call('TIME')
+  local now = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000)
   local exp, tok = string.match(rec, '^%a+|(%d+)|%d+|(%d+)|?%d*$')
-  if exp == nil or tonumber(exp) <= tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000)
-      or (ARGV[5] ~= nil and ARGV[5] ~= tok) then
-    return 0
-  end
+  if exp == nil or tonumber(exp) <= now or (ARGV[5] ~= nil and ARGV[5] ~= tok) then return 0 end
   redis.call('HDEL', KEYS[1], ARGV[1])
-  if ARGV[3] ~= '1' and redis.call('EXISTS', KEYS[4], KEYS[5]) == 0 then return 1 end
+  if ARGV[3] ~= '1' then
+--#include handoff-mutex.lua
+  end
   dropped = true
 end
 

@@ -1,0 +1,36 @@
+-- A released mutex of the latchkey layout handed to its oldest watcher in ten commands, before the shared functions
+-- are created: handoff.lua's grant for the common case (nobody in line, the oldest watcher live, no other holder),
+-- without base.lua's closures, its second TIME and live_holders' reads. A release's script is on the critical path
+-- of every handoff (the gap from one holder's release to the next one's grant): bench/redis-handoff.ts. Anything
+-- else (a line, an expired or non-mutex head, a lock-delay slot still occupied) is left to handoff.lua: nothing is
+-- written before every check has passed, so falling through is safe.
+-- Included by release.lua after it dropped the caller's lease, when releases are not always published. Expects the
+-- locals T (TIME) and now (server ms), and the release's KEYS and ARGV (base.lua, release.lua). Returns from the
+-- script when nobody waits (1) or when it granted (as handoff.lua replies); else goes on to the general handoff.
+if redis.call('EXISTS', KEYS[4]) == 0 then
+  local head = redis.call('ZRANGE', KEYS[5], 0, 0)[1]
+  if head == nil then return 1 end
+  local spec = redis.call('HGET', KEYS[6], head)
+  -- "kind ttlMs lockDelayMs permits mode waitTtlMs expiresAt wakeChannel" (base.lua, KEYS[6]).
+  local kind, ttl, delay, wexp, wake
+  if spec then kind, ttl, delay, wexp, wake = string.match(spec, '^(%a+) (%d+) (%d+) %d+ %S+ %d+ (%d+) (%S+)$') end
+  if kind == 'mutex' and wexp + 0 > now and redis.call('EXISTS', KEYS[1]) == 0 then
+    -- next_fence of grant.lua (its comment says why a restarted counter stays above every earlier token).
+    local n = redis.call('INCR', KEYS[7])
+    if n == 1 then
+      n = tonumber(T[1]) * 1000000 + tonumber(T[2])
+      redis.call('SET', KEYS[7], string.format('%d', n))
+    end
+    if FENCE_IDLE_MS > 0 then redis.call('PEXPIRE', KEYS[7], FENCE_IDLE_MS) end
+    local token = string.format('%d', n)
+    redis.call('ZREM', KEYS[5], head)
+    redis.call('HDEL', KEYS[6], head)
+    local exp = now + ttl
+    redis.call('HSET', KEYS[1], head, string.format('mutex|%d|%d|%s', exp, exp + delay, token))
+    redis.call('PEXPIRE', KEYS[1], ttl + delay)
+    if wake == '-' then wake = ARGV[2] end
+    if wake == ARGV[4] then return 'g ' .. head .. ' ' .. token end
+    redis.call('PUBLISH', wake, 'g ' .. head .. ' ' .. token)
+    return 1
+  end
+end
