@@ -11,7 +11,12 @@
  * Requests per acquisition are counted by the server (its `mntr` write and read counters over the window, which
  * treat both clients alike): exact only on a server nobody else uses meanwhile, so point the bench at a private one
  * for those figures. latchkey's own count (its client's requests, pings excluded) is shown beside them.
+ *
+ * BENCH_BASELINE_DIST=<folder>: a third contender, another build of latchkey (e.g. a copy of packages/latchkey/dist
+ * built before a change, kept inside packages/latchkey so it finds the same node_modules), run alternating with the
+ * other two; its rows read "(baseline)", so a change is compared with the code before it in the same run.
  */
+import path from 'node:path'
 import { cleanupNamespace } from '../packages/latchkey/test/support/zookeeper-env.js'
 import { analyse } from './lib/analysis.js'
 import { CuratorBench } from './lib/curator-bench.js'
@@ -33,6 +38,7 @@ const list = (v: string | undefined, d: number[]) =>
   v === undefined || v === '' ? d : v === '-' ? [] : v.split(',').map(Number)
 const concurrencies = list(env.BENCH_CONCURRENCY, [1, 20])
 const waiterCounts = list(env.BENCH_WAITERS, [10])
+const baselineDist = env.BENCH_BASELINE_DIST === undefined ? undefined : path.resolve(env.BENCH_BASELINE_DIST)
 
 const targets = [
   { id: 'standalone', connect: env.LATCHKEY_ZK_URL ?? '127.0.0.1:2181' },
@@ -59,7 +65,7 @@ interface Figures {
   readonly cpuMsPerOp: number
 }
 
-type Side = 'latchkey' | 'curator'
+type Side = 'latchkey' | 'curator' | 'baseline'
 type Scenario = { kind: 'c' | 'w'; n: number }
 
 async function counters(connect: string): Promise<ZkRequestCounters> {
@@ -84,16 +90,23 @@ async function runCell(
   curator: CuratorBench,
   key: string,
 ): Promise<Figures> {
-  const spec = { type: 'latchkey' as const, url: `zookeeper://${target.connect}`, namespace: key, ttlMs: 10_000 }
+  const spec = {
+    type: 'latchkey' as const,
+    url: `zookeeper://${target.connect}`,
+    namespace: key,
+    ttlMs: 10_000,
+    ...(side === 'baseline' && baselineDist !== undefined ? { dist: baselineDist } : {}),
+  }
+  // The baseline is latchkey too (another build): it runs wherever latchkey does.
+  const node = side !== 'curator'
   if (sc.kind === 'c') {
-    if (side === 'latchkey') await pool.request(0, { op: 'open', spec })
+    if (node) await pool.request(0, { op: 'open', spec })
     try {
       const startAt = hostNow() + 50
       const endAt = startAt + UNCONTENDED_MS
-      const run: Promise<UncontendedResult> =
-        side === 'latchkey'
-          ? pool.request(0, { op: 'uncontended', concurrency: sc.n, keyPrefix: `${key}:u`, startAt, endAt })
-          : curator.uncontended(sc.n, startAt, endAt)
+      const run: Promise<UncontendedResult> = node
+        ? pool.request(0, { op: 'uncontended', concurrency: sc.n, keyPrefix: `${key}:u`, startAt, endAt })
+        : curator.uncontended(sc.n, startAt, endAt)
       const [r, c] = await Promise.all([run, windowCounters(target.connect, startAt, endAt)])
       return {
         rate: r.ops / r.seconds,
@@ -101,16 +114,16 @@ async function runCell(
         overlaps: 0,
         writes: c.writes / r.ops,
         requests: (c.writes + c.reads) / r.ops,
-        clientRequests: side === 'latchkey' ? r.clientCmds / r.ops : Number.NaN,
+        clientRequests: node ? r.clientCmds / r.ops : Number.NaN,
         cpuMsPerOp: r.cpuMs / r.ops,
       }
     } finally {
-      if (side === 'latchkey') await pool.request(0, { op: 'close' })
+      if (node) await pool.request(0, { op: 'close' })
     }
   }
   const processes = Math.min(PROCESSES, sc.n)
   const share = (i: number) => Math.floor(sc.n / processes) + (i < sc.n % processes ? 1 : 0)
-  if (side === 'latchkey') await pool.all(processes, () => ({ op: 'open', spec }))
+  if (node) await pool.all(processes, () => ({ op: 'open', spec }))
   try {
     const startAt = hostNow() + 50
     const measureFrom = startAt + RAMP_MS
@@ -122,16 +135,15 @@ async function runCell(
       first += share(i)
       return id
     })
-    const run: Promise<ContendedResult[]> =
-      side === 'latchkey'
-        ? pool.all<ContendedResult>(processes, (i) => ({
-            op: 'contended',
-            waiters: share(i),
-            firstId: firstIds[i] as number,
-            key: `${key}:w`,
-            ...w,
-          }))
-        : curator.contended(sc.n, w).then((r) => [r])
+    const run: Promise<ContendedResult[]> = node
+      ? pool.all<ContendedResult>(processes, (i) => ({
+          op: 'contended',
+          waiters: share(i),
+          firstId: firstIds[i] as number,
+          key: `${key}:w`,
+          ...w,
+        }))
+      : curator.contended(sc.n, w).then((r) => [r])
     const [parts, c] = await Promise.all([run, windowCounters(target.connect, measureFrom, endAt)])
     const f = analyse(
       parts.map((p) => p.intervals),
@@ -144,11 +156,11 @@ async function runCell(
       overlaps: f.overlaps,
       writes: c.writes / ops,
       requests: (c.writes + c.reads) / ops,
-      clientRequests: side === 'latchkey' ? parts.reduce((s, p) => s + p.clientCmds, 0) / ops : Number.NaN,
+      clientRequests: node ? parts.reduce((s, p) => s + p.clientCmds, 0) / ops : Number.NaN,
       cpuMsPerOp: parts.reduce((s, p) => s + p.cpuMs, 0) / ops,
     }
   } finally {
-    if (side === 'latchkey') await pool.all(processes, () => ({ op: 'close' }))
+    if (node) await pool.all(processes, () => ({ op: 'close' }))
   }
 }
 
@@ -181,7 +193,9 @@ try {
     try {
       for (let run = 0; run < RUNS; run++) {
         for (const sc of scenarios) {
-          const order: Side[] = run % 2 === 0 ? ['latchkey', 'curator'] : ['curator', 'latchkey']
+          const sides: Side[] =
+            baselineDist === undefined ? ['latchkey', 'curator'] : ['latchkey', 'baseline', 'curator']
+          const order = run % 2 === 0 ? sides : [...sides].reverse()
           for (const side of order) {
             const id = `${sc.kind}${sc.n}`
             const f = await runCell(side, sc, target, pool, curator, `${stamp}-${id}-r${run}`)
@@ -204,9 +218,11 @@ try {
       '| cell | figure | latchkey | Curator | ratio | requests/acq latchkey (client) | Curator | writes/acq latchkey | Curator | client CPU ms/acq latchkey | Curator |',
     )
     console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |')
-    for (const sc of scenarios) {
+    for (const [sc, side] of scenarios.flatMap((sc) =>
+      (baselineDist === undefined ? ['latchkey'] : ['latchkey', 'baseline']).map((side) => [sc, side] as const),
+    )) {
       const id = `${sc.kind}${sc.n}`
-      const l = figures.get(`latchkey:${id}`) ?? []
+      const l = figures.get(`${side}:${id}`) ?? []
       const c = figures.get(`curator:${id}`) ?? []
       const pick = (xs: Figures[], f: (x: Figures) => number) => fmtSpread(spread(xs.map(f)))
       const ratio = (f: (x: Figures) => number, invert: boolean) =>
@@ -222,7 +238,7 @@ try {
         pick(l, (x) => x.cpuMsPerOp),
         pick(c, (x) => x.cpuMsPerOp),
       ]
-      const name = sc.kind === 'c' ? `uncontended c=${sc.n}` : `${sc.n} waiters`
+      const name = `${sc.kind === 'c' ? `uncontended c=${sc.n}` : `${sc.n} waiters`}${side === 'baseline' ? ' (baseline)' : ''}`
       if (sc.kind === 'c') {
         const rate = [pick(l, (x) => x.rate), pick(c, (x) => x.rate), ratio((x) => x.rate, false)]
         console.log(`| ${name} | pairs/s | ${[...rate, ...common].join(' | ')} |`)

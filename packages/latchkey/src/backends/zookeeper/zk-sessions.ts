@@ -2,6 +2,7 @@
  * Opens ZooKeeper sessions on demand: one live session at a time, a new one transparently after a loss.
  */
 import { BackendUnavailableError } from '../../errors.js'
+import { batchWrites } from './zk-batched-writes.js'
 import { call, closeClient, openClient, type ZkClient } from './zk-client.js'
 import { ZkConnection } from './zk-connection.js'
 import { removeQuietly } from './zk-node-ops.js'
@@ -61,6 +62,7 @@ export class ZkSessions {
     const { settings } = this
     const owned = settings.client === undefined
     const client = settings.client ?? openClient(settings.connectString as string, settings.sessionTimeoutMs)
+    batchWrites(client)
     await waitConnected(client, settings.connectTimeoutMs, owned, settings.server)
     // The server may have clamped the timeout; the watchdog must use the shorter of the two.
     const negotiated = client.getSessionTimeout() || settings.sessionTimeoutMs

@@ -11,17 +11,17 @@ import type {
 } from '../../backend/types.js'
 import { type AttemptDeps, attempt, keeps } from './zk-attempt.js'
 import { readLong, type ZkClient } from './zk-client.js'
-import type { ConnectionState, ZkConnection } from './zk-connection.js'
+import type { ConnectionState } from './zk-connection.js'
 import { attemptCuratorSemaphore } from './zk-curator-semaphore.js'
-import { type HeldEntry, leaseLost, NO_NODE, nameOf, type OwnerEntry } from './zk-entry.js'
+import { nameOf } from './zk-entry.js'
 import { clearLock } from './zk-force-release.js'
 import { lockState } from './zk-inspect.js'
 import type { ZkLayout } from './zk-layout.js'
 import { removeOwnNode, removeQuietly, writeLease } from './zk-node-ops.js'
 import { inspectZk, listZk } from './zk-operator.js'
+import { ZkOwners } from './zk-owners.js'
 import { ZkParents } from './zk-parents.js'
 import { ZkSessions } from './zk-sessions.js'
-import type { ZkSubscription } from './zk-subscription.js'
 import { ZkWaiters } from './zk-waiters.js'
 import { guardLease } from './zk-watch.js'
 import { stopEmptyTimer } from './zk-young-lease.js'
@@ -63,26 +63,27 @@ const CURATOR_CAPABILITIES = defineCapabilities({ ...CAPABILITIES, list: false }
 export class ZookeeperBackend extends BackendBase {
   readonly name = 'zookeeper'
   override readonly capabilities: typeof CAPABILITIES
-  private readonly owners = new Map<string, OwnerEntry>()
+  private readonly owners: ZkOwners
   private readonly parents: ZkParents
   private readonly sessions: ZkSessions
   private readonly waiters = new ZkWaiters(
-    (entry) => this.owners.get(entry.owner) === entry,
-    (sub) => this.onSubClose(sub),
+    (entry) => this.owners.isCurrent(entry),
+    (sub) => this.owners.subClosed(sub),
   )
 
   private readonly deps: AttemptDeps = {
     ensureParent: (conn, path) => this.parents.ensure(conn, path),
     hub: this.waiters.hub,
-    drop: (entry) => this.drop(entry),
+    drop: (entry) => this.owners.drop(entry),
     emptied: (path) => this.parents.emptied(path),
   }
 
   constructor(private readonly settings: ZookeeperSettings) {
     super()
     this.capabilities = settings.layout.name === 'curator' ? CURATOR_CAPABILITIES : CAPABILITIES
-    this.sessions = new ZkSessions(settings, (conn) => this.onLost(conn))
+    this.sessions = new ZkSessions(settings, (conn) => this.owners.lost(conn))
     this.parents = new ZkParents(() => this.sessions.live, settings.lockNodeIdleMs, settings.root)
+    this.owners = new ZkOwners(this.parents, (paths) => this.sessions.abandon(paths))
   }
 
   async tryAcquire(request: AcquireRequest): Promise<AcquireResult> {
@@ -94,21 +95,18 @@ export class ZookeeperBackend extends BackendBase {
     const sub = entry === undefined ? this.waiters.claim(key, request.owner) : entry.sub
     const conn = await this.sessions.current()
     if (entry !== undefined && !entry.conn.alive) entry = undefined
-    if (entry === undefined) {
-      entry = this.newEntry(request, key, conn, sub)
-      this.owners.set(request.owner, entry)
-    }
+    if (entry === undefined) entry = this.owners.add(request, key, conn, sub, this.settings.root, this.settings.layout)
     try {
       if (entry.gate !== undefined) return await attemptCuratorSemaphore(entry, request, this.deps)
       return await attempt(entry, request, this.deps)
     } catch (error) {
-      if (entry.node.is !== 'held' && !keeps(entry, request)) void this.drop(entry)
+      if (entry.node.is !== 'held' && !keeps(entry, request)) void this.owners.drop(entry)
       throw error
     }
   }
 
   async renew(request: RenewRequest): Promise<boolean> {
-    const entry = this.held(request)
+    const entry = this.owners.held(request)
     if (entry === undefined) return false
     const { node } = entry
     const previous = node.lease
@@ -116,14 +114,14 @@ export class ZookeeperBackend extends BackendBase {
     try {
       stat = await writeLease(entry, request.ttlMs)
     } catch (error) {
-      if (!entry.conn.alive) return this.forget(entry)
+      if (!entry.conn.alive) return this.owners.forget(entry)
       throw error
     }
-    if (stat === undefined) return this.forget(entry)
+    if (stat === undefined) return this.owners.forget(entry)
     const mtime = Number(readLong(stat.mtime))
     // Renewed too late by the server's clock: the lease had run out and someone may have taken over.
     if (previous.mtime + previous.ttlMs < mtime) {
-      this.drop(entry)
+      this.owners.drop(entry)
       return false
     }
     node.lease = { mtime, ttlMs: request.ttlMs }
@@ -131,7 +129,7 @@ export class ZookeeperBackend extends BackendBase {
   }
 
   async release(request: HolderRef): Promise<boolean> {
-    const entry = this.held(request)
+    const entry = this.owners.held(request)
     if (entry === undefined) return false
     this.owners.delete(entry.owner)
     if (!entry.conn.alive) return false
@@ -142,7 +140,7 @@ export class ZookeeperBackend extends BackendBase {
 
   override async leaveQueue(request: HolderRef): Promise<void> {
     const entry = this.owners.get(request.owner)
-    if (entry !== undefined && entry.node.is !== 'held') await this.drop(entry)
+    if (entry !== undefined && entry.node.is !== 'held') await this.owners.drop(entry)
   }
 
   async isLocked(ref: LockRef & { readonly permits: number }): Promise<boolean> {
@@ -174,7 +172,7 @@ export class ZookeeperBackend extends BackendBase {
    * lost session within the session timeout even when its renewals are further apart.
    */
   watchLease(holder: HolderRef, onLost: (reason: string) => void): () => void {
-    const entry = this.held(holder)
+    const entry = this.owners.held(holder)
     if (entry === undefined || !entry.conn.alive) {
       queueMicrotask(() => onLost('it is not held'))
       return () => undefined
@@ -200,8 +198,7 @@ export class ZookeeperBackend extends BackendBase {
 
   override async close(): Promise<void> {
     const conn = await this.sessions.close()
-    const entries = [...this.owners.values()]
-    this.owners.clear()
+    const entries = this.owners.takeAll()
     for (const entry of entries) stopEmptyTimer(entry.node)
     for (const entry of entries) entry.sub?.fire()
     const parents = new Set([...this.parents.drain(), ...entries.map((e) => e.parent)])
@@ -227,75 +224,5 @@ export class ZookeeperBackend extends BackendBase {
   /** The znode path of a lock: the parent of its nodes (Curator's semaphore: the recipe's base path). */
   lockPath(ref: LockRef): string {
     return this.settings.layout.lockPath(this.settings.root, ref)
-  }
-
-  private newEntry(request: AcquireRequest, key: string, conn: ZkConnection, sub: ZkSubscription | undefined) {
-    const { root, layout } = this.settings
-    const gate = layout.gateParent(root, request)
-    const entry: OwnerEntry = {
-      owner: request.owner,
-      key,
-      kind: request.kind,
-      permits: request.permits,
-      parent: layout.nodesParent(root, request),
-      layout,
-      gate: gate === undefined ? undefined : { parent: gate, name: undefined, unsure: false },
-      conn,
-      node: NO_NODE,
-      sub,
-      watching: new Set(),
-      parentWatch: undefined,
-    }
-    return entry
-  }
-
-  private held(ref: HolderRef): HeldEntry | undefined {
-    const entry = this.owners.get(ref.owner)
-    if (entry === undefined || entry.node.is !== 'held' || entry.key !== stateKey(ref)) return undefined
-    return entry as HeldEntry
-  }
-
-  private forget(entry: OwnerEntry): false {
-    stopEmptyTimer(entry.node)
-    if (this.owners.get(entry.owner) === entry) this.owners.delete(entry.owner)
-    return false
-  }
-
-  /** Forgets an entry and deletes its node (the delete is queued at once, so later calls see it done). */
-  private drop(entry: OwnerEntry): Promise<void> {
-    this.forget(entry)
-    const gated = entry.gate !== undefined && (entry.gate.name !== undefined || entry.gate.unsure)
-    if ((entry.node.is === 'none' && !gated) || !entry.conn.alive) return Promise.resolve()
-    this.parents.emptied(entry.parent)
-    if (entry.gate !== undefined) this.parents.emptied(entry.gate.parent)
-    // With a known name the delete is queued synchronously, before anything the caller does next.
-    return removeOwnNode(entry).then(
-      () => undefined,
-      () => undefined,
-    )
-  }
-
-  private onSubClose(sub: ZkSubscription): void {
-    const entry = sub.owner === undefined ? undefined : this.owners.get(sub.owner)
-    if (entry === undefined || entry.sub !== sub) return
-    entry.sub = undefined
-    // The core closes the subscription when it stops waiting: give up the place in line now (the delete
-    // is queued on the session before anything the caller does next).
-    if (entry.node.is !== 'held') void this.drop(entry)
-  }
-
-  private onLost(conn: ZkConnection): void {
-    const lost = [...this.owners.values()].filter((e) => e.conn === conn)
-    const paths = lost.flatMap((e) => {
-      const name = nameOf(e)
-      const gate = e.gate?.name === undefined ? [] : [`${e.gate.parent}/${e.gate.name}`]
-      return name === undefined ? gate : [`${e.parent}/${name}`, ...gate]
-    })
-    this.sessions.abandon(paths)
-    // Waiters retry at once on a new session; holders are told now if they watch, else at their next renewal.
-    for (const entry of lost) {
-      if (entry.node.is === 'held') leaseLost(entry, `its ZooKeeper session was lost (${conn.lostReason ?? 'unknown'})`)
-      else entry.sub?.fire()
-    }
   }
 }
