@@ -5,7 +5,8 @@
 #   zookeeper.sh stop (standalone and ensemble) | stop-ensemble | status | status-ensemble
 #   zookeeper.sh kill-member N | start-member N   (ensemble failover tests)
 # Runs QuorumPeerMain directly: Debian's zkServer.sh hard-codes /var/log and drops the slf4j binding.
-# Data and logs live in <repo>/.data/zookeeper. Idempotent: a server that already answers is left alone.
+# Data and logs live in <repo>/.data/zookeeper. Idempotent: a server that already answers is left alone, except
+# that start-ensemble refuses members on its ports that another copy of the repo started (see check_member).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -85,6 +86,54 @@ stop_dir() {
 
 member_dir() { echo "$DATA/ensemble/zk$1"; }
 
+# The pid listening on 127.0.0.1:PORT, if ss can tell (empty when nothing listens or it is another user's).
+listener_pid() { ss -Htlnp "sport = :$1" 2>/dev/null | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2 || true; }
+
+# The zoo.cfg a QuorumPeerMain process PID was started with (its last argument), empty for anything else.
+config_of() {
+  local args
+  mapfile -d '' -t args <"/proc/$1/cmdline" 2>/dev/null || return 0
+  [ "${#args[@]}" -gt 0 ] || return 0
+  printf '%s\n' "${args[@]}" | grep -qx 'org.apache.zookeeper.server.quorum.QuorumPeerMain' || return 0
+  printf '%s' "${args[-1]}"
+}
+
+# check_member I: dies when a port of member I (client, quorum, election) is held by a process this checkout did
+# not start for that member. A member another copy of the repo started would join this checkout's ensemble (its
+# peers are on the same ports), and kill-member/start-member would then kill it and start ours beside its peers:
+# left over from a deleted clone, whose data directory is gone, it broke the failover test. Never stopped here: it
+# may be another run's.
+check_member() {
+  local i=$1 port pid cfg ours cmd
+  ours="$(realpath -m "$(member_dir "$i")/zoo.cfg")"
+  for port in "${EPORTS[$((i - 1))]}" $((QBASE + i)) $((EBASE + i)); do
+    pid="$(listener_pid "$port")"
+    if [ -z "$pid" ]; then
+      # Nothing listens, or ss cannot show the owner: then only a client port that answers is a problem.
+      [ "$port" = "${EPORTS[$((i - 1))]}" ] && serving "$port" || continue
+      die "port $port (ensemble member $i) answers, but ss does not show which process holds it (another user's?):" \
+        "stop it, or use other ports: LATCHKEY_ZK_ENSEMBLE_PORTS, LATCHKEY_ZK_QUORUM_PORT_BASE, LATCHKEY_ZK_ELECTION_PORT_BASE"
+    fi
+    cfg="$(config_of "$pid")"
+    [ -n "$cfg" ] && [ "$(realpath -m "$cfg")" = "$ours" ] && [ -f "$ours" ] && continue
+    cmd="$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-300 || true)"
+    local nl=$'\n' ports="LATCHKEY_ZK_ENSEMBLE_PORTS, LATCHKEY_ZK_QUORUM_PORT_BASE, LATCHKEY_ZK_ELECTION_PORT_BASE"
+    if [ -z "$cfg" ]; then
+      die "port $port (ensemble member $i) is held by pid $pid, which is not a ZooKeeper server: $cmd${nl}" \
+        " Stop it (kill $pid) or use other ports: $ports"
+    elif [ ! -e "$cfg" ]; then
+      die "port $port (ensemble member $i) is held by ZooKeeper pid $pid, started from $cfg, which no longer exists" \
+        "(a deleted copy of the repo); it would join this ensemble as a foreign member.${nl}" \
+        " Stop it: kill $pid   (then run start-ensemble again)"
+    else
+      die "port $port (ensemble member $i) is held by ZooKeeper pid $pid of another copy of the repo ($cfg, not $ours);" \
+        "it would join this ensemble, and the failover tests would kill and restart its members.${nl}" \
+        " If that copy's runs are over, stop it: bash ${cfg%/.data/zookeeper/*}/scripts/servers/zookeeper.sh stop-ensemble (or kill $pid)${nl}" \
+        " Or run this copy's ensemble on other ports: $ports"
+    fi
+  done
+}
+
 configure_member() {
   local i=$1 dir servers=""
   dir="$(member_dir "$i")"
@@ -104,6 +153,7 @@ case "${1:-}" in
     ;;
   start-ensemble)
     install_if_missing
+    for i in 1 2 3; do check_member "$i"; done
     for i in 1 2 3; do
       serving "${EPORTS[$((i - 1))]}" && continue
       configure_member "$i"

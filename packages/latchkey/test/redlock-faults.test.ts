@@ -7,7 +7,7 @@
 import type { Redis } from 'ioredis'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import type { Backend } from '../src/backend/types.js'
-import { REDLOCK_KEY_PREFIX, redlockBackend } from '../src/backends/redlock/index.js'
+import { REDLOCK_KEY_PREFIX, type RedlockBackendOptions, redlockBackend } from '../src/backends/redlock/index.js'
 import type { Lease } from '../src/core/lease.js'
 import { createLocks, type Locks } from '../src/core/locks.js'
 import { BackendUnavailableError, NotLockHolderError, QuorumNotReachedError } from '../src/errors.js'
@@ -21,18 +21,44 @@ let admin: Redis[] = []
 let seq = 0
 
 /**
- * A RedLock "client": its own five connections, backend and Locks. The node timeout is 250 ms, not the 20-50 ms
- * default: on this shared 2-core test host a healthy redis-server is sometimes descheduled for tens of ms, and the
- * outcome assertions below must not mistake it for a paused one. A paused node still costs 2.5 % of a 10 s lease.
+ * A RedLock "client": its own five connections, backend and Locks. The node timeout is 250 ms by default, not the
+ * 20-50 ms of the backend: on this shared 2-core test host a healthy redis-server is sometimes descheduled for tens
+ * of ms, and the outcome assertions below must not mistake it for a paused one. A paused node still costs 2.5 % of a
+ * 10 s lease. `{}` gives the backend's own node timeouts. `commandsOut()` counts the commands sent on its five
+ * connections and not answered yet (see whenIdle).
  */
-function client() {
+function client(options: Pick<RedlockBackendOptions, 'nodeTimeoutMs'> = { nodeTimeoutMs: 250 }) {
   const clients = nodes.map((n) => redlockIoredis(n.url))
-  const backend = redlockBackend({ clients, nodeTimeoutMs: 250 })
+  let out = 0
+  for (const r of clients) {
+    const send = r.sendCommand.bind(r)
+    r.sendCommand = (command, stream) => {
+      out++
+      const done = () => {
+        out--
+      }
+      command.promise.then(done, done)
+      return send(command, stream)
+    }
+  }
+  const backend = redlockBackend({ clients, ...options })
   const locks = createLocks({ backend, namespace: 'faults' })
-  const c = { locks, backend, clients }
+  const c = { locks, backend, clients, commandsOut: () => out }
   opened.push(c)
   return c
 }
+
+/**
+ * Runs `act` at a moment when no command of `c` is out, checked in the same tick as `act` runs. Every round of a
+ * waiter sends its commands in the tick that starts it and ends, on the microtasks of its last answer, before the
+ * next tick: so no round is out when `act` runs, and none can start before `act` returns.
+ */
+const whenIdle = (c: { commandsOut: () => number }, act: () => void) =>
+  waitUntil(() => {
+    if (c.commandsOut() > 0) return false
+    act()
+    return true
+  }, 'a command of the client stayed out')
 
 const ready = (c: { clients: Redis[] }, i: number) =>
   waitUntil(() => c.clients[i]?.status === 'ready', `client of node ${i} did not reconnect`)
@@ -142,10 +168,7 @@ describe('redlock under node faults (5 private redis-server processes)', () => {
   it('a release waits for a majority that answers late (3 nodes descheduled for 400 ms) instead of failing', async () => {
     // The default node timeouts: a release used the 150 ms of a round without a lease, and threw QuorumNotReachedError
     // from a loaded host whose redis-servers were not scheduled for that long.
-    const clients = nodes.map((n) => redlockIoredis(n.url))
-    const backend = redlockBackend({ clients })
-    const locks = createLocks({ backend, namespace: 'faults' })
-    opened.push({ locks, backend, clients })
+    const { locks, clients } = client({})
     const name = `late-release-${++seq}`
     const lease = await locks.mutex(name).acquire({ ttlMs: 10_000 })
     await Promise.all(clients.map((c) => c.ping()))
@@ -163,18 +186,14 @@ describe('redlock under node faults (5 private redis-server processes)', () => {
   })
 
   it('a release at home passes the lock to the next waiter of its process at once, while the round that renames the keys is still out', async () => {
-    const clients = nodes.map((n) => redlockIoredis(n.url))
-    const backend = redlockBackend({ clients })
-    const locks = createLocks({ backend, namespace: 'faults' })
-    opened.push({ locks, backend, clients })
+    const c = client({})
+    const { locks } = c
     const name = `pass-on-${++seq}`
     const line = `${REDLOCK_KEY_PREFIX}faults:${name}\u0000line`
     const lease = await locks.mutex(name).acquire({ ttlMs: 10_000 })
     // The same lease length as the holder's: a lease is passed on only to a waiter that asks for as long.
     const waiting = locks.mutex(name).acquire({ ttlMs: 10_000, waitMs: 10_000 })
-    // Subscribed on every node (each acknowledgement wakes the waiter for a round), then in line on every node, and
-    // no round of it still out (a PING on each connection is answered after every command sent before it): a
-    // release does not hand the lock at home to a waiter with a round out.
+    // Subscribed on every node, then in line on every node.
     const channel = `${REDLOCK_KEY_PREFIX}faults:${name}:released`
     await waitUntil(
       async () =>
@@ -187,14 +206,21 @@ describe('redlock under node faults (5 private redis-server processes)', () => {
       async () => (await Promise.all(admin.map((a) => a.zcard(line)))).every((n) => n === 1),
       'the waiter did not take its place in line on every node',
     )
-    await Promise.all(clients.map((c) => c.ping()))
-    for (const i of [0, 1, 2]) nodes[i]?.pause()
+    // A release does not hand the lock at home to a waiter with a round out (that round could undo the keys handed
+    // to it): it releases on a quorum, here not until the nodes resume. The waiter starts rounds on its own: its
+    // poll every second, and one for each SUBSCRIBE acknowledgement, which its process may read well after NUMSUB
+    // counts it (under load, one came while a PING sent here to wait the rounds out was on its way, and the lock
+    // went to the line). So the nodes are paused and the lock released in the tick that finds no command out.
     let second: Lease | undefined
+    let released: Promise<unknown> = Promise.resolve()
     try {
-      const released = lease.release().then(
-        () => 'released',
-        (e: unknown) => e,
-      )
+      await whenIdle(c, () => {
+        for (const i of [0, 1, 2]) nodes[i]?.pause()
+        released = lease.release().then(
+          () => 'released',
+          (e: unknown) => e,
+        )
+      })
       // A quorum of nodes cannot answer, and the waiter holds the lock all the same: within the validity the nodes
       // gave its process. Before, it waited for the renaming round (here until the nodes resume).
       const got = await Promise.race([waiting, new Promise<'late'>((r) => setTimeout(() => r('late'), 2_000))])
@@ -204,7 +230,7 @@ describe('redlock under node faults (5 private redis-server processes)', () => {
       expect(await released).toBe('released')
       // The keys were renamed to it on every node: its release (owner-checked) deletes them everywhere.
       await second.release()
-      await Promise.all(clients.map((c) => c.ping()))
+      await Promise.all(c.clients.map((r) => r.ping()))
       for (const i of [0, 1, 2, 3, 4]) expect(await has(i, name)).toBe(false)
     } finally {
       for (const i of [0, 1, 2]) nodes[i]?.resume()
@@ -213,10 +239,7 @@ describe('redlock under node faults (5 private redis-server processes)', () => {
   })
 
   it('a majority that answers only after the lease is over is no lock: no validity left, every node undone', async () => {
-    const clients = nodes.map((n) => redlockIoredis(n.url))
-    const backend = redlockBackend({ clients, nodeTimeoutMs: 2_000 })
-    const locks = createLocks({ backend, namespace: 'faults' })
-    opened.push({ locks, backend, clients })
+    const { locks } = client({ nodeTimeoutMs: 2_000 })
     const name = `no-validity-${++seq}`
     expect(await locks.mutex(name).isLocked()).toBe(false)
     for (const i of [0, 1, 2]) nodes[i]?.pause()

@@ -5,9 +5,9 @@
  * `watchLease` reports the moment the connection ends (and the core turns into `lease.signal` aborting); `renew`
  * reports it too, for a core that does not watch.
  *
- * The server never times these locks out, so the lease's `ttlMs` is kept here: a timer that frees the lock
- * when the holder stops renewing (the watchdog renews every `ttlMs / 3`). A crashed process frees its locks
- * at once, through its connections closing.
+ * The server never times these locks out, so the lease's `ttlMs` is kept here (session-pins.ts): a timer that
+ * frees the lock when the holder stops renewing (the watchdog renews every `ttlMs / 3`). A crashed process frees
+ * its locks at once, through its connections closing.
  */
 import { BackendBase } from '../../backend/backend-base.js'
 import { stateKey } from '../../backend/grant-rules.js'
@@ -23,42 +23,18 @@ import type {
   RenewRequest,
 } from '../../backend/types.js'
 import { UnsupportedError } from '../../errors.js'
+import { holdId, type SessionConnection, type SessionHold } from './session-hold.js'
 import { type LocalSession, type ServerLockState, sessionInspection } from './session-inspect.js'
+import { SessionPins } from './session-pins.js'
 import type { PoolRunner } from './sql-runner.js'
-
-/** What the base needs of a pinned connection: both mysql2 connections and pg clients report their death this way. */
-export interface SessionConnection {
-  on(event: 'error' | 'end', listener: (...args: unknown[]) => void): unknown
-  removeListener(event: 'error' | 'end', listener: (...args: unknown[]) => void): unknown
-}
-
-/** One held session lock. */
-export interface SessionHold<C> {
-  /** `stateKey` and owner: the map key. */
-  readonly id: string
-  readonly key: string
-  readonly owner: string
-  readonly kind: LockRef['kind']
-  readonly connection: C
-  /** What the strategy needs to free the lock (names, hashed keys, ...). */
-  readonly detail: string
-  readonly token: bigint
-  /** Whether the connection has not reported an error or end since the lock was taken. */
-  alive: boolean
-  timer: NodeJS.Timeout | undefined
-  unwatch: () => void
-  /** The core's `watchLease` listener, called once when the connection ends. */
-  onLost: ((reason: string) => void) | undefined
-}
 
 /** What a session strategy does on its pinned connection; `db` lends the connections. */
 export abstract class SessionBackend<
   C extends SessionConnection,
   R extends PoolRunner<C> = PoolRunner<C>,
 > extends BackendBase {
-  protected readonly holds = new Map<string, SessionHold<C>>()
   protected readonly notifier = new LocalNotifier()
-  private readonly trying = new Set<C>()
+  private readonly pins: SessionPins<C>
   private closed = false
 
   /** Tries the server lock on `connection`; `detail` is what `unlock` will need. */
@@ -90,7 +66,7 @@ export abstract class SessionBackend<
    */
   override async inspect(key: string): Promise<LockInspection> {
     const state = await this.serverState(key)
-    const local = [...this.holds.values()]
+    const local = [...this.pins.holds.values()]
       .filter((hold) => hold.key === key && hold.alive)
       .map((hold) => ({
         session: this.sessionOf(hold.connection),
@@ -103,6 +79,7 @@ export abstract class SessionBackend<
 
   constructor(protected readonly db: R) {
     super()
+    this.pins = new SessionPins(db, this.notifier, (hold) => this.unlockOn(hold))
   }
 
   /** Takes a connection from the pool (bounded wait). */
@@ -124,7 +101,7 @@ export abstract class SessionBackend<
       throw new UnsupportedError(`${this.name} backend does not implement ${request.kind} locks`)
     }
     const id = holdId(request)
-    const existing = this.holds.get(id)
+    const existing = this.pins.holds.get(id)
     if (existing?.alive === true) return { acquired: true, token: existing.token }
     const connection = await this.connect()
     if (options?.signal?.aborted) {
@@ -133,41 +110,41 @@ export abstract class SessionBackend<
     }
     let granted: { token: bigint; detail: string } | false
     // A try in flight may take the lock a forced release just freed: forceRemote must spare its session too.
-    this.trying.add(connection)
+    this.pins.trying.add(connection)
     try {
       granted = await this.lockOn(connection, request)
     } catch (error) {
       this.giveBack(connection, false)
       throw error
     } finally {
-      this.trying.delete(connection)
+      this.pins.trying.delete(connection)
     }
     if (granted === false) {
       this.giveBack(connection, true)
       return { acquired: false }
     }
-    this.pin(request, connection, granted)
+    this.pins.pin(request, connection, granted)
     return { acquired: true, token: granted.token }
   }
 
   async renew(request: RenewRequest): Promise<boolean> {
-    const hold = this.holds.get(holdId(request))
+    const hold = this.pins.holds.get(holdId(request))
     if (hold === undefined || !hold.alive) return false
     if (!(await this.probe(hold)) || !hold.alive) {
-      this.drop(hold, false)
+      this.pins.drop(hold, false)
       return false
     }
-    this.arm(hold, request.ttlMs)
+    this.pins.arm(hold, request.ttlMs)
     return true
   }
 
   async release(request: HolderRef): Promise<boolean> {
-    const hold = this.holds.get(holdId(request))
+    const hold = this.pins.holds.get(holdId(request))
     return hold === undefined ? false : this.releaseHold(hold)
   }
 
   private async releaseHold(hold: SessionHold<C>): Promise<boolean> {
-    this.unpin(hold)
+    this.pins.unpin(hold)
     if (!hold.alive) {
       this.giveBack(hold.connection, false)
       return false
@@ -188,10 +165,10 @@ export abstract class SessionBackend<
 
   async forceRelease(ref: LockRef): Promise<boolean> {
     const key = stateKey(ref)
-    const local = [...this.holds.values()].filter((hold) => hold.key === key)
+    const local = [...this.pins.holds.values()].filter((hold) => hold.key === key)
     // Unlock this process's holders first, so the server-side search below cannot find (and kill) them.
     await Promise.all(local.map((hold) => this.releaseHold(hold).catch(() => false)))
-    const remote = await this.forceRemote(ref, () => this.pinnedSessions())
+    const remote = await this.forceRemote(ref, () => this.pins.sessions((connection) => this.sessionOf(connection)))
     this.notifier.notify(key)
     return local.length > 0 || remote
   }
@@ -206,7 +183,7 @@ export abstract class SessionBackend<
    * the holder work on, and write, while another process may already hold the lock.
    */
   watchLease(holder: HolderRef, onLost: (reason: string) => void): () => void {
-    const hold = this.holds.get(holdId(holder))
+    const hold = this.pins.holds.get(holdId(holder))
     if (hold === undefined || !hold.alive) {
       queueMicrotask(() => onLost('it is not held'))
       return () => undefined
@@ -221,7 +198,7 @@ export abstract class SessionBackend<
   override async close(): Promise<void> {
     if (this.closed) return
     this.closed = true
-    await Promise.all([...this.holds.values()].map((hold) => this.releaseHold(hold).catch(() => undefined)))
+    await Promise.all([...this.pins.holds.values()].map((hold) => this.releaseHold(hold).catch(() => undefined)))
   }
 
   /**
@@ -238,92 +215,8 @@ export abstract class SessionBackend<
     }
   }
 
-  /** Calls `onDead` when the connection reports an error or its end; returns the detach function. */
-  private watch(connection: C, onDead: () => void): () => void {
-    connection.on('error', onDead)
-    connection.on('end', onDead)
-    return () => {
-      connection.removeListener('error', onDead)
-      connection.removeListener('end', onDead)
-    }
-  }
-
-  /** The server sessions of the connections this process pins for held locks or is trying a lock on. */
-  private pinnedSessions(): Set<number> {
-    const sessions = new Set<number>()
-    for (const connection of [...[...this.holds.values()].map((hold) => hold.connection), ...this.trying]) {
-      const session = this.sessionOf(connection)
-      if (session !== undefined) sessions.add(session)
-    }
-    return sessions
-  }
-
   /** Number of pinned connections (for tests and leak checks). */
   get pinned(): number {
-    return this.holds.size
+    return this.pins.size
   }
-
-  private pin(request: AcquireRequest, connection: C, granted: { token: bigint; detail: string }): void {
-    const hold: SessionHold<C> = {
-      id: holdId(request),
-      key: stateKey(request),
-      owner: request.owner,
-      kind: request.kind,
-      connection,
-      detail: granted.detail,
-      token: granted.token,
-      alive: true,
-      timer: undefined,
-      unwatch: () => undefined,
-      onLost: undefined,
-    }
-    hold.unwatch = this.watch(connection, () => {
-      // A dying connection reports both an error and its end: the loss is told once.
-      if (!hold.alive) return
-      hold.alive = false
-      // The server freed the lock with the session: wake this process's waiters, and tell the holder.
-      this.notifier.notify(hold.key)
-      const onLost = hold.onLost
-      hold.onLost = undefined
-      onLost?.('its connection ended, and the server freed the lock with the session')
-    })
-    // The connection may have died between the grant and the watch (a FATAL read in the same chunk as the
-    // grant's reply): the lock went with the session, so the lease is lost from the start.
-    if (this.db.hasFailed(connection)) hold.alive = false
-    this.holds.set(hold.id, hold)
-    this.arm(hold, request.ttlMs)
-  }
-
-  /** (Re)starts the lease timer: a holder that stops renewing loses the lock after `ttlMs`. */
-  private arm(hold: SessionHold<C>, ttlMs: number): void {
-    clearTimeout(hold.timer)
-    hold.timer = setTimeout(() => this.drop(hold, true), ttlMs)
-    hold.timer.unref()
-  }
-
-  private unpin(hold: SessionHold<C>): void {
-    clearTimeout(hold.timer)
-    hold.unwatch()
-    this.holds.delete(hold.id)
-  }
-
-  /** Lets go of a hold without a caller waiting: unlock quietly, or destroy the connection if that fails. */
-  private drop(hold: SessionHold<C>, unlock: boolean): void {
-    if (this.holds.get(hold.id) !== hold) return
-    this.unpin(hold)
-    if (!unlock || !hold.alive) {
-      this.giveBack(hold.connection, false)
-      this.notifier.notify(hold.key)
-      return
-    }
-    const done = (ok: boolean): void => {
-      this.giveBack(hold.connection, ok)
-      this.notifier.notify(hold.key)
-    }
-    this.unlockOn(hold).then(done, () => done(false))
-  }
-}
-
-function holdId(ref: { readonly key: string; readonly kind: LockRef['kind']; readonly owner: string }): string {
-  return `${stateKey(ref)}\u0000${ref.owner}`
 }
