@@ -26,6 +26,13 @@ export interface H2Handler {
 /** Our receive windows: big enough that a watch or a large range is not held back by round trips. */
 const STREAM_WINDOW = 1 << 20
 const CONNECTION_WINDOW = 1 << 24
+/**
+ * How long a PING's ACK may wait for a frame to go out with. etcd's server (grpc-go) pings after DATA it receives
+ * to estimate the bandwidth-delay product: about one PING per call here, whose ACK alone was a third of this
+ * client's socket writes (each a syscall that also wakes etcd). Riding on the next call's write instead costs
+ * the server a later estimate; a connection with nothing to send still answers within this bound.
+ */
+const PING_ACK_MS = 10
 /** Past this many stream ids, the session takes no new streams (ids are 31 bits; a new session starts over). */
 const LAST_STREAM_ID = 2 ** 31 - 1
 
@@ -64,6 +71,9 @@ export class H2Session {
   private unacked = 0
   private draining = false
   private dead = false
+  /** PING ACKs not sent yet (see PING_ACK_MS), and the timer that sends them on their own. */
+  private acks: Buffer[] = []
+  private ackTimer: NodeJS.Timeout | undefined
 
   constructor(
     endpoint: string,
@@ -112,7 +122,7 @@ export class H2Session {
     const head = F.frame(F.HEADERS, F.END_HEADERS | (headersOnly ? F.END_STREAM : 0), stream.id, headers)
     if (headersOnly) stream.localEnded = true
     if (data === undefined || !this.fits(stream, data.length)) {
-      this.socket.write(head)
+      this.send(head)
       if (data !== undefined || (end && !headersOnly)) this.write(stream, data ?? F.EMPTY, end)
       return stream
     }
@@ -121,7 +131,7 @@ export class H2Session {
     head.copy(out, 0)
     F.putFrameHeader(out, head.length, data.length, F.DATA, end ? F.END_STREAM : 0, stream.id)
     data.copy(out, head.length + F.HEADER_LENGTH)
-    this.socket.write(out)
+    this.send(out)
     this.consume(stream, data.length, end)
     return stream
   }
@@ -130,7 +140,7 @@ export class H2Session {
   write(stream: H2Stream, data: Buffer, end: boolean): void {
     if (stream.localEnded || stream.endPending || this.streams.get(stream.id) !== stream) return
     if (stream.queued.length === 0 && this.fits(stream, data.length)) {
-      this.socket.write(F.frame(F.DATA, end ? F.END_STREAM : 0, stream.id, data))
+      this.send(F.frame(F.DATA, end ? F.END_STREAM : 0, stream.id, data))
       this.consume(stream, data.length, end)
       return
     }
@@ -142,7 +152,7 @@ export class H2Session {
   /** Resets `stream` (RST_STREAM with `code`); its handler hears `closed(code)`. */
   reset(stream: H2Stream, code: number): void {
     if (this.streams.get(stream.id) !== stream) return
-    if (!this.dead) this.socket.write(F.frame32(F.RST_STREAM, stream.id, code))
+    if (!this.dead) this.send(F.frame32(F.RST_STREAM, stream.id, code))
     this.close(stream, code, undefined)
   }
 
@@ -157,6 +167,31 @@ export class H2Session {
   /** Ends every stream (with `error`) and the connection now. */
   destroy(error: Error = new Error('the etcd client was closed')): void {
     this.fail(error)
+  }
+
+  /** Writes `out`, with the PING ACKs waiting in front of it. */
+  private send(out: Buffer): void {
+    if (this.acks.length === 0) {
+      this.socket.write(out)
+      return
+    }
+    this.acks.push(out)
+    this.socket.write(Buffer.concat(this.acks))
+    this.acks = []
+    clearTimeout(this.ackTimer)
+    this.ackTimer = undefined
+  }
+
+  private ackPing(payload: Buffer): void {
+    this.acks.push(F.frame(F.PING, F.ACK, 0, payload))
+    if (this.ackTimer !== undefined) return
+    this.ackTimer = setTimeout(() => {
+      this.ackTimer = undefined
+      if (this.acks.length === 0 || this.dead) return
+      this.socket.write(Buffer.concat(this.acks))
+      this.acks = []
+    }, PING_ACK_MS)
+    this.ackTimer.unref()
   }
 
   private fits(stream: H2Stream, length: number): boolean {
@@ -182,7 +217,7 @@ export class H2Session {
       if (part === next) stream.queued.shift()
       else stream.queued[0] = next.subarray(room)
       const last = stream.queued.length === 0 && stream.endPending
-      this.socket.write(F.frame(F.DATA, last ? F.END_STREAM : 0, stream.id, part))
+      this.send(F.frame(F.DATA, last ? F.END_STREAM : 0, stream.id, part))
       this.consume(stream, part.length, last)
     }
   }
@@ -200,7 +235,7 @@ export class H2Session {
       try {
         this.frame(type, flags, id, buf.subarray(at + F.HEADER_LENGTH, end))
       } catch (error) {
-        this.socket.write(goaway(F.PROTOCOL_ERROR))
+        this.send(goaway(F.PROTOCOL_ERROR))
         this.fail(error as Error)
         return
       }
@@ -229,7 +264,7 @@ export class H2Session {
     } else if (type === F.SETTINGS) {
       if (!(flags & F.ACK)) this.onSettings(payload)
     } else if (type === F.PING) {
-      if (!(flags & F.ACK)) this.socket.write(F.frame(F.PING, F.ACK, 0, payload))
+      if (!(flags & F.ACK)) this.ackPing(payload)
     } else if (type === F.GOAWAY) this.onGoaway(payload.readUInt32BE(0) & 0x7fffffff)
     else if (type === F.WINDOW_UPDATE) this.onWindowUpdate(id, payload.readUInt32BE(0) & 0x7fffffff)
     else if (type === F.PUSH_PROMISE) throw new Error('etcd pushed a stream though push is disabled')
@@ -241,7 +276,7 @@ export class H2Session {
     // steps of half a window, so that a long watch never stalls and a short answer costs no extra frame.
     this.unacked += payload.length
     if (this.unacked >= CONNECTION_WINDOW / 2) {
-      this.socket.write(F.frame32(F.WINDOW_UPDATE, 0, this.unacked))
+      this.send(F.frame32(F.WINDOW_UPDATE, 0, this.unacked))
       this.unacked = 0
     }
     const stream = this.streams.get(id)
@@ -249,7 +284,7 @@ export class H2Session {
     const endStream = (flags & F.END_STREAM) !== 0
     stream.unacked += payload.length
     if (!endStream && stream.unacked >= STREAM_WINDOW / 2) {
-      this.socket.write(F.frame32(F.WINDOW_UPDATE, id, stream.unacked))
+      this.send(F.frame32(F.WINDOW_UPDATE, id, stream.unacked))
       stream.unacked = 0
     }
     const data = flags & F.PADDED ? payload.subarray(1, payload.length - (payload[0] as number)) : payload
@@ -285,7 +320,7 @@ export class H2Session {
           break
       }
     }
-    this.socket.write(F.frame(F.SETTINGS, F.ACK, 0))
+    this.send(F.frame(F.SETTINGS, F.ACK, 0))
     for (const stream of this.streams.values()) this.flush(stream)
   }
 
@@ -329,6 +364,7 @@ export class H2Session {
   private fail(error: Error): void {
     if (this.dead) return
     this.dead = true
+    clearTimeout(this.ackTimer)
     this.socket.destroy()
     this.gone(this)
     for (const stream of [...this.streams.values()]) this.close(stream, undefined, error)
