@@ -15,7 +15,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 const ETCD = process.env.LATCHKEY_ETCD_URL ?? 'http://127.0.0.1:2379'
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
-type Report = { acq: number; cpuMs: number; calls: Record<string, number>; gaps: number[] }
+type Report = { acq: number; cpuMs: number; calls: Record<string, number> }
 
 async function child(): Promise<void> {
   const [, , , waitersArg, key, secondsArg, dist] = process.argv
@@ -45,15 +45,17 @@ async function child(): Promise<void> {
   }
   const lib = await import(pathToFileURL(resolve(dist as string, 'index.js')).href)
   const backend = await lib.backendFromUrl(`etcd://${new URL(ETCD).host}`)
-  const locks = lib.createLocks({ backend, namespace: `cpu-${process.pid}-${key}`.slice(0, 0) || 'cpuprof', ttlMs: 10_000 })
+  const locks = lib.createLocks({
+    backend,
+    namespace: 'cpuprof', // the key is new in each run
+    ttlMs: 10_000,
+  })
   const mutex = locks.mutex(key)
   const warmEnd = performance.now() + 1_500
   const end = warmEnd + Number(secondsArg) * 1_000
   let acq = 0
   let cpu0 = process.cpuUsage()
   let calls0: Record<string, number> = {}
-  const gaps: number[] = []
-  let lastRelease = 0
   const prof = process.env.PROF_DIR
   const session = prof === undefined ? undefined : new Session()
   session?.connect()
@@ -88,7 +90,6 @@ async function child(): Promise<void> {
         if (at >= warmEnd && at < end) acq++
         await sleep(1)
         await held.release()
-        lastRelease = performance.now()
         await sleep(5)
       }
     }),
@@ -97,8 +98,7 @@ async function child(): Promise<void> {
   await profiled
   const delta: Record<string, number> = {}
   for (const [k, v] of Object.entries(calls)) delta[k] = v - (calls0[k] ?? 0)
-  void lastRelease
-  process.send?.({ acq, cpuMs: (used.user + used.system) / 1_000, calls: delta, gaps } satisfies Report)
+  process.send?.({ acq, cpuMs: (used.user + used.system) / 1_000, calls: delta } satisfies Report)
   await locks.close()
   await backend.close()
   process.exit(0)
