@@ -188,7 +188,7 @@ export class H2Session {
     this.ackTimer = setTimeout(() => {
       this.ackTimer = undefined
       if (this.acks.length === 0 || this.dead) return
-      this.socket.write(Buffer.concat(this.acks))
+      this.socket.write(this.acks.length === 1 ? (this.acks[0] as Buffer) : Buffer.concat(this.acks))
       this.acks = []
     }, PING_ACK_MS)
     this.ackTimer.unref()
