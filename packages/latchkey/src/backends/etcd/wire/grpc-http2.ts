@@ -6,7 +6,8 @@
  */
 import { EventEmitter } from 'node:events'
 import { CANCEL } from './h2-frames.js'
-import { type H2Handler, H2Session, type H2Stream } from './h2-session.js'
+import { H2Session } from './h2-session.js'
+import type { H2Handler, H2Stream } from './h2-stream.js'
 import { encodeHeaders, type HeaderFields } from './hpack.js'
 import { ProtoReader } from './protobuf.js'
 

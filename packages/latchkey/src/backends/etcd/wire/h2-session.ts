@@ -13,48 +13,15 @@
 import net from 'node:net'
 import tls from 'node:tls'
 import * as F from './h2-frames.js'
-import { type HeaderFields, HpackDecoder } from './hpack.js'
-
-/** What a stream's owner hears; `closed` comes exactly once, last. */
-export interface H2Handler {
-  headers(fields: HeaderFields, endStream: boolean): void
-  data(payload: Buffer, endStream: boolean): void
-  /** `rstCode`: the stream was reset (by either side); `error`: the connection failed. Neither: ended both ways. */
-  closed(rstCode: number | undefined, error: Error | undefined): void
-}
+import { type H2Handler, H2Stream } from './h2-stream.js'
+import { HpackDecoder } from './hpack.js'
+import { PingAcks } from './ping-acks.js'
 
 /** Our receive windows: big enough that a watch or a large range is not held back by round trips. */
 const STREAM_WINDOW = 1 << 20
 const CONNECTION_WINDOW = 1 << 24
-/**
- * How long a PING's ACK may wait for a frame to go out with. etcd's server (grpc-go) pings after DATA it receives
- * to estimate the bandwidth-delay product: about one PING per call here, whose ACK alone was a third of this
- * client's socket writes (each a syscall that also wakes etcd). Riding on the next call's write instead costs
- * the server a later estimate; a connection with nothing to send still answers within this bound.
- */
-const PING_ACK_MS = 10
 /** Past this many stream ids, the session takes no new streams (ids are 31 bits; a new session starts over). */
 const LAST_STREAM_ID = 2 ** 31 - 1
-
-/** One stream's state. */
-export class H2Stream {
-  sendWindow: number
-  /** DATA waiting for window, in order; `endPending`: END_STREAM goes with the last of it. */
-  queued: Buffer[] = []
-  endPending = false
-  localEnded = false
-  remoteEnded = false
-  /** Received bytes not yet returned to the server by a WINDOW_UPDATE. */
-  unacked = 0
-
-  constructor(
-    readonly id: number,
-    readonly handler: H2Handler,
-    window: number,
-  ) {
-    this.sendWindow = window
-  }
-}
 
 /** One HTTP/2 connection. `gone` runs once the session takes no new streams (GOAWAY, failure, close). */
 export class H2Session {
@@ -71,9 +38,7 @@ export class H2Session {
   private unacked = 0
   private draining = false
   private dead = false
-  /** PING ACKs not sent yet (see PING_ACK_MS), and the timer that sends them on their own. */
-  private acks: Buffer[] = []
-  private ackTimer: NodeJS.Timeout | undefined
+  private readonly acks: PingAcks
 
   constructor(
     endpoint: string,
@@ -87,6 +52,9 @@ export class H2Session {
       ? tls.connect({ host, port, servername: net.isIP(host) ? undefined : host, ALPNProtocols: ['h2'] })
       : net.connect({ host, port })
     this.socket.setNoDelay(true)
+    this.acks = new PingAcks((out) => {
+      if (!this.dead) this.socket.write(out)
+    })
     this.socket.unref()
     this.socket.on('data', (chunk: Buffer) => this.read(chunk))
     this.socket.on('error', (error) => this.fail(error))
@@ -171,27 +139,7 @@ export class H2Session {
 
   /** Writes `out`, with the PING ACKs waiting in front of it. */
   private send(out: Buffer): void {
-    if (this.acks.length === 0) {
-      this.socket.write(out)
-      return
-    }
-    this.acks.push(out)
-    this.socket.write(Buffer.concat(this.acks))
-    this.acks = []
-    clearTimeout(this.ackTimer)
-    this.ackTimer = undefined
-  }
-
-  private ackPing(payload: Buffer): void {
-    this.acks.push(F.frame(F.PING, F.ACK, 0, payload))
-    if (this.ackTimer !== undefined) return
-    this.ackTimer = setTimeout(() => {
-      this.ackTimer = undefined
-      if (this.acks.length === 0 || this.dead) return
-      this.socket.write(this.acks.length === 1 ? (this.acks[0] as Buffer) : Buffer.concat(this.acks))
-      this.acks = []
-    }, PING_ACK_MS)
-    this.ackTimer.unref()
+    this.socket.write(this.acks.before(out))
   }
 
   private fits(stream: H2Stream, length: number): boolean {
@@ -264,7 +212,7 @@ export class H2Session {
     } else if (type === F.SETTINGS) {
       if (!(flags & F.ACK)) this.onSettings(payload)
     } else if (type === F.PING) {
-      if (!(flags & F.ACK)) this.ackPing(payload)
+      if (!(flags & F.ACK)) this.acks.add(payload)
     } else if (type === F.GOAWAY) this.onGoaway(payload.readUInt32BE(0) & 0x7fffffff)
     else if (type === F.WINDOW_UPDATE) this.onWindowUpdate(id, payload.readUInt32BE(0) & 0x7fffffff)
     else if (type === F.PUSH_PROMISE) throw new Error('etcd pushed a stream though push is disabled')
@@ -364,7 +312,7 @@ export class H2Session {
   private fail(error: Error): void {
     if (this.dead) return
     this.dead = true
-    clearTimeout(this.ackTimer)
+    this.acks.stop()
     this.socket.destroy()
     this.gone(this)
     for (const stream of [...this.streams.values()]) this.close(stream, undefined, error)
