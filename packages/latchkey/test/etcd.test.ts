@@ -118,52 +118,46 @@ describe('etcd backend specifics', () => {
   })
 
   it('waiting mutex acquires of one process take turns, oldest first: only the first asks etcd, and a release puts the next in line', async () => {
-    const namespace = `lk-mline-${process.pid}`
-    const inner = openEtcdClient({ hosts: [ETCD_URL], callTimeoutMs: 2_000 })
     let txns = 0
-    const client: EtcdClient = {
-      ...inner,
-      kv: {
-        txn: (request) => {
-          txns++
-          return inner.kv.txn(request)
+    await withCountingClient(
+      `lk-mline-${process.pid}`,
+      (inner) => ({
+        ...inner,
+        kv: {
+          txn: (request) => {
+            txns++
+            return inner.kv.txn(request)
+          },
+          range: (request) => inner.kv.range(request),
         },
-        range: (request) => inner.kv.range(request),
+        watch: () => inner.watch(),
+        close: () => inner.close(),
+      }),
+      async (locks) => {
+        const holder = await locks.mutex('m').acquire()
+        const before = txns
+        const order: number[] = []
+        const waiters = Array.from({ length: 5 }, (_, i) =>
+          locks
+            .mutex('m')
+            .acquire({ waitMs: 10_000 })
+            .then(async (lease) => {
+              order.push(i)
+              const token = lease.token
+              await lease.release()
+              return token
+            }),
+        )
+        await holder.release()
+        const tokens = await Promise.all(waiters)
+        expect(order).toEqual([0, 1, 2, 3, 4])
+        expect(tokens.every((t, i) => t > (i === 0 ? holder.token : (tokens[i - 1] as bigint)))).toBe(true)
+        // The holder's delete, the first waiter's own try if it ran after that delete, then per waiter one txn: its
+        // release, which also puts the next waiter's key in line. A join and a release per waiter were 11; every
+        // waiter trying on every release was 16 or more.
+        expect(txns - before).toBeLessThanOrEqual(2 + 5)
       },
-      watch: () => inner.watch(),
-      close: () => inner.close(),
-    }
-    const backend = etcdBackend({ client })
-    const locks = createLocks({ backend, namespace })
-    try {
-      const holder = await locks.mutex('m').acquire()
-      const before = txns
-      const order: number[] = []
-      const waiters = Array.from({ length: 5 }, (_, i) =>
-        locks
-          .mutex('m')
-          .acquire({ waitMs: 10_000 })
-          .then(async (lease) => {
-            order.push(i)
-            const token = lease.token
-            await lease.release()
-            return token
-          }),
-      )
-      await holder.release()
-      const tokens = await Promise.all(waiters)
-      expect(order).toEqual([0, 1, 2, 3, 4])
-      expect(tokens.every((t, i) => t > (i === 0 ? holder.token : (tokens[i - 1] as bigint)))).toBe(true)
-      // The holder's delete, the first waiter's own try if it ran after that delete, then per waiter one txn: its
-      // release, which also puts the next waiter's key in line. A join and a release per waiter were 11; every
-      // waiter trying on every release was 16 or more.
-      expect(txns - before).toBeLessThanOrEqual(2 + 5)
-    } finally {
-      await locks.close()
-      await backend.close()
-      inner.close()
-      await cleanup(namespace)
-    }
+    )
   })
 
   it('a waiter that waits for the release of a holder of its process joins by itself when that holder is force-released', async () => {
@@ -188,50 +182,44 @@ describe('etcd backend specifics', () => {
   })
 
   it('a waiter next in line whose lease was just refreshed (or granted) is granted without a keepalive', async () => {
-    const namespace = `lk-mfresh-${process.pid}`
-    const inner = openEtcdClient({ hosts: [ETCD_URL], callTimeoutMs: 2_000 })
     let keepalives = 0
-    const client: EtcdClient = {
-      ...inner,
-      leaseClient: {
-        ...inner.leaseClient,
-        leaseKeepAlive: async () => {
-          const stream = await inner.leaseClient.leaseKeepAlive()
-          return {
-            on: (event: never, listener: never) => stream.on(event, listener),
-            write: (request: { ID: string }) => {
-              keepalives++
-              return stream.write(request)
-            },
-            end: () => stream.end(),
-          }
+    await withCountingClient(
+      `lk-mfresh-${process.pid}`,
+      (inner) => ({
+        ...inner,
+        leaseClient: {
+          ...inner.leaseClient,
+          leaseKeepAlive: async () => {
+            const stream = await inner.leaseClient.leaseKeepAlive()
+            return {
+              on: (event: never, listener: never) => stream.on(event, listener),
+              write: (request: { ID: string }) => {
+                keepalives++
+                return stream.write(request)
+              },
+              end: () => stream.end(),
+            }
+          },
         },
+        watch: () => inner.watch(),
+        close: () => inner.close(),
+      }),
+      async (locks) => {
+        const holder = await locks.mutex('m').acquire()
+        const waiters = Array.from({ length: 5 }, () =>
+          locks
+            .mutex('m')
+            .acquire({ waitMs: 10_000 })
+            .then((lease) => lease.release()),
+        )
+        // Every waiter's place goes in line on a lease just granted or refreshed, and waits a few ms at most.
+        const before = keepalives
+        await holder.release()
+        await Promise.all(waiters)
+        // One keepalive per handoff (sent when one key was left before the place) was 5 here.
+        expect(keepalives - before).toBeLessThanOrEqual(1)
       },
-      watch: () => inner.watch(),
-      close: () => inner.close(),
-    }
-    const backend = etcdBackend({ client })
-    const locks = createLocks({ backend, namespace })
-    try {
-      const holder = await locks.mutex('m').acquire()
-      const waiters = Array.from({ length: 5 }, () =>
-        locks
-          .mutex('m')
-          .acquire({ waitMs: 10_000 })
-          .then((lease) => lease.release()),
-      )
-      // Every waiter's place goes in line on a lease just granted or refreshed, and waits a few ms at most.
-      const before = keepalives
-      await holder.release()
-      await Promise.all(waiters)
-      // One keepalive per handoff (sent when one key was left before the place) was 5 here.
-      expect(keepalives - before).toBeLessThanOrEqual(1)
-    } finally {
-      await locks.close()
-      await backend.close()
-      inner.close()
-      await cleanup(namespace)
-    }
+    )
   })
 
   it('semaphore slot keys name the permit count; the txn guard covers every other count and none of ours', () => {
@@ -332,3 +320,25 @@ describe('etcd backend specifics', () => {
     expect(() => etcdBackend({ hosts: ETCD_URL, layout: 'curator' })).toThrow(RangeError)
   })
 })
+
+/**
+ * Runs `run` on locks over a backend whose client (of its own) is `wrap` of a plain one, e.g. to count its calls;
+ * closes everything and removes the namespace's keys after.
+ */
+async function withCountingClient(
+  namespace: string,
+  wrap: (inner: EtcdClient) => EtcdClient,
+  run: (locks: ReturnType<typeof createLocks>) => Promise<void>,
+): Promise<void> {
+  const inner = openEtcdClient({ hosts: [ETCD_URL], callTimeoutMs: 2_000 })
+  const backend = etcdBackend({ client: wrap(inner) })
+  const locks = createLocks({ backend, namespace })
+  try {
+    await run(locks)
+  } finally {
+    await locks.close()
+    await backend.close()
+    inner.close()
+    await cleanup(namespace)
+  }
+}

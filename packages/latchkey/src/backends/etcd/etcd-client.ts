@@ -105,9 +105,9 @@ export interface OpenOptions {
 }
 
 /**
- * Opens the client a backend uses for `hosts`: gRPC on node:http2 (`wire/http2-etcd-client.ts`), failing fast
- * (a deadline on every unary call, no retries in the client: the core retries with its own backoff), with quick
- * reconnects of the watch stream and the connection. etcd3 is then not needed.
+ * Opens the client a backend uses for `hosts`: gRPC on its own HTTP/2 client (`wire/http2-etcd-client.ts`),
+ * failing fast (a deadline on every unary call, no retries in the client: the core retries with its own backoff),
+ * with quick reconnects of the watch stream and the connection. etcd3 is then not needed.
  */
 export function openEtcdClient(options: OpenOptions): EtcdClient {
   return openHttp2EtcdClient(options)

@@ -1,11 +1,14 @@
 /**
- * gRPC over node:http2, just enough for etcd: unary calls with a deadline, and bidirectional streams (lease
- * keepalives, watches). One HTTP/2 session per client, on the first reachable endpoint; a session that fails or
- * closes is dropped and the next call connects again, to the next endpoint. The session holds the event loop
- * open only while a call or stream is in flight, as grpc-js does.
+ * gRPC over HTTP/2 (`h2-session.ts`), just enough for etcd: unary calls with a deadline, and bidirectional
+ * streams (lease keepalives, watches). One HTTP/2 session per client, on the first reachable endpoint; a session
+ * that fails or closes is dropped and the next call connects again, to the next endpoint. The session holds the
+ * event loop open only while a call or stream is in flight, as grpc-js does.
  */
 import { EventEmitter } from 'node:events'
-import http2 from 'node:http2'
+import { CANCEL } from './h2-frames.js'
+import { H2Session } from './h2-session.js'
+import type { H2Handler, H2Stream } from './h2-stream.js'
+import { encodeHeaders, type HeaderFields } from './hpack.js'
 import { ProtoReader } from './protobuf.js'
 
 const STATUS_NAMES = [
@@ -47,142 +50,128 @@ class Frames {
 
   push(chunk: Buffer, onMessage: (message: ProtoReader) => void): void {
     let buf = this.pending === undefined ? chunk : Buffer.concat([this.pending, chunk])
+    // A chunk is a view of the socket's read: a message cut in two is copied, not the chunk kept.
     while (buf.length >= 5) {
       const end = 5 + buf.readUInt32BE(1)
       if (buf.length < end) break
       onMessage(new ProtoReader(buf, 5, end))
       buf = buf.subarray(end)
     }
-    this.pending = buf.length === 0 ? undefined : buf
+    this.pending = buf.length === 0 ? undefined : Buffer.from(buf)
   }
 }
 
-const headersFor = (path: string, timeoutMs?: number): http2.OutgoingHttpHeaders => ({
-  ':method': 'POST',
-  ':path': path,
-  'content-type': 'application/grpc',
-  te: 'trailers',
-  ...(timeoutMs === undefined ? {} : { 'grpc-timeout': `${Math.max(1, Math.ceil(timeoutMs))}m` }),
-})
+/** The header block of a call to `path` on `authority` (built once per path: no field changes between calls). */
+function headerBlock(scheme: string, authority: string, path: string, timeoutMs?: number): Buffer {
+  return encodeHeaders([
+    [':method', 'POST'],
+    [':scheme', scheme],
+    [':path', path],
+    [':authority', authority],
+    ['content-type', 'application/grpc'],
+    ['te', 'trailers'],
+    ...(timeoutMs === undefined ? [] : [['grpc-timeout', `${Math.max(1, Math.ceil(timeoutMs))}m`] as const]),
+  ])
+}
+
+type Status = { code: number; details: string }
 
 /** The status a response carries (in its trailers, or in its headers for a trailers-only response). */
-function statusOf(headers: http2.IncomingHttpHeaders): { code: number; details: string } | undefined {
+function statusOf(headers: HeaderFields): Status | undefined {
   const raw = headers['grpc-status']
   if (raw === undefined) return undefined
   const details = headers['grpc-message']
-  return {
-    code: Number(raw),
-    details: typeof details === 'string' ? decodeURIComponent(details) : '',
-  }
+  return { code: Number(raw), details: details === undefined ? '' : decodeURIComponent(details) }
 }
 
 /** One client's connection to etcd. */
 export class GrpcConnection {
-  private session: http2.ClientHttp2Session | undefined
-  private readonly inFlight = new Map<http2.ClientHttp2Session, number>()
+  private session: H2Session | undefined
   private next = 0
   private closed = false
+  /** Header blocks by endpoint and path. */
+  private readonly blocks = new Map<string, Buffer>()
 
   /** `hosts`: `http(s)://host:port` endpoints. */
   constructor(private readonly hosts: readonly string[]) {}
 
-  private current(): http2.ClientHttp2Session {
+  private current(): { session: H2Session; host: string } {
     if (this.closed) throw new GrpcError(1, 'the etcd client was closed')
-    const open = this.session
-    if (open !== undefined && !open.closed && !open.destroyed) return open
     const host = this.hosts[this.next % this.hosts.length] as string
-    const session = http2.connect(host)
-    const forget = (): void => {
+    const open = this.session
+    if (open?.usable) return { session: open, host }
+    const session = new H2Session(host, () => {
       if (this.session !== session) return
       this.session = undefined
       this.next++ // the next attempt tries the next endpoint
-    }
-    session.on('error', forget)
-    session.on('goaway', forget)
-    session.on('close', () => {
-      forget()
-      this.inFlight.delete(session)
     })
-    session.unref()
     this.session = session
-    return session
+    return { session, host }
   }
 
-  /** Counts a call on `session`: the first keeps the event loop alive until the last ends. */
-  private hold(session: http2.ClientHttp2Session): () => void {
-    const n = this.inFlight.get(session) ?? 0
-    this.inFlight.set(session, n + 1)
-    if (n === 0 && !session.destroyed) session.ref()
-    let held = true
-    return () => {
-      if (!held) return
-      held = false
-      const left = (this.inFlight.get(session) ?? 1) - 1
-      this.inFlight.set(session, left)
-      if (left === 0 && !session.destroyed) session.unref()
+  private block(host: string, path: string, timeoutMs?: number): Buffer {
+    const id = `${host} ${path} ${timeoutMs}`
+    let block = this.blocks.get(id)
+    if (block === undefined) {
+      const url = new URL(host)
+      block = headerBlock(url.protocol === 'https:' ? 'https' : 'http', url.host, path, timeoutMs)
+      this.blocks.set(id, block)
     }
+    return block
   }
 
   /** One unary call: `frame` (a framed request) to `path`, the response decoded by `decode`. */
   unary<T>(path: string, frame: Buffer, decode: (r: ProtoReader) => T, timeoutMs: number): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      let session: http2.ClientHttp2Session
-      let stream: http2.ClientHttp2Stream
-      try {
-        session = this.current()
-        stream = session.request(headersFor(path, timeoutMs))
-      } catch (error) {
-        reject(error instanceof GrpcError ? error : new GrpcError(UNAVAILABLE, (error as Error).message))
-        return
-      }
-      const release = this.hold(session)
+      let status: Status | undefined
+      let body: Buffer | undefined
       let settled = false
-      let status: { code: number; details: string } | undefined
-      const chunks: Buffer[] = []
+      let timer: NodeJS.Timeout | undefined
       const settle = (error: Error | undefined, value?: T): void => {
         if (settled) return
         settled = true
         clearTimeout(timer)
-        release()
         if (error === undefined) resolve(value as T)
-        else {
-          if (!stream.closed) stream.close(http2.constants.NGHTTP2_CANCEL)
-          reject(error)
-        }
+        else reject(error)
       }
-      const timer = setTimeout(() => {
+      const handler: H2Handler = {
+        headers: (fields) => {
+          status = statusOf(fields) ?? status
+        },
+        data: (chunk) => {
+          body = body === undefined ? chunk : Buffer.concat([body, chunk])
+        },
+        closed: (rstCode, error) => {
+          if (error !== undefined) settle(new GrpcError(UNAVAILABLE, error.message))
+          else if (status === undefined) {
+            settle(new GrpcError(UNAVAILABLE, `stream closed without a status (code ${rstCode ?? 0})`))
+          } else if (status.code !== 0) settle(new GrpcError(status.code, status.details))
+          else if (body === undefined || body.length < 5) settle(new GrpcError(13, 'response without a message'))
+          else {
+            try {
+              settle(undefined, decode(new ProtoReader(body, 5, 5 + body.readUInt32BE(1))))
+            } catch (e) {
+              settle(e as Error)
+            }
+          }
+        },
+      }
+      let session: H2Session
+      let stream: H2Stream
+      try {
+        const at = this.current()
+        session = at.session
+        stream = session.request(this.block(at.host, path, timeoutMs), frame, true, handler)
+      } catch (error) {
+        settle(error instanceof GrpcError ? error : new GrpcError(UNAVAILABLE, (error as Error).message))
+        return
+      }
+      if (settled) return // the connection had already failed
+      timer = setTimeout(() => {
         settle(new GrpcError(DEADLINE_EXCEEDED, `no answer within ${timeoutMs} ms`))
+        session.reset(stream, CANCEL)
         this.moveOn(session)
       }, timeoutMs)
-      stream.on('response', (headers) => {
-        status ??= statusOf(headers)
-      })
-      stream.on('trailers', (headers) => {
-        status = statusOf(headers) ?? status
-      })
-      stream.on('data', (chunk: Buffer) => chunks.push(chunk))
-      stream.on('error', (error) => settle(new GrpcError(UNAVAILABLE, error.message)))
-      stream.on('close', () => {
-        if (status === undefined) {
-          settle(new GrpcError(UNAVAILABLE, `stream closed without a status (code ${stream.rstCode})`))
-          return
-        }
-        if (status.code !== 0) {
-          settle(new GrpcError(status.code, status.details))
-          return
-        }
-        const buf = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks)
-        if (buf.length < 5) {
-          settle(new GrpcError(13, 'response without a message'))
-          return
-        }
-        try {
-          settle(undefined, decode(new ProtoReader(buf, 5, 5 + buf.readUInt32BE(1))))
-        } catch (error) {
-          settle(error as Error)
-        }
-      })
-      stream.end(frame)
     })
   }
 
@@ -191,25 +180,23 @@ export class GrpcConnection {
    * endpoint that accepts connections but never answers would otherwise keep every call); the session closes
    * once its calls in flight end. With one endpoint there is nowhere else to go, and the session stays.
    */
-  private moveOn(session: http2.ClientHttp2Session): void {
+  private moveOn(session: H2Session): void {
     if (this.hosts.length < 2 || this.session !== session) return
-    this.session = undefined
-    this.next++
-    session.close()
+    session.drain() // its `gone` moves this connection on to the next endpoint
   }
 
   /** A bidirectional stream to `path`. */
   stream(path: string): GrpcStream {
-    const session = this.current()
-    const stream = session.request(headersFor(path))
-    return new GrpcStream(stream, this.hold(session))
+    const { session, host } = this.current()
+    return new GrpcStream(session, this.block(host, path))
   }
 
   /** Ends every call and the session. */
   close(): void {
     this.closed = true
-    this.session?.destroy()
+    const session = this.session
     this.session = undefined
+    session?.destroy()
   }
 }
 
@@ -219,49 +206,48 @@ export class GrpcConnection {
  */
 export class GrpcStream extends EventEmitter {
   private finished = false
+  private readonly stream: H2Stream
 
   constructor(
-    private readonly stream: http2.ClientHttp2Stream,
-    release: () => void,
+    private readonly session: H2Session,
+    headers: Buffer,
   ) {
     super()
     const frames = new Frames()
-    let status: { code: number; details: string } | undefined
-    stream.on('response', (headers) => {
-      status ??= statusOf(headers)
-    })
-    stream.on('trailers', (headers) => {
-      status = statusOf(headers) ?? status
-    })
-    stream.on('data', (chunk: Buffer) => frames.push(chunk, (message) => this.emit('message', message)))
-    stream.on('error', (error) => this.finish(new GrpcError(UNAVAILABLE, error.message)))
-    stream.on('close', () => {
-      release()
-      if (status === undefined) this.finish(new GrpcError(UNAVAILABLE, `stream closed (code ${stream.rstCode})`))
-      else if (status.code !== 0) this.finish(new GrpcError(status.code, status.details))
-      else this.finish(undefined)
+    let status: Status | undefined
+    this.stream = session.request(headers, undefined, false, {
+      headers: (fields) => {
+        status = statusOf(fields) ?? status
+      },
+      data: (chunk) => frames.push(chunk, (message) => this.emit('message', message)),
+      closed: (rstCode, error) => {
+        if (error !== undefined) this.finish(new GrpcError(UNAVAILABLE, error.message))
+        else if (status === undefined) this.finish(new GrpcError(UNAVAILABLE, `stream closed (code ${rstCode ?? 0})`))
+        else if (status.code !== 0) this.finish(new GrpcError(status.code, status.details))
+        else this.finish(undefined)
+      },
     })
   }
 
   private finish(error: Error | undefined): void {
     if (this.finished) return
     this.finished = true
-    if (error === undefined) this.emit('end')
-    else this.emit('error', error)
+    // Listeners are attached after construction: a stream that failed at once reports it on the next tick.
+    queueMicrotask(() => (error === undefined ? this.emit('end') : this.emit('error', error)))
   }
 
   /** Sends one framed request (dropped once the stream has ended). */
   write(frame: Buffer): void {
-    if (!this.finished && this.stream.writable) this.stream.write(frame)
+    if (!this.finished) this.session.write(this.stream, frame, false)
   }
 
   /** Half-closes: the server ends the stream when it has answered what was sent. */
   end(): void {
-    if (!this.stream.closed && this.stream.writable) this.stream.end()
+    if (!this.finished) this.session.write(this.stream, Buffer.alloc(0), true)
   }
 
   /** Drops the stream at once. */
   cancel(): void {
-    if (!this.stream.closed) this.stream.close(http2.constants.NGHTTP2_CANCEL)
+    this.session.reset(this.stream, CANCEL)
   }
 }

@@ -1,6 +1,6 @@
 /**
- * The etcd client a backend opens for `hosts`: the {@link EtcdClient} calls on gRPC over node:http2 with
- * hand-written protobuf (`etcd-messages.ts`), instead of etcd3 on grpc-js. Measured on the bench machine,
+ * The etcd client a backend opens for `hosts`: the {@link EtcdClient} calls on gRPC over HTTP/2 (`h2-session.ts`)
+ * with hand-written protobuf (`etcd-messages.ts`), instead of etcd3 on grpc-js. Measured on the bench machine,
  * etcd3's path (cockatiel policies, metadata, proto-loader's object conversions, grpc-js's call stack) cost
  * more client CPU than etcd took to answer, and client CPU is what a crowd of waiters on a small machine runs
  * out of. Behaviour is etcd3's as configured by this backend before: every unary call has a deadline, nothing

@@ -1,0 +1,131 @@
+/**
+ * Where a contended etcd acquisition's client CPU goes: `waiters` mutex waiters on one lock spread over `procs`
+ * processes (as the bench's contended cells: hold 1 ms, think 5 ms), each process reporting its acquisitions,
+ * its CPU over the window and the gRPC calls it sent (per path) and watch responses it decoded. With
+ * PROF_DIR=<dir> each child runs under --cpu-prof and writes its profile there.
+ *
+ *   npx tsx bench/etcd-contended-cpu.ts [waiters=10] [procs=4] [seconds=5] [dist=packages/latchkey/dist]
+ */
+import { fork } from 'node:child_process'
+import { writeFileSync } from 'node:fs'
+import { Session } from 'node:inspector/promises'
+import { resolve } from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+
+const ETCD = process.env.LATCHKEY_ETCD_URL ?? 'http://127.0.0.1:2379'
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+type Report = { acq: number; cpuMs: number; calls: Record<string, number> }
+
+async function child(): Promise<void> {
+  const [, , , waitersArg, key, secondsArg, dist] = process.argv
+  const waiters = Number(waitersArg)
+  const grpc = await import(pathToFileURL(resolve(dist as string, 'backends/etcd/wire/grpc-http2.js')).href)
+  const calls: Record<string, number> = {}
+  const count = (k: string) => {
+    calls[k] = (calls[k] ?? 0) + 1
+  }
+  const proto = grpc.GrpcConnection.prototype
+  const unary = proto.unary
+  proto.unary = function (this: unknown, path: string, ...rest: unknown[]) {
+    count(path)
+    return unary.call(this, path, ...rest)
+  }
+  const stream = proto.stream
+  proto.stream = function (this: unknown, path: string) {
+    count(`stream ${path}`)
+    const s = stream.call(this, path)
+    const write = s.write
+    s.write = function (this: unknown, frame: Buffer) {
+      count(`write ${path}`)
+      return write.call(this, frame)
+    }
+    s.on('message', () => count(`message ${path}`))
+    return s
+  }
+  const lib = await import(pathToFileURL(resolve(dist as string, 'index.js')).href)
+  const backend = await lib.backendFromUrl(`etcd://${new URL(ETCD).host}`)
+  const locks = lib.createLocks({
+    backend,
+    namespace: 'cpuprof', // the key is new in each run
+    ttlMs: 10_000,
+  })
+  const mutex = locks.mutex(key)
+  const warmEnd = performance.now() + 1_500
+  const end = warmEnd + Number(secondsArg) * 1_000
+  let acq = 0
+  let cpu0 = process.cpuUsage()
+  let calls0: Record<string, number> = {}
+  const prof = process.env.PROF_DIR
+  const session = prof === undefined ? undefined : new Session()
+  session?.connect()
+  setTimeout(async () => {
+    if (session !== undefined) {
+      await session.post('Profiler.enable')
+      await session.post('Profiler.start')
+    }
+    cpu0 = process.cpuUsage()
+    calls0 = { ...calls }
+  }, warmEnd - performance.now())
+  const profiled = new Promise<void>((ok) =>
+    setTimeout(async () => {
+      if (session !== undefined) {
+        const { profile } = await session.post('Profiler.stop')
+        writeFileSync(`${prof}/${process.pid}.cpuprofile`, JSON.stringify(profile))
+      }
+      ok()
+    }, end - performance.now()),
+  )
+  await Promise.all(
+    Array.from({ length: waiters }, async (_, i) => {
+      await sleep(i % 2)
+      while (performance.now() < end) {
+        let held: { release(): Promise<void> }
+        try {
+          held = await mutex.acquire({ waitMs: Math.max(1, Math.ceil(end - performance.now())) })
+        } catch {
+          continue
+        }
+        const at = performance.now()
+        if (at >= warmEnd && at < end) acq++
+        await sleep(1)
+        await held.release()
+        await sleep(5)
+      }
+    }),
+  )
+  const used = process.cpuUsage(cpu0)
+  await profiled
+  const delta: Record<string, number> = {}
+  for (const [k, v] of Object.entries(calls)) delta[k] = v - (calls0[k] ?? 0)
+  process.send?.({ acq, cpuMs: (used.user + used.system) / 1_000, calls: delta } satisfies Report)
+  await locks.close()
+  await backend.close()
+  process.exit(0)
+}
+
+async function parent(): Promise<void> {
+  const [waiters = '10', procs = '4', seconds = '5', dist = 'packages/latchkey/dist'] = process.argv.slice(2)
+  const p = Number(procs)
+  const key = `k${Date.now()}`
+  const reports = await Promise.all(
+    Array.from({ length: p }, (_, i) => {
+      const n = Math.floor(Number(waiters) / p) + (i < Number(waiters) % p ? 1 : 0)
+      const c = fork(fileURLToPath(import.meta.url), ['child', String(n), key, seconds, resolve(dist)], {
+        execArgv: ['--import', 'tsx'],
+      })
+      return new Promise<Report>((ok) => c.once('message', (m) => ok(m as Report)))
+    }),
+  )
+  const acq = reports.reduce((s, r) => s + r.acq, 0)
+  const cpu = reports.reduce((s, r) => s + r.cpuMs, 0)
+  const calls: Record<string, number> = {}
+  for (const r of reports) for (const [k, v] of Object.entries(r.calls)) calls[k] = (calls[k] ?? 0) + v
+  console.log(
+    `${waiters} waiters x ${p} procs, ${seconds}s: ${acq} acq (${(acq / Number(seconds)).toFixed(0)}/s), client CPU ${(cpu / acq).toFixed(3)} ms/acq`,
+  )
+  for (const [k, v] of Object.entries(calls).sort()) console.log(`  ${k}: ${(v / acq).toFixed(2)} per acq`)
+}
+
+if (process.argv[2] === 'child') await child()
+else await parent()
