@@ -12,32 +12,18 @@
  */
 import { writeFileSync } from 'node:fs'
 import { Session } from 'node:inspector/promises'
-import { Redis } from 'ioredis'
-import { createLocks } from 'latchkey'
-import { redisBackend } from 'latchkey/redis'
 import { startRedisServer } from '../packages/latchkey/test/support/redis-server-process.js'
-import type { Contender } from './lib/contender.js'
+import { latchkeyRedisContender } from './lib/latchkey-redis-contender.js'
 import { openPeer, type PeerName } from './redis-peers.js'
 
 const [which = 'latchkey', pairsArg] = process.argv.slice(2)
 const pairs = Number(pairsArg ?? 20_000)
 const server = await startRedisServer()
 
-function latchkey(): Contender {
-  const client = new Redis(server.url)
-  const backend = redisBackend({ client })
-  const locks = createLocks({ backend, namespace: 'prof', ttlMs: 10_000 })
-  return {
-    acquire: (key, waitMs) => locks.mutex(key).acquire({ waitMs }),
-    close: async () => {
-      await locks.close()
-      await backend.close()
-      client.disconnect()
-    },
-  }
-}
-
-const c = which === 'latchkey' ? latchkey() : openPeer(which as PeerName, server.url, 'prof', 10_000)
+const c =
+  which === 'latchkey'
+    ? latchkeyRedisContender(server.url, 'prof')
+    : openPeer(which as PeerName, server.url, 'prof', 10_000)
 for (let i = 0; i < 2_000; i++) await (await c.acquire('warm', 10_000))?.release()
 const session = process.env.PROFILE === undefined ? undefined : new Session()
 if (session !== undefined) {

@@ -11,19 +11,16 @@
  *   (W=10 waiters, ROUNDS=6 by default; without BEFORE_DIST only this build)
  */
 import { Redis } from 'ioredis'
-import { createLocks as cl } from 'latchkey'
-import { redisBackend as rb } from 'latchkey/redis'
 import { startRedisServer } from '../packages/latchkey/test/support/redis-server-process.js'
-import type { Contender } from './lib/contender.js'
+import { type LatchkeyRedisLib, latchkeyRedisContender, THIS_BUILD } from './lib/latchkey-redis-contender.js'
 import { protoBlpop } from './lib/proto-blpop.js'
 
-type Lib = { createLocks: typeof cl; redisBackend: typeof rb }
 const before = process.env.BEFORE_DIST
-const libs: Record<string, Lib> = { after: { createLocks: cl, redisBackend: rb } }
+const libs: Record<string, LatchkeyRedisLib> = { after: THIS_BUILD }
 if (before !== undefined) {
   libs.before = {
-    createLocks: ((await import(`${before}/index.js`)) as Lib).createLocks,
-    redisBackend: ((await import(`${before}/backends/redis/index.js`)) as Lib).redisBackend,
+    createLocks: ((await import(`${before}/index.js`)) as LatchkeyRedisLib).createLocks,
+    redisBackend: ((await import(`${before}/backends/redis/index.js`)) as LatchkeyRedisLib).redisBackend,
   }
 }
 const server = await startRedisServer()
@@ -32,25 +29,12 @@ const W = Number(process.env.W ?? 10)
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const p50 = (l: number[]) => [...l].sort((a, b) => a - b)[l.length >> 1] as number
 const results: Record<string, { gap: number[]; rel: number[]; acq: number[] }> = {}
-/** A latchkey build as a harness contender, on a client of its own. */
-function latchkey(lib: Lib, namespace: string): Contender {
-  const client = new Redis(server.url)
-  const backend = lib.redisBackend({ client })
-  const locks = lib.createLocks({ backend, namespace, ttlMs: 10_000 })
-  return {
-    acquire: (key, waitMs) => locks.mutex(key).acquire({ waitMs }),
-    close: async () => {
-      await locks.close()
-      await backend.close()
-      client.disconnect()
-    },
-  }
-}
-
 async function cell(name: string, ms: number, round: number) {
   const lib = libs[name]
   const c =
-    lib === undefined ? protoBlpop(server.url, `ho-proto-${round}`, 10_000) : latchkey(lib, `ho-${name}-${round}`)
+    lib === undefined
+      ? protoBlpop(server.url, `ho-proto-${round}`, 10_000)
+      : latchkeyRedisContender(server.url, `ho-${name}-${round}`, { lib })
   const gaps: number[] = []
   let releasedAt = 0
   const worker = async (end: number) => {

@@ -21,6 +21,7 @@ import { createLocks } from 'latchkey'
 import { redisBackend } from 'latchkey/redis'
 import { startRedisServer } from '../packages/latchkey/test/support/redis-server-process.js'
 import type { Contender } from './lib/contender.js'
+import { type LatchkeyRedisLib, latchkeyRedisContender } from './lib/latchkey-redis-contender.js'
 import { stringMutexPrototype } from './lib/string-mutex-prototype.js'
 import { openPeer } from './redis-peers.js'
 
@@ -36,26 +37,6 @@ const serverPid = Number(/process_id:(\d+)/.exec((await admin.info('server')) as
 function serverCpuUs(): number {
   const fields = (readFileSync(`/proc/${serverPid}/stat`, 'utf8').split(') ')[1] as string).split(' ')
   return (Number(fields[11]) + Number(fields[12])) * 10_000
-}
-
-type Lib = { createLocks: typeof createLocks; redisBackend: typeof redisBackend }
-
-function latchkey(
-  layout: 'latchkey' | 'redisson',
-  lib: Lib = { createLocks, redisBackend },
-  tag: string = layout,
-): Contender {
-  const client = new Redis(server.url)
-  const backend = lib.redisBackend({ client, layout })
-  const locks = lib.createLocks({ backend, namespace: `${ns}-${tag}`, ttlMs: 10_000 })
-  return {
-    acquire: (key, waitMs) => locks.mutex(key).acquire({ waitMs }),
-    close: async () => {
-      await locks.close()
-      await backend.close()
-      client.disconnect()
-    },
-  }
 }
 
 /** latchkey's core and backend, the uncontended mutex as a string key (see lib/string-mutex-prototype.ts). */
@@ -129,21 +110,22 @@ function backendOnly(): Contender {
 const contenders: Record<string, Contender> = {
   raw: openPeer('raw', server.url, `${ns}-raw`, 10_000),
   'fenced floor': fencedFloor(),
-  latchkey: latchkey('latchkey'),
+  latchkey: latchkeyRedisContender(server.url, `${ns}-latchkey`, { layout: 'latchkey' }),
   'redis-semaphore': openPeer('redis-semaphore', server.url, `${ns}-sem`, 10_000),
 }
 // redlock 5.0-beta: the best peer at concurrency 1 in the matrix (no fencing token; one SET NX PX, a script to release).
 if (process.env.REDLOCK !== '0') contenders['redlock 5.0-beta'] = openPeer('redlock5', server.url, `${ns}-rl5`, 10_000)
 if (process.env.LAYERS === '1') contenders['latchkey backend, no core'] = backendOnly()
 if (process.env.PROTO === '1') contenders['latchkey, string-key prototype'] = stringPrototype()
-if (process.env.REDISSON === '1') contenders['latchkey redisson layout'] = latchkey('redisson')
+if (process.env.REDISSON === '1')
+  contenders['latchkey redisson layout'] = latchkeyRedisContender(server.url, `${ns}-redisson`, { layout: 'redisson' })
 const before = process.env.BEFORE_DIST
 if (before !== undefined) {
   const lib = {
-    createLocks: ((await import(`${before}/index.js`)) as Lib).createLocks,
-    redisBackend: ((await import(`${before}/backends/redis/index.js`)) as Lib).redisBackend,
+    createLocks: ((await import(`${before}/index.js`)) as LatchkeyRedisLib).createLocks,
+    redisBackend: ((await import(`${before}/backends/redis/index.js`)) as LatchkeyRedisLib).redisBackend,
   }
-  contenders['latchkey (BEFORE_DIST)'] = latchkey('latchkey', lib, 'before')
+  contenders['latchkey (BEFORE_DIST)'] = latchkeyRedisContender(server.url, `${ns}-before`, { lib, layout: 'latchkey' })
 }
 
 /** usec_per_call and calls of each command since the last reset. */
