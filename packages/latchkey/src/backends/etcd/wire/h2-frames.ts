@@ -1,6 +1,6 @@
 /**
  * HTTP/2 frame layout (RFC 9113, section 4.1 and 6): the frame types, flags, settings and error codes the client
- * in `h2-session.ts` uses, and the writer of one frame.
+ * in `h2-session.ts` uses, the writers of a frame and the reader that cuts a byte stream into frames.
  */
 
 export const DATA = 0x0
@@ -75,3 +75,35 @@ export function settingsFrame(settings: ReadonlyArray<readonly [number, number]>
 }
 
 export const EMPTY = Buffer.alloc(0)
+
+/** GOAWAY with `code`; the last stream id is 0, as the client opens no streams for the server. */
+export function goawayFrame(code: number): Buffer {
+  const payload = Buffer.allocUnsafe(8)
+  payload.writeUInt32BE(0, 0)
+  payload.writeUInt32BE(code, 4)
+  return frame(GOAWAY, 0, 0, payload)
+}
+
+/** What a {@link FrameReader} hands over for each whole frame; false stops the reading (the connection failed). */
+export type OnFrame = (type: number, flags: number, id: number, payload: Buffer) => boolean
+
+/** Cuts the chunks a socket delivers into frames, keeping a frame that is not whole yet for the next chunk. */
+export class FrameReader {
+  private pending: Buffer | undefined
+
+  /** Hands every whole frame of what came so far to `onFrame`, in order, until it returns false. */
+  push(chunk: Buffer, onFrame: OnFrame): void {
+    let buf = this.pending === undefined ? chunk : Buffer.concat([this.pending, chunk])
+    let at = 0
+    while (buf.length - at >= HEADER_LENGTH) {
+      const length = (buf[at] as number) * 65_536 + buf.readUInt16BE(at + 1)
+      const end = at + HEADER_LENGTH + length
+      if (end > buf.length) break
+      const id = buf.readUInt32BE(at + 5) & 0x7fffffff
+      if (!onFrame(buf[at + 3] as number, buf[at + 4] as number, id, buf.subarray(at + HEADER_LENGTH, end))) return
+      at = end
+    }
+    buf = buf.subarray(at)
+    this.pending = buf.length === 0 ? undefined : buf
+  }
+}

@@ -29,7 +29,7 @@ export class H2Session {
   private readonly streams = new Map<number, H2Stream>()
   private readonly decoder = new HpackDecoder()
   private nextId = 1
-  private pending: Buffer | undefined
+  private readonly reader = new F.FrameReader()
   /** A header block in CONTINUATION frames: its stream, flags and fragments. */
   private block: { id: number; endStream: boolean; parts: Buffer[] } | undefined
   private sendWindow = F.DEFAULT_WINDOW
@@ -56,7 +56,7 @@ export class H2Session {
       if (!this.dead) this.socket.write(out)
     })
     this.socket.unref()
-    this.socket.on('data', (chunk: Buffer) => this.read(chunk))
+    this.socket.on('data', (chunk: Buffer) => this.reader.push(chunk, this.read))
     this.socket.on('error', (error) => this.fail(error))
     this.socket.on('close', () => this.fail(new Error('the connection to etcd closed')))
     // Frames may follow the preface at once; the server's SETTINGS need not be awaited (RFC 9113, 3.4).
@@ -170,27 +170,17 @@ export class H2Session {
     }
   }
 
-  private read(chunk: Buffer): void {
-    let buf = this.pending === undefined ? chunk : Buffer.concat([this.pending, chunk])
-    let at = 0
-    while (!this.dead && buf.length - at >= F.HEADER_LENGTH) {
-      const length = (buf[at] as number) * 65_536 + buf.readUInt16BE(at + 1)
-      const end = at + F.HEADER_LENGTH + length
-      if (end > buf.length) break
-      const type = buf[at + 3] as number
-      const flags = buf[at + 4] as number
-      const id = buf.readUInt32BE(at + 5) & 0x7fffffff
-      try {
-        this.frame(type, flags, id, buf.subarray(at + F.HEADER_LENGTH, end))
-      } catch (error) {
-        this.send(goaway(F.PROTOCOL_ERROR))
-        this.fail(error as Error)
-        return
-      }
-      at = end
+  /** One frame read; false once the connection failed (nothing more is read). */
+  private readonly read: F.OnFrame = (type, flags, id, payload) => {
+    if (this.dead) return false
+    try {
+      this.frame(type, flags, id, payload)
+    } catch (error) {
+      this.send(F.goawayFrame(F.PROTOCOL_ERROR))
+      this.fail(error as Error)
+      return false
     }
-    buf = buf.subarray(at)
-    this.pending = buf.length === 0 ? undefined : buf
+    return true
   }
 
   private frame(type: number, flags: number, id: number, payload: Buffer): void {
@@ -317,12 +307,4 @@ export class H2Session {
     this.gone(this)
     for (const stream of [...this.streams.values()]) this.close(stream, undefined, error)
   }
-}
-
-/** GOAWAY with `code`; the last stream id is 0, as the server opens none. */
-function goaway(code: number): Buffer {
-  const payload = Buffer.allocUnsafe(8)
-  payload.writeUInt32BE(0, 0)
-  payload.writeUInt32BE(code, 4)
-  return F.frame(F.GOAWAY, 0, 0, payload)
 }
