@@ -6,12 +6,7 @@
 -- each includer replies in its own form.
 if redis.call('EXISTS', M) == 0 then
   local T = redis.call('TIME')
-  local n = redis.call('INCR', F)
-  if n == 1 then
-    n = tonumber(T[1]) * 1000000 + tonumber(T[2])
-    redis.call('SET', F, string.format('%d', n))
-  end
-  if FENCE_IDLE_MS > 0 then redis.call('PEXPIRE', F, FENCE_IDLE_MS) end
+--#include next-fence.lua
   -- T's strings coerce in arithmetic: tonumber would be one more call each.
   local exp = T[1] * 1000 + math.floor(T[2] / 1000) + ttl
   redis.call('HSET', M, field, string.format('mutex|%d|%d|%d', exp, exp + delay, n))

@@ -15,13 +15,8 @@ if redis.call('EXISTS', KEYS[4]) == 0 then
   local kind, ttl, delay, wexp, wake
   if spec then kind, ttl, delay, wexp, wake = string.match(spec, '^(%a+) (%d+) (%d+) %d+ %S+ %d+ (%d+) (%S+)$') end
   if kind == 'mutex' and wexp + 0 > now and redis.call('EXISTS', KEYS[1]) == 0 then
-    -- next_fence of grant.lua (its comment says why a restarted counter stays above every earlier token).
-    local n = redis.call('INCR', KEYS[7])
-    if n == 1 then
-      n = tonumber(T[1]) * 1000000 + tonumber(T[2])
-      redis.call('SET', KEYS[7], string.format('%d', n))
-    end
-    if FENCE_IDLE_MS > 0 then redis.call('PEXPIRE', KEYS[7], FENCE_IDLE_MS) end
+    local F = KEYS[7]
+--#include next-fence.lua
     local token = string.format('%d', n)
     redis.call('ZREM', KEYS[5], head)
     redis.call('HDEL', KEYS[6], head)

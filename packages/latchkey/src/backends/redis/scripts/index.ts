@@ -1,7 +1,7 @@
 /**
  * The Redis backend's scripts: one `.lua` file per primitive of the backend contract (acquire, release, renew,
  * leave-queue, is-locked, force-release), which `--#include` the shared parts they need (base.lua, holders.lua,
- * grant.lua, handoff.lua, handoff-mutex.lua, free-mutex.lua), plus the uncontended mutex's own short acquire and release
+ * grant.lua, handoff.lua, handoff-mutex.lua, free-mutex.lua, next-fence.lua), plus the uncontended mutex's own short acquire and release
  * (acquire-mutex.lua, release-mutex.lua). To read one expanded: `readLuaFile(new URL('./acquire.lua', import.meta.url))`.
  */
 import { type LuaScript, luaScript, readLuaFile } from '../lua-script.js'
