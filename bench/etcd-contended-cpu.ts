@@ -43,6 +43,22 @@ async function child(): Promise<void> {
     s.on('message', () => count(`message ${path}`))
     return s
   }
+  // Socket writes and reads (chunks) of every connection of the process: each is a syscall and a wake-up.
+  const net = await import('node:net')
+  const socketWrite = net.Socket.prototype.write
+  net.Socket.prototype.write = function (this: import('node:net').Socket, ...args: unknown[]) {
+    count('socket write')
+    const out = args[0]
+    // A write of PING ACKs alone (9-byte header + 8-byte payload each, type 6, flag ACK).
+    if (Buffer.isBuffer(out) && out.length % 17 === 0 && out[3] === 6 && out[4] === 1)
+      count('socket write: PING ACKs alone')
+    return (socketWrite as (...a: unknown[]) => boolean).apply(this, args)
+  }
+  const socketPush = net.Socket.prototype.push
+  net.Socket.prototype.push = function (this: import('node:net').Socket, ...args: unknown[]) {
+    if (args[0] !== null) count('socket read')
+    return (socketPush as (...a: unknown[]) => boolean).apply(this, args)
+  }
   const lib = await import(pathToFileURL(resolve(dist as string, 'index.js')).href)
   const backend = await lib.backendFromUrl(`etcd://${new URL(ETCD).host}`)
   const locks = lib.createLocks({

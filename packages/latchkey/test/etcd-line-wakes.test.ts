@@ -1,0 +1,108 @@
+/**
+ * Which etcd deletes wake which waiting mutex acquire: each costs the woken waiter a try (and, behind a key, a
+ * keepalive) in its process, so a wake-up that cannot let it through is CPU spent for nothing.
+ */
+import { afterAll, describe, expect, it } from 'vitest'
+import type { AcquireRequest, AcquireResult } from '../src/backend/types.js'
+import { type EtcdClient, type EtcdWatcher, openEtcdClient } from '../src/backends/etcd/etcd-client.js'
+import { etcdBackend } from '../src/backends/etcd/index.js'
+import { KeyLayout, prefixRange } from '../src/backends/etcd/keys.js'
+import { createLocks } from '../src/core/locks.js'
+import { ETCD_URL } from './support/etcd-backend-module.js'
+import { eventually } from './support/eventually.js'
+
+const admin = openEtcdClient({ hosts: [ETCD_URL], callTimeoutMs: 2_000 })
+afterAll(() => admin.close())
+const layout = new KeyLayout('latchkey')
+
+/** `inner` whose watchers report each delete to `deleted` before the backend hears of it. */
+function reportingDeletes(inner: EtcdClient, deleted: (key: string) => void): EtcdClient {
+  return {
+    ...inner,
+    watch: () => {
+      const builder = inner.watch()
+      return {
+        inRange: (range) => ({
+          only: (...ops) => ({
+            watcher: (): EtcdWatcher => {
+              const watcher = builder
+                .inRange(range)
+                .only(...ops)
+                .watcher()
+              watcher.on('delete', (kv) => deleted(kv.key.toString()))
+              return watcher
+            },
+          }),
+        }),
+      }
+    },
+    close: () => inner.close(),
+  }
+}
+
+describe('etcd: wake-ups of waiting mutex acquires', () => {
+  it("a head put in line by its process's release, behind another process's key, is not woken by that release's delete", async () => {
+    const namespace = `lk-lwake-${process.pid}`
+    const lockKey = `${namespace}:m`
+    const { start, end } = prefixRange(layout.lockPrefix(lockKey))
+    const range = { key: start, range_end: end }
+    // Process A: its release txn answers only once its watch has delivered the delete of the released key (the
+    // order that, when it happens by itself, latched a wake-up of the head whose key that txn put in line).
+    const seen = new Set<string>()
+    const waiting = new Map<string, () => void>()
+    const innerA = openEtcdClient({ hosts: [ETCD_URL], callTimeoutMs: 2_000 })
+    const clientA = reportingDeletes(innerA, (key) => {
+      seen.add(key)
+      waiting.get(key)?.()
+    })
+    const txn = clientA.kv.txn
+    const kvA: EtcdClient['kv'] = {
+      range: (request) => clientA.kv.range(request),
+      txn: async (request) => {
+        const res = await txn(request)
+        const deleted = request.success?.[0]?.request_delete_range?.key.toString()
+        if (deleted !== undefined && res.succeeded && !seen.has(deleted)) {
+          await new Promise<void>((resolve) => waiting.set(deleted, resolve))
+        }
+        return res
+      },
+    }
+    const backendA = etcdBackend({ client: { ...clientA, kv: kvA } })
+    const tries: AcquireResult[] = []
+    const tryAcquire = backendA.tryAcquire.bind(backendA)
+    backendA.tryAcquire = async (request: AcquireRequest) => {
+      const result = await tryAcquire(request)
+      tries.push(result)
+      return result
+    }
+    const backendB = etcdBackend({ hosts: ETCD_URL })
+    const locksA = createLocks({ backend: backendA, namespace, ttlMs: 30_000 })
+    const locksB = createLocks({ backend: backendB, namespace, ttlMs: 30_000 })
+    try {
+      const a1 = await locksA.mutex('m').acquire({ waitMs: 1_000 })
+      const b1 = locksB.mutex('m').acquire({ waitMs: 10_000 })
+      await eventually('B has a place in line', async () => (await admin.kv.range(range)).kvs.length === 2)
+      const before = tries.length
+      const a2 = locksA.mutex('m').acquire({ waitMs: 10_000 })
+      // Its first try found the holder of its process: it waits for that release to put it in line.
+      await eventually("A's second acquire tried", () => tries.length > before)
+      const releasing = tries.length
+      await a1.release()
+      const heldB = await b1
+      await heldB.release()
+      const heldA = await a2
+      // Its one try after the release is the one that is granted, when B's key goes. A wake-up by the delete of a1's
+      // key (its place was behind B's then) was a second try, with a keepalive, for nothing.
+      expect(tries.slice(releasing).map((t) => t.acquired)).toEqual([true])
+      expect(heldA.token).toBeGreaterThan(heldB.token)
+      await heldA.release()
+    } finally {
+      await locksA.close()
+      await locksB.close()
+      await backendA.close()
+      await backendB.close()
+      innerA.close()
+      await admin.kv.txn({ success: [{ request_delete_range: range }] })
+    }
+  })
+})
