@@ -7,7 +7,7 @@
  *   npx tsx bench/etcd-contended-cpu.ts [waiters=10] [procs=4] [seconds=5] [dist=packages/latchkey/dist]
  */
 import { fork } from 'node:child_process'
-import { writeFileSync } from 'node:fs'
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { Session } from 'node:inspector/promises'
 import { resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
@@ -15,7 +15,23 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 const ETCD = process.env.LATCHKEY_ETCD_URL ?? 'http://127.0.0.1:2379'
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
-type Report = { acq: number; cpuMs: number; calls: Record<string, number> }
+type Report = { acq: number; cpuMs: number; systemMs: number; calls: Record<string, number> }
+
+/** utime + stime clock ticks per thread name of this process (empty where /proc is not there). */
+function threadTicks(): Map<string, number> {
+  const ticks = new Map<string, number>()
+  try {
+    for (const tid of readdirSync('/proc/self/task')) {
+      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8')
+      const name =
+        stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')).replace(/[0-9]+$/, '') +
+        (tid === String(process.pid) ? ' (main)' : '')
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      ticks.set(name, (ticks.get(name) ?? 0) + Number(fields[11]) + Number(fields[12]))
+    }
+  } catch {}
+  return ticks
+}
 
 async function child(): Promise<void> {
   const [, , , waitersArg, key, secondsArg, dist] = process.argv
@@ -54,10 +70,12 @@ async function child(): Promise<void> {
       count('socket write: PING ACKs alone')
     return (socketWrite as (...a: unknown[]) => boolean).apply(this, args)
   }
-  const socketPush = net.Socket.prototype.push
-  net.Socket.prototype.push = function (this: import('node:net').Socket, ...args: unknown[]) {
-    if (args[0] !== null) count('socket read')
-    return (socketPush as (...a: unknown[]) => boolean).apply(this, args)
+  // Chunks read: every socket read of the HTTP/2 sessions reaches their frame reader.
+  const frames = await import(pathToFileURL(resolve(dist as string, 'backends/etcd/wire/h2-frames.js')).href)
+  const framePush = frames.FrameReader.prototype.push
+  frames.FrameReader.prototype.push = function (this: unknown, ...args: unknown[]) {
+    count('socket read')
+    return framePush.apply(this, args)
   }
   const lib = await import(pathToFileURL(resolve(dist as string, 'index.js')).href)
   const backend = await lib.backendFromUrl(`etcd://${new URL(ETCD).host}`)
@@ -72,6 +90,7 @@ async function child(): Promise<void> {
   let acq = 0
   let cpu0 = process.cpuUsage()
   let calls0: Record<string, number> = {}
+  let threads0 = threadTicks()
   const prof = process.env.PROF_DIR
   const session = prof === undefined ? undefined : new Session()
   session?.connect()
@@ -81,6 +100,7 @@ async function child(): Promise<void> {
       await session.post('Profiler.start')
     }
     cpu0 = process.cpuUsage()
+    threads0 = threadTicks()
     calls0 = { ...calls }
   }, warmEnd - performance.now())
   const profiled = new Promise<void>((ok) =>
@@ -111,10 +131,17 @@ async function child(): Promise<void> {
     }),
   )
   const used = process.cpuUsage(cpu0)
+  // CPU by thread (clock ticks of 10 ms, Linux): the main thread against V8's and libuv's helpers.
+  for (const [name, ticks] of threadTicks()) calls[`thread ticks ${name}`] = ticks - (threads0.get(name) ?? 0)
   await profiled
   const delta: Record<string, number> = {}
   for (const [k, v] of Object.entries(calls)) delta[k] = v - (calls0[k] ?? 0)
-  process.send?.({ acq, cpuMs: (used.user + used.system) / 1_000, calls: delta } satisfies Report)
+  process.send?.({
+    acq,
+    cpuMs: (used.user + used.system) / 1_000,
+    systemMs: used.system / 1_000,
+    calls: delta,
+  } satisfies Report)
   await locks.close()
   await backend.close()
   process.exit(0)
@@ -135,10 +162,11 @@ async function parent(): Promise<void> {
   )
   const acq = reports.reduce((s, r) => s + r.acq, 0)
   const cpu = reports.reduce((s, r) => s + r.cpuMs, 0)
+  const system = reports.reduce((s, r) => s + r.systemMs, 0)
   const calls: Record<string, number> = {}
   for (const r of reports) for (const [k, v] of Object.entries(r.calls)) calls[k] = (calls[k] ?? 0) + v
   console.log(
-    `${waiters} waiters x ${p} procs, ${seconds}s: ${acq} acq (${(acq / Number(seconds)).toFixed(0)}/s), client CPU ${(cpu / acq).toFixed(3)} ms/acq`,
+    `${waiters} waiters x ${p} procs, ${seconds}s: ${acq} acq (${(acq / Number(seconds)).toFixed(0)}/s), client CPU ${(cpu / acq).toFixed(3)} ms/acq (system ${(system / acq).toFixed(3)})`,
   )
   for (const [k, v] of Object.entries(calls).sort()) console.log(`  ${k}: ${(v / acq).toFixed(2)} per acq`)
 }
