@@ -41,8 +41,6 @@ export type EtcdBackendOptions = (
   callTimeoutMs?: number
 }
 
-const NOT_YET: AcquireResult = { acquired: false }
-
 const CAPABILITIES = defineCapabilities({
   fencing: 'native',
   notifications: 'global',
@@ -103,16 +101,18 @@ export class EtcdBackend extends BackendBase {
       if (request.queue) return await acquireQueued(this.deps, request, until)
       const turn = request.kind === 'mutex' ? this.hub.turnOf(request, request.owner) : 'none'
       // A waiting mutex behind another of this process waits its turn without asking etcd (see local-mutex-turns.ts).
-      if (turn === 'behind') return NOT_YET
+      // It comes back within a third of its TTL: once the head, it may have been put in line (its place's lease
+      // kept alive by its tries) without a try of its own (WatchHub.granted).
+      if (turn === 'behind') return { acquired: false, retryAfterMs: request.ttlMs / 3 }
       // A place in line outlives the watch that knew its turn (etcd cancelled it): it is checked by a read.
       const placed = this.owners.get(request.owner, request.key, request.kind)?.role === 'waiter'
       if (turn === 'none' && !placed) return this.held(request, await acquireNow(this.deps, request, until))
       // The head behind a holder of this process joins etcd's line with that holder's release (release-joins.ts).
       if (turn === 'head' && !placed && this.hub.joinOnRelease(request, until, (l) => this.leases.remainingMs(l) > 0))
         return { acquired: false, retryAfterMs: request.ttlMs / 3 }
-      const result = await acquireLined(this.deps, request, until)
+      const result = this.held(request, await acquireLined(this.deps, request, until))
       if (result.acquired) this.hub.granted(request, request.owner)
-      return this.held(request, result)
+      return result
     } catch (error) {
       throw unavailable(error, `acquiring "${request.key}" (${request.kind})`, this.server)
     } finally {

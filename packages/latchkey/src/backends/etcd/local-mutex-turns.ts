@@ -13,14 +13,24 @@ export function turnIn(watch: SharedWatch | undefined, owner: string): 'head' | 
   return at < 0 ? 'none' : at === 0 ? 'head' : 'behind'
 }
 
-/** Takes `owner` out of the local mutex line; when it was the head, the next one is woken for its first try. */
-export function leaveTurns(notifier: LocalNotifier, prefix: string, watch: SharedWatch, owner: string): void {
+/**
+ * Takes `owner` out of the local mutex line; when it was the head, the next one is woken for its first try, unless
+ * `joinNext(next)` has put it in line otherwise (it waits for the release of `owner`, granted: see release-joins.ts).
+ */
+export function leaveTurns(
+  notifier: LocalNotifier,
+  prefix: string,
+  watch: SharedWatch,
+  owner: string,
+  joinNext?: (next: string) => boolean,
+): void {
   const at = watch.mutexLine.indexOf(owner)
   if (at < 0) return
   watch.mutexLine.splice(at, 1)
+  watch.mutexRequests.delete(owner)
   if (watch.joinOnRelease?.req.owner === owner) watch.joinOnRelease = undefined
   watch.predecessors.delete(owner)
   watch.places.forget(owner)
   const next = watch.mutexLine[0]
-  if (at === 0 && next !== undefined) notifier.notify(ownerKey(prefix, next))
+  if (at === 0 && next !== undefined && joinNext?.(next) !== true) notifier.notify(ownerKey(prefix, next))
 }

@@ -5,6 +5,7 @@
  * release were two of each, and the head goes in line no later than it could hold the lock anyway.
  */
 import type { AcquireRequest } from '../../backend/types.js'
+import { monotonicNow } from '../../core/clock.js'
 import type { OwnerLease } from './leases.js'
 import type { SharedWatch } from './shared-watch.js'
 
@@ -40,6 +41,19 @@ export function joinOnRelease(
     return false
   }
   watch.joinOnRelease = { req, until }
+  return true
+}
+
+/**
+ * The head `owner` was just granted the mutex (and is this process's holder): `next`, the new head, is to join the
+ * line with its release. Where its try would only have found that holder and waited for it, the join is set here,
+ * without waking it (a try per acquisition saved); false when `next`'s request is not known (it is woken to try).
+ */
+export function joinNextOnRelease(watch: SharedWatch, owner: string, next: string): boolean {
+  const req = watch.mutexRequests.get(next)
+  if (req === undefined || watch.localHolder?.owner !== owner) return false
+  // Its place's lease must outlive its next try; that try comes within a third of its TTL (etcd-backend.ts).
+  watch.joinOnRelease = { req, until: monotonicNow() + req.ttlMs }
   return true
 }
 

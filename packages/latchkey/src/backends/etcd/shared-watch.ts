@@ -4,7 +4,7 @@
  * subscription, lingers after the last, wakes every waiter when it (re)connects or etcd cancels it, and on
  * `close()` waits boundedly for etcd to confirm its cancellation.
  */
-import type { LockKind } from '../../backend/types.js'
+import type { AcquireRequest, LockKind } from '../../backend/types.js'
 import type { EtcdClient, EtcdKeyValue, EtcdWatcher } from './etcd-client.js'
 import { FollowedPlaces } from './followed-places.js'
 import { type EtcdKeyLayout, prefixRange } from './keys.js'
@@ -34,6 +34,8 @@ export interface SharedWatch {
   readonly mutexRing: string[]
   /** Owners of this process's waiting mutex acquires, oldest first: only the first has tries that reach etcd. */
   readonly mutexLine: string[]
+  /** The acquire requests of the owners in `mutexLine` (the core subscribes with the request itself). */
+  readonly mutexRequests: Map<string, AcquireRequest>
   /** Places in etcd's line whose turn this watch tells (see followed-places.ts). */
   readonly places: FollowedPlaces
   /** Deletes seen under the name since the watch started (a try compares it with the count at its last miss). */
@@ -81,6 +83,7 @@ export function openSharedWatch(
     subscribedOwners: new Set(),
     mutexRing: [],
     mutexLine: [],
+    mutexRequests: new Map(),
     places: new FollowedPlaces(),
     deletes: 0,
     lastMissAt: Number.NEGATIVE_INFINITY,

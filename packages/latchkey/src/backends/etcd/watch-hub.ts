@@ -14,7 +14,7 @@ import type { PlaceState } from './followed-places.js'
 import type { EtcdKeyLayout } from './keys.js'
 import type { OwnerLease } from './leases.js'
 import { leaveTurns, turnIn } from './local-mutex-turns.js'
-import { joinOnRelease, type LocalHolder, type PendingJoin, takeJoin } from './release-joins.js'
+import { joinNextOnRelease, joinOnRelease, type LocalHolder, type PendingJoin, takeJoin } from './release-joins.js'
 import { cancelSharedWatch, LINGER_MS, openSharedWatch, ownerKey, type SharedWatch } from './shared-watch.js'
 
 /** How long after a local try found the name taken it counts as contended. */
@@ -52,8 +52,10 @@ export class WatchHub {
       (ref.kind === 'fair' || ref.kind === 'write' || ref.kind === 'mutex') && typeof ref.owner === 'string'
         ? ref.owner
         : undefined
-    if (owner !== undefined && ref.kind === 'mutex') watch.mutexLine.push(owner)
-    else if (owner !== undefined) watch.subscribedOwners.add(owner)
+    if (owner !== undefined && ref.kind === 'mutex') {
+      watch.mutexLine.push(owner)
+      if (isAcquireRequest(ref)) watch.mutexRequests.set(owner, ref)
+    } else if (owner !== undefined) watch.subscribedOwners.add(owner)
     const ringKey =
       ref.kind === 'mutex' && owner === undefined ? `${prefix}\u0000mutex\u0000${++this.nextId}` : undefined
     if (ringKey !== undefined) watch.mutexRing.push(ringKey)
@@ -116,11 +118,16 @@ export class WatchHub {
     this.watches.get(this.layout.lockPrefix(ref.key))?.places.forget(owner)
   }
 
-  /** The head `owner` was granted: the next local waiter of the name becomes head and is woken to join etcd's line. */
+  /**
+   * The head `owner` was granted (and {@link holds} the mutex): the next local waiter of the name becomes head and
+   * joins etcd's line with `owner`'s release, without a try of its own (woken to try only when its request is not
+   * known).
+   */
   granted(ref: LockRef, owner: string): void {
     const prefix = this.layout.lockPrefix(ref.key)
     const watch = this.watches.get(prefix)
-    if (watch !== undefined) leaveTurns(this.notifier, prefix, watch, owner)
+    if (watch !== undefined)
+      leaveTurns(this.notifier, prefix, watch, owner, (next) => joinNextOnRelease(watch, owner, next))
   }
 
   /** `holder` (owner, key, lease) now holds the mutex `ref` in this process. */
@@ -237,4 +244,9 @@ export class WatchHub {
     const done = cancelSharedWatch(watch).finally(() => this.cancelling.delete(done))
     this.cancelling.add(done)
   }
+}
+
+/** Whether a subscription's `ref` is the acquire request itself (as the core passes it: `Backend.subscribe`). */
+function isAcquireRequest(ref: LockRef & { readonly owner?: string }): ref is AcquireRequest {
+  return typeof (ref as Partial<AcquireRequest>).ttlMs === 'number' && typeof ref.owner === 'string'
 }
