@@ -16,7 +16,7 @@ import * as F from './h2-frames.js'
 import { type H2Handler, H2Stream } from './h2-stream.js'
 import { HpackDecoder } from './hpack.js'
 import { PingAcks } from './ping-acks.js'
-import { ReadSlabs } from './read-slabs.js'
+import { readIntoSlabs } from './read-slabs.js'
 
 /** Our receive windows: big enough that a watch or a large range is not held back by round trips. */
 const STREAM_WINDOW = 1 << 20
@@ -49,23 +49,10 @@ export class H2Session {
     const host = url.hostname.replace(/^\[(.*)\]$/, '$1')
     const secure = url.protocol === 'https:'
     const port = Number(url.port || (secure ? 443 : 80))
-    // A plain socket reads into slabs of its own (`onread`), past node's Readable machinery (push, 'data', read
-    // more): a contended lock reads about one small chunk per process and acquisition.
-    const slabs = new ReadSlabs()
+    // A plain socket reads into slabs of its own, past node's Readable machinery (read-slabs.ts).
     this.socket = secure
       ? tls.connect({ host, port, servername: net.isIP(host) ? undefined : host, ALPNProtocols: ['h2'] })
-      : net.connect({
-          host,
-          port,
-          onread: {
-            buffer: () => slabs.next(),
-            callback: (length, buffer) => {
-              slabs.used(length)
-              this.reader.push((buffer as Buffer).subarray(0, length), this.read)
-              return true // never paused: a frame not whole yet waits in the reader
-            },
-          },
-        })
+      : net.connect({ host, port, onread: readIntoSlabs((chunk) => this.reader.push(chunk, this.read)) })
     this.socket.setNoDelay(true)
     this.acks = new PingAcks((out) => {
       if (!this.dead) this.socket.write(out)
