@@ -130,6 +130,9 @@ describe('etcd: wake-ups of waiting mutex acquires', () => {
       // The holder's try, then each waiter's first: the first waiter finds the holder and waits for its release to
       // put it in line, the others wait behind it without asking etcd.
       await eventually('every waiter tried once', () => tries.length === 6)
+      // Each comes back within a third of its TTL (30 s here) by itself: a waiter put in line without a try of its
+      // own keeps its place's lease alive with those tries.
+      expect(tries.slice(1).map((t) => (t.acquired ? 'granted' : t.retryAfterMs))).toEqual(Array(5).fill(10_000))
       await holder.release()
       await Promise.all(waiters)
       // Each waiter's try after that is its grant. A waiter woken to try when the one before it was granted found
