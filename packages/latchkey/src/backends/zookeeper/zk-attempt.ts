@@ -20,6 +20,9 @@ export interface AttemptDeps {
   drop(entry: OwnerEntry): Promise<void>
   /** Schedules the deletion of a lock's node directory that may now be empty (see `ZkParents.emptied`). */
   emptied(path: string): void
+  /** Records whether a listing showed someone else in line; `seemsBusy` reads it back (see `ZkParents`). */
+  sawLine(parent: string, othersInLine: boolean): void
+  seemsBusy(parent: string): boolean
 }
 
 /** Tries once (a few rounds when the line changes under us); see the module comment. */
@@ -37,7 +40,10 @@ export async function attempt(entry: OwnerEntry, request: AcquireRequest, deps: 
     let children: string[]
     const node = entry.node
     if (node.is === 'none' || node.is === 'unsure') {
-      const created = await createNode(entry, request.ttlMs, (p) => deps.ensureParent(entry.conn, p), deps.hub)
+      // The lock node's child watch guards a holder granted at its create; into a busy line the create most likely
+      // waits, and the watch would only wake this session at every change of the line.
+      const hub = deps.seemsBusy(entry.parent) ? undefined : deps.hub
+      const created = await createNode(entry, request.ttlMs, (p) => deps.ensureParent(entry.conn, p), hub)
       ;({ children, fresh, stat: createdStat } = created)
     } else {
       // Woken by our watch, it is most likely our turn: keep the young lease of our create, or else start the
@@ -74,6 +80,10 @@ export async function attempt(entry: OwnerEntry, request: AcquireRequest, deps: 
     let line = lineOf(children, entry.layout.parse)
     const ours = entry.node
     if (ours.is !== 'waiting' && ours.is !== 'held') continue // not reached: a created node has a name
+    deps.sawLine(
+      entry.parent,
+      line.some((n) => n.name !== ours.name),
+    )
     if (line.every((n) => n.name !== ours.name)) {
       entry.node = NO_NODE // our node was deleted (forceRelease): take a new place in line
       continue
