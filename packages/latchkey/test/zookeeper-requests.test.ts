@@ -161,4 +161,30 @@ describe('zookeeper: requests per lock', () => {
     await b.close()
     await c.close()
   })
+
+  it("a waiter woken by the deletion ahead sends its listing from the watch event, before the core's next try", async () => {
+    const waiter = await recordedClient()
+    clients.push(waiter.client)
+    const a = createLocks({ backend: zookeeperBackend({ connectString: zkUrl() }), namespace })
+    const waiterBackend = zookeeperBackend({ client: asZkClient(waiter.client) })
+    // The core's tries, recorded in the same order as the requests.
+    const tryAcquire = waiterBackend.tryAcquire.bind(waiterBackend)
+    waiterBackend.tryAcquire = (request) => {
+      waiter.sent.push('tryAcquire')
+      return tryAcquire(request)
+    }
+    const b = createLocks({ backend: waiterBackend, namespace, ttlMs: 30_000 })
+    const first = await a.mutex('listed-ahead').acquire()
+    const waiting = b.mutex('listed-ahead').acquire({ waitMs: 10_000 })
+    await eventually('the waiter watches the holder', () => waiter.sent.length >= 5)
+    waiter.sent.length = 0
+    await first.release()
+    const second = await waiting
+    expect(second.token).toBeGreaterThan(first.token)
+    // The listing went out as the NodeDeleted event arrived; the try that follows is granted on it.
+    expect(waiter.sent).toEqual(['getChildren', 'tryAcquire'])
+    await second.release()
+    await a.close()
+    await b.close()
+  })
 })

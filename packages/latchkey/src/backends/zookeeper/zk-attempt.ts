@@ -51,7 +51,10 @@ export async function attempt(entry: OwnerEntry, request: AcquireRequest, deps: 
       // our turn, it is emptied below. Not for a semaphore waiter woken by its predecessor's write: it only moved
       // up in line.
       const woken = node.is === 'waiting' && node.woken && !node.wakeOnChange
+      // The listing the watch sent as it woke us (`ZkWaiters.listAhead`): used below where we would send the same.
+      const listedAhead = node.is === 'waiting' ? node.listing : undefined
       if (node.is === 'waiting') {
+        node.listing = undefined
         node.woken = false
         if (woken) fromCreate = youngLease(entry, node, request.ttlMs)
         // Kept now, it must not be emptied under the grant (re-armed below if the listing says wait).
@@ -60,7 +63,7 @@ export async function attempt(entry: OwnerEntry, request: AcquireRequest, deps: 
       if (fromCreate !== undefined) {
         // Still holding the young lease of its create (zk-young-lease.ts): the listing alone decides, and re-arms
         // the lock node's child watch as below.
-        children = await listArmingParent(entry, deps.hub)
+        children = await (listedAhead ?? listArmingParent(entry, deps.hub))
       } else if (woken && node.is === 'waiting' && node.czxid !== undefined && !node.dataLeased) {
         // The token is known from the create: the listing goes first and decides alone, the lease write follows
         // it on the session (a read queued behind a write would wait for the write's commit).
