@@ -8,6 +8,11 @@
  *   npx tsx bench/zookeeper-curator.ts   (BENCH_QUICK=1: one short run; BENCH_CONCURRENCY / BENCH_WAITERS as in
  *   lib/config.ts; LATCHKEY_ZK_URL / LATCHKEY_ZK_ENSEMBLE_PORTS pick the servers; a target not serving is skipped)
  *
+ * The waiters cell spreads latchkey's waiters over 4 Node processes and Curator's over 4 clients in its one JVM.
+ * "N waiters, one process each" (BENCH_WAITERS_ONE_PROCESS, default 10; `-` for none) runs latchkey's in one
+ * process too, over 4 backends (sessions), so both contenders have the same layout; Curator's figures are the same
+ * JVM's in both cells.
+ *
  * Requests per acquisition are counted by the server (its `mntr` write and read counters over the window, which
  * treat both clients alike): exact only on a server nobody else uses meanwhile, so point the bench at a private one
  * for those figures. latchkey's own count (its client's requests, pings excluded) is shown beside them.
@@ -38,6 +43,7 @@ const list = (v: string | undefined, d: number[]) =>
   v === undefined || v === '' ? d : v === '-' ? [] : v.split(',').map(Number)
 const concurrencies = list(env.BENCH_CONCURRENCY, [1, 20])
 const waiterCounts = list(env.BENCH_WAITERS, [10])
+const oneProcessCounts = list(env.BENCH_WAITERS_ONE_PROCESS, [10])
 const baselineDist = env.BENCH_BASELINE_DIST === undefined ? undefined : path.resolve(env.BENCH_BASELINE_DIST)
 
 const targets = [
@@ -63,23 +69,42 @@ interface Figures {
   /** Per acquisition, as latchkey's client counted them (NaN for Curator). */
   readonly clientRequests: number
   readonly cpuMsPerOp: number
+  /**
+   * The role (leader, follower, standalone) and port of the member that served most of the window's reads: the one an
+   * uncontended cell's single session talks to (a read is served by the member the session is connected to).
+   */
+  readonly member: string
 }
 
 type Side = 'latchkey' | 'curator' | 'baseline'
-type Scenario = { kind: 'c' | 'w'; n: number }
+/** `p`: waiters as `w`, but latchkey's all in one process (over as many sessions as Curator's JVM has clients). */
+type Scenario = { kind: 'c' | 'w' | 'p'; n: number }
 
-async function counters(connect: string): Promise<ZkRequestCounters> {
+type MemberCounters = ZkRequestCounters & { readonly members: { reads: number; state: string }[] }
+
+async function counters(connect: string): Promise<MemberCounters> {
   const all = await Promise.all(connect.split(',').map((h) => zkRequestCounters(h)))
-  return { writes: all.reduce((s, c) => s + c.writes, 0), reads: all.reduce((s, c) => s + c.reads, 0) }
+  return {
+    writes: all.reduce((s, c) => s + c.writes, 0),
+    reads: all.reduce((s, c) => s + c.reads, 0),
+    members: all.map((c) => ({ reads: c.reads, state: c.state })),
+  }
 }
 
-/** Server counters from `startAt` to `endAt` (read at those instants). */
-async function windowCounters(connect: string, startAt: number, endAt: number): Promise<ZkRequestCounters> {
+/** Server counters from `startAt` to `endAt` (read at those instants), and the member serving most reads meanwhile. */
+async function windowCounters(
+  connect: string,
+  startAt: number,
+  endAt: number,
+): Promise<ZkRequestCounters & { member: string }> {
   await sleep(Math.max(0, startAt - hostNow()))
   const from = await counters(connect)
   await sleep(Math.max(0, endAt - hostNow()))
   const to = await counters(connect)
-  return { writes: to.writes - from.writes, reads: to.reads - from.reads }
+  const reads = to.members.map((m, i) => m.reads - (from.members[i]?.reads ?? 0))
+  const busiest = reads.indexOf(Math.max(...reads))
+  const member = `${to.members[busiest]?.state ?? '?'} ${connect.split(',')[busiest]?.split(':')[1] ?? '?'}`
+  return { writes: to.writes - from.writes, reads: to.reads - from.reads, member }
 }
 
 async function runCell(
@@ -96,6 +121,7 @@ async function runCell(
     namespace: key,
     ttlMs: 10_000,
     ...(side === 'baseline' && baselineDist !== undefined ? { dist: baselineDist } : {}),
+    ...(sc.kind === 'p' ? { sessions: PROCESSES } : {}),
   }
   // The baseline is latchkey too (another build): it runs wherever latchkey does.
   const node = side !== 'curator'
@@ -116,12 +142,13 @@ async function runCell(
         requests: (c.writes + c.reads) / r.ops,
         clientRequests: node ? r.clientCmds / r.ops : Number.NaN,
         cpuMsPerOp: r.cpuMs / r.ops,
+        member: c.member,
       }
     } finally {
       if (node) await pool.request(0, { op: 'close' })
     }
   }
-  const processes = Math.min(PROCESSES, sc.n)
+  const processes = sc.kind === 'p' ? 1 : Math.min(PROCESSES, sc.n)
   const share = (i: number) => Math.floor(sc.n / processes) + (i < sc.n % processes ? 1 : 0)
   if (node) await pool.all(processes, () => ({ op: 'open', spec }))
   try {
@@ -158,6 +185,7 @@ async function runCell(
       requests: (c.writes + c.reads) / ops,
       clientRequests: node ? parts.reduce((s, p) => s + p.clientCmds, 0) / ops : Number.NaN,
       cpuMsPerOp: parts.reduce((s, p) => s + p.cpuMs, 0) / ops,
+      member: c.member,
     }
   } finally {
     if (node) await pool.all(processes, () => ({ op: 'close' }))
@@ -176,6 +204,7 @@ async function serving(connect: string): Promise<boolean> {
 const scenarios: Scenario[] = [
   ...concurrencies.map((n) => ({ kind: 'c' as const, n })),
   ...waiterCounts.map((n) => ({ kind: 'w' as const, n })),
+  ...oneProcessCounts.map((n) => ({ kind: 'p' as const, n })),
 ]
 const stamp = `lkcur-${process.pid}`
 console.log(
@@ -201,7 +230,8 @@ try {
             const f = await runCell(side, sc, target, pool, curator, `${stamp}-${id}-r${run}`)
             const k = `${side}:${id}`
             figures.set(k, [...(figures.get(k) ?? []), f])
-            const gap = sc.kind === 'w' ? ` gap p50 ${fmtAuto(f.gapP50)} ms overlaps ${f.overlaps}` : ''
+            const gap =
+              sc.kind !== 'c' ? ` gap p50 ${fmtAuto(f.gapP50)} ms overlaps ${f.overlaps}` : ` on the ${f.member}`
             process.stderr.write(
               `${target.id} run ${run + 1} ${id} ${side}: ${Math.round(f.rate)}/s${gap} req/op ${fmtAuto(f.requests)} writes/op ${fmtAuto(f.writes)}\n`,
             )
@@ -238,7 +268,7 @@ try {
         pick(l, (x) => x.cpuMsPerOp),
         pick(c, (x) => x.cpuMsPerOp),
       ]
-      const name = `${sc.kind === 'c' ? `uncontended c=${sc.n}` : `${sc.n} waiters`}${side === 'baseline' ? ' (baseline)' : ''}`
+      const name = `${sc.kind === 'c' ? `uncontended c=${sc.n}` : sc.kind === 'p' ? `${sc.n} waiters, one process each` : `${sc.n} waiters`}${side === 'baseline' ? ' (baseline)' : ''}`
       if (sc.kind === 'c') {
         const rate = [pick(l, (x) => x.rate), pick(c, (x) => x.rate), ratio((x) => x.rate, false)]
         console.log(`| ${name} | pairs/s | ${[...rate, ...common].join(' | ')} |`)
@@ -248,6 +278,17 @@ try {
         const rate = [pick(l, (x) => x.rate), pick(c, (x) => x.rate), ratio((x) => x.rate, false)]
         const overlaps = l.reduce((s, x) => s + x.overlaps, 0) + c.reduce((s, x) => s + x.overlaps, 0)
         console.log(`| ${name} | acq/s (overlaps: ${overlaps}) | ${rate.join(' | ')} | | | | | | |`)
+      }
+    }
+    // On an ensemble a session's member decides much of an uncontended pair's time (a write through a follower is
+    // forwarded to the leader); each side picks its member at random.
+    if (target.connect.includes(',')) {
+      for (const sc of scenarios.filter((x) => x.kind === 'c')) {
+        const id = `${sc.kind}${sc.n}`
+        const runs = (side: Side) => (figures.get(`${side}:${id}`) ?? []).map((x) => x.member).join(', ')
+        console.log(
+          `\n- uncontended c=${sc.n}, the member serving each run's reads: latchkey ${runs('latchkey')}; Curator ${runs('curator')}`,
+        )
       }
     }
   }

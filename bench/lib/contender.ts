@@ -28,7 +28,16 @@ export type FloorName = 'znode' | 'etcd-txn' | 'etcd-txn-wire' | 'proto-blpop'
 
 /** How a worker opens a contender. Keys are always prefixed by `namespace`. */
 export type ContenderSpec =
-  | { type: 'latchkey'; url: string; namespace: string; ttlMs: number; pollMs?: number; dist?: string }
+  | {
+      type: 'latchkey'
+      url: string
+      namespace: string
+      ttlMs: number
+      pollMs?: number
+      dist?: string
+      /** Backends (sessions) opened in this process, taking acquisitions in turn (default 1). */
+      sessions?: number
+    }
   | { type: 'peer'; peer: PeerName; url: string; namespace: string; ttlMs: number }
   | { type: 'floor'; floor: FloorName; url: string; namespace: string; ttlMs: number }
   /** Runs in its own JVM (curator-pool.ts), never in a worker. */
@@ -43,6 +52,10 @@ export async function openContender(spec: ContenderSpec): Promise<Contender> {
     const { openFloor } = await import('./floors.js')
     return openFloor(spec.floor, spec.url, spec.namespace, spec.ttlMs)
   }
+  if ((spec.sessions ?? 1) > 1)
+    return inTurn(
+      await Promise.all(Array.from({ length: spec.sessions ?? 1 }, () => openContender({ ...spec, sessions: 1 }))),
+    )
   // `dist`: another build of the library (a baseline, to compare before and after a change in one run).
   const lib = spec.dist === undefined ? { backendFromUrl, createLocks, isLockError } : await importBuild(spec.dist)
   const opened = await lib.backendFromUrl(spec.url)
@@ -72,6 +85,23 @@ export async function openContender(spec: ContenderSpec): Promise<Contender> {
     async close() {
       await locks.close()
       await backend.close()
+    },
+  }
+}
+
+/**
+ * Several contenders in one process, each acquisition taken by the next in turn: a process holding several sessions
+ * (as Curator's bench holds its clients in one JVM).
+ */
+function inTurn(all: Contender[]): Contender {
+  let next = 0
+  return {
+    acquire(key, waitMs) {
+      const c = all[next++ % all.length] as Contender
+      return c.acquire(key, waitMs)
+    },
+    async close() {
+      await Promise.all(all.map((c) => c.close()))
     },
   }
 }

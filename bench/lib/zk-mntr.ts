@@ -35,7 +35,8 @@ export interface ZkRequestCounters {
  * Java client and latchkey's): on a server only the bench uses, a window's delta is what the contender sent. Reads
  * include the clients' pings (one per session every third of its timeout, a few per second).
  */
-export async function zkRequestCounters(hostPort: string): Promise<ZkRequestCounters> {
+export async function zkRequestCounters(hostPort: string): Promise<ZkRequestCounters & { state: string }> {
   const text = await mntrText(hostPort)
-  return { writes: stat(text, 'zk_cnt_updatelatency'), reads: stat(text, 'zk_cnt_readlatency') }
+  const state = /^zk_server_state\s+(\S+)/m.exec(text)?.[1] ?? 'unknown'
+  return { writes: stat(text, 'zk_cnt_updatelatency'), reads: stat(text, 'zk_cnt_readlatency'), state }
 }

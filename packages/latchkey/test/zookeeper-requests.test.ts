@@ -118,4 +118,73 @@ describe('zookeeper: requests per lock', () => {
     await a.close()
     await b.close()
   })
+
+  it('a contender joining a line its process saw busy sets no watch on the lock node: later joiners do not wake it', async () => {
+    const watched = await recordedClient()
+    clients.push(watched.client)
+    // Every watch event this session receives, by type and path.
+    const events: string[] = []
+    const manager = (watched.client as unknown as { connectionManager: { watcherManager: { emit(e: unknown): void } } })
+      .connectionManager.watcherManager
+    const emit = manager.emit.bind(manager)
+    manager.emit = (event: unknown) => {
+      const { type, path } = event as { type: number; path: string }
+      events.push(`${type} ${path}`)
+      emit(event)
+    }
+    const a = createLocks({ backend: zookeeperBackend({ connectString: zkUrl() }), namespace })
+    const b = createLocks({ backend: zookeeperBackend({ client: asZkClient(watched.client) }), namespace })
+    const c = createLocks({ backend: zookeeperBackend({ connectString: zkUrl() }), namespace })
+    const first = await a.mutex('joiners').acquire()
+    // The first waiter of this session knows nothing of the line yet: its create's listing may arm the lock node's
+    // child watch (a holder granted at its create relies on it); the second joiner's create fires that one.
+    const w1 = b.mutex('joiners').acquire({ waitMs: 10_000 })
+    await eventually('the first waiter watches the holder', () => watched.sent.length >= 4)
+    const w2 = b.mutex('joiners').acquire({ waitMs: 10_000 })
+    // Its create fired the first waiter's watch; that event came before the create's reply (ZooKeeper's order).
+    await eventually('the second waiter is in line', () => watched.sent.length >= 7)
+    events.length = 0
+    // The second waiter's create saw a busy line: no child watch was armed, so a third contender joining (another
+    // process) tells this session nothing. The ordered read below proves a notification would have come by then.
+    const w3 = c.mutex('joiners').acquire({ waitMs: 10_000 })
+    await eventually('the third contender is in line', async () => {
+      const inspection = await b.inspect('joiners')
+      return inspection.waiters.length >= 3
+    })
+    await b.inspect('joiners')
+    expect(events).toEqual([])
+    await first.release()
+    await (await w1).release()
+    await (await w2).release()
+    await (await w3).release()
+    await a.close()
+    await b.close()
+    await c.close()
+  })
+
+  it("a waiter woken by the deletion ahead sends its listing from the watch event, before the core's next try", async () => {
+    const waiter = await recordedClient()
+    clients.push(waiter.client)
+    const a = createLocks({ backend: zookeeperBackend({ connectString: zkUrl() }), namespace })
+    const waiterBackend = zookeeperBackend({ client: asZkClient(waiter.client) })
+    // The core's tries, recorded in the same order as the requests.
+    const tryAcquire = waiterBackend.tryAcquire.bind(waiterBackend)
+    waiterBackend.tryAcquire = (request) => {
+      waiter.sent.push('tryAcquire')
+      return tryAcquire(request)
+    }
+    const b = createLocks({ backend: waiterBackend, namespace, ttlMs: 30_000 })
+    const first = await a.mutex('listed-ahead').acquire()
+    const waiting = b.mutex('listed-ahead').acquire({ waitMs: 10_000 })
+    await eventually('the waiter watches the holder', () => waiter.sent.length >= 5)
+    waiter.sent.length = 0
+    await first.release()
+    const second = await waiting
+    expect(second.token).toBeGreaterThan(first.token)
+    // The listing went out as the NodeDeleted event arrived; the try that follows is granted on it.
+    expect(waiter.sent).toEqual(['getChildren', 'tryAcquire'])
+    await second.release()
+    await a.close()
+    await b.close()
+  })
 })

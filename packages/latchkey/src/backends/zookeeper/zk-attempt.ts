@@ -20,6 +20,9 @@ export interface AttemptDeps {
   drop(entry: OwnerEntry): Promise<void>
   /** Schedules the deletion of a lock's node directory that may now be empty (see `ZkParents.emptied`). */
   emptied(path: string): void
+  /** Records whether a listing showed someone else in line; `seemsBusy` reads it back (see `ZkParents`). */
+  sawLine(parent: string, othersInLine: boolean): void
+  seemsBusy(parent: string): boolean
 }
 
 /** Tries once (a few rounds when the line changes under us); see the module comment. */
@@ -37,7 +40,10 @@ export async function attempt(entry: OwnerEntry, request: AcquireRequest, deps: 
     let children: string[]
     const node = entry.node
     if (node.is === 'none' || node.is === 'unsure') {
-      const created = await createNode(entry, request.ttlMs, (p) => deps.ensureParent(entry.conn, p), deps.hub)
+      // The lock node's child watch guards a holder granted at its create; into a busy line the create most likely
+      // waits, and the watch would only wake this session at every change of the line.
+      const hub = deps.seemsBusy(entry.parent) ? undefined : deps.hub
+      const created = await createNode(entry, request.ttlMs, (p) => deps.ensureParent(entry.conn, p), hub)
       ;({ children, fresh, stat: createdStat } = created)
     } else {
       // Woken by our watch, it is most likely our turn: keep the young lease of our create, or else start the
@@ -45,7 +51,10 @@ export async function attempt(entry: OwnerEntry, request: AcquireRequest, deps: 
       // our turn, it is emptied below. Not for a semaphore waiter woken by its predecessor's write: it only moved
       // up in line.
       const woken = node.is === 'waiting' && node.woken && !node.wakeOnChange
+      // The listing the watch sent as it woke us (`ZkWaiters.listAhead`): used below where we would send the same.
+      const listedAhead = node.is === 'waiting' ? node.listing : undefined
       if (node.is === 'waiting') {
+        node.listing = undefined
         node.woken = false
         if (woken) fromCreate = youngLease(entry, node, request.ttlMs)
         // Kept now, it must not be emptied under the grant (re-armed below if the listing says wait).
@@ -54,7 +63,7 @@ export async function attempt(entry: OwnerEntry, request: AcquireRequest, deps: 
       if (fromCreate !== undefined) {
         // Still holding the young lease of its create (zk-young-lease.ts): the listing alone decides, and re-arms
         // the lock node's child watch as below.
-        children = await listArmingParent(entry, deps.hub)
+        children = await (listedAhead ?? listArmingParent(entry, deps.hub))
       } else if (woken && node.is === 'waiting' && node.czxid !== undefined && !node.dataLeased) {
         // The token is known from the create: the listing goes first and decides alone, the lease write follows
         // it on the session (a read queued behind a write would wait for the write's commit).
@@ -74,6 +83,10 @@ export async function attempt(entry: OwnerEntry, request: AcquireRequest, deps: 
     let line = lineOf(children, entry.layout.parse)
     const ours = entry.node
     if (ours.is !== 'waiting' && ours.is !== 'held') continue // not reached: a created node has a name
+    deps.sawLine(
+      entry.parent,
+      line.some((n) => n.name !== ours.name),
+    )
     if (line.every((n) => n.name !== ours.name)) {
       entry.node = NO_NODE // our node was deleted (forceRelease): take a new place in line
       continue

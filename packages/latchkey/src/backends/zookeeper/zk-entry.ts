@@ -37,6 +37,8 @@ export type NodeState =
       readonly created?: CreatedLease | undefined
       /** Empties the node's data before the lease it was created with grows old (see `zk-young-lease.ts`). */
       emptyTimer?: NodeJS.Timeout | undefined
+      /** The line, listed as soon as the node ahead was deleted (`ZkWaiters.listAhead`), for the next try. */
+      listing?: Promise<string[]> | undefined
     }
   | {
       readonly is: 'held'
@@ -85,10 +87,11 @@ export interface OwnerEntry {
 
 /**
  * A lease written by the node's create: `mtime` its start by the server's clock, `sentAt` the monotonic instant
- * (`performance.now()`) the create was sent, no later than that start.
+ * (`performance.now()`) the create was sent, no later than that start, `ttlMs` the TTL it was written with.
  */
 export interface CreatedLease {
   readonly sentAt: number
+  readonly ttlMs: number
   readonly mtime: number
 }
 

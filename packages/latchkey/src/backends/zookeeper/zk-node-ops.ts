@@ -46,7 +46,7 @@ export async function createNode(
     try {
       const { path, stat } = await created
       const lease =
-        stat === undefined || ttlMs === undefined ? undefined : { sentAt, mtime: Number(readLong(stat.mtime)) }
+        stat === undefined || ttlMs === undefined ? undefined : { sentAt, ttlMs, mtime: Number(readLong(stat.mtime)) }
       entry.node = waitingNode(path.slice(path.lastIndexOf('/') + 1), stat?.czxid, ttlMs !== undefined, lease)
       if (stat !== undefined) conn.observe(stat)
       return { children: await listed, fresh: true, stat }

@@ -5,8 +5,10 @@
  */
 import { ZK, type ZkEvent } from './zk-client.js'
 import { leaseLost, type OwnerEntry } from './zk-entry.js'
+import { listArmingParent } from './zk-node-ops.js'
 import { ZkSubscription } from './zk-subscription.js'
 import { DELETED, guardLease, type WatchHub, watchNodes } from './zk-watch.js'
+import { youngLease } from './zk-young-lease.js'
 
 export class ZkWaiters {
   private readonly unbound: ZkSubscription[] = []
@@ -107,8 +109,27 @@ export class ZkWaiters {
           (gone) => gone && this.wake(entry),
           () => this.wake(entry),
         )
-      } else this.wake(entry)
+      } else {
+        if (event.type === ZK.NODE_DELETED) this.listAhead(entry)
+        this.wake(entry)
+      }
     }
+  }
+
+  /**
+   * A waiter woken by the deletion of the node ahead is most likely first now, and its next try is then granted on
+   * one listing of the line while its node keeps the young lease of its create (zk-young-lease.ts). That listing is
+   * sent now, from the watch event, instead of after the core has woken and called again: the request is out while
+   * the wake-up runs. The try takes it only where it would send the same listing itself; a listing sent after the
+   * event shows the line as it is since that deletion, as one sent by the try would.
+   */
+  private listAhead(entry: OwnerEntry): void {
+    const { node } = entry
+    if (node.is !== 'waiting' || node.wakeOnChange || node.listing !== undefined || node.created === undefined) return
+    if (youngLease(entry, node, node.created.ttlMs) === undefined) return
+    const listing = listArmingParent(entry, this.hub)
+    listing.catch(() => undefined)
+    node.listing = listing
   }
 
   /**

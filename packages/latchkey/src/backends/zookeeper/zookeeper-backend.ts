@@ -76,6 +76,8 @@ export class ZookeeperBackend extends BackendBase {
     hub: this.waiters.hub,
     drop: (entry) => this.owners.drop(entry),
     emptied: (path) => this.parents.emptied(path),
+    sawLine: (parent, othersInLine) => this.parents.sawLine(parent, othersInLine),
+    seemsBusy: (parent) => this.parents.seemsBusy(parent),
   }
 
   constructor(private readonly settings: ZookeeperSettings) {
