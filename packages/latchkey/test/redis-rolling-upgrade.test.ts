@@ -170,6 +170,22 @@ describe('Redis rolling upgrade: the previous version and this one on the same m
     }
   })
 
+  it('a hash grant the previous version wrote for an owner is renewed and released by this version, short path first', async () => {
+    const old = previousVersion()
+    const b = newVersion()
+    const name = lockName()
+    const m = `latchkey:{${name}}`
+    // The record as the previous version wrote it, for an owner this process then releases (as after a handoff).
+    const mine = request(name)
+    expect(await old.tryAcquire(name, mine.owner)).toBeDefined()
+    expect(await client.type(m)).toBe('hash')
+    expect(await b.renew({ ...mine, ttlMs: 20_000 })).toBe(true)
+    expect(await client.type(m)).toBe('hash')
+    // This process never saw the lock contended: release-mutex.lua meets the hash and leaves it to release.lua.
+    expect(await b.release(mine)).toBe(true)
+    expect(await client.exists(m)).toBe(0)
+  })
+
   it('processes of both versions taking turns on one lock never hold it at the same time', async () => {
     const olds = [previousVersion(), previousVersion()]
     const news = [newVersion(), newVersion()]
