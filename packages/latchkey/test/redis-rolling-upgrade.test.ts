@@ -50,9 +50,10 @@ function previousVersion() {
       const token = Number(await evalScript(own, OLD_ACQUIRE, [k.m, k.fence], [owner, String(ttlMs)]))
       return token === 0 ? undefined : BigInt(token)
     },
-    /** The previous version's full acquire, a watcher's first try: its raw reply. */
+    /** The previous version's full acquire, a watcher's first try (with its process's wake channel): its raw reply. */
     acquireFull(name: string, owner: string): Promise<unknown> {
-      return evalScript(own, OLD_FULL_ACQUIRE, allKeys(keys(name).m), [owner, 'mutex 10000 0 1 f 5000'])
+      const wake = `latchkey:wake:${randomUUID()}`
+      return evalScript(own, OLD_FULL_ACQUIRE, allKeys(keys(name).m), [owner, 'mutex 10000 0 1 f 5000', wake])
     },
     /** The previous version's full release (what it ran when its short release answered 2): its raw reply. */
     releaseFull(name: string, owner: string): Promise<unknown> {
@@ -184,6 +185,34 @@ describe('Redis rolling upgrade: the previous version and this one on the same m
     // This process never saw the lock contended: release-mutex.lua meets the hash and leaves it to release.lua.
     expect(await b.release(mine)).toBe(true)
     expect(await client.exists(m)).toBe(0)
+  })
+
+  it("this version's release hands the lock to a previous version's watcher in the hash, which that version releases", async () => {
+    const old = previousVersion()
+    const b = newVersion()
+    const name = lockName()
+    const m = `latchkey:{${name}}`
+    // The previous version's watcher registered while a holder of its own version held the lock (as a hash).
+    const first = randomUUID()
+    expect(await old.tryAcquire(name, first)).toBeDefined()
+    const mine = request(name)
+    const sub = b.subscribe(mine)
+    const waiter = randomUUID()
+    try {
+      expect(await b.tryAcquire(mine)).toMatchObject({ acquired: false })
+      expect(String(await old.acquireFull(name, waiter))).toMatch(/^0 /)
+      expect(await old.releaseFull(name, first)).toBe(1)
+      await sub.wait(5_000)
+      tokenOf(await b.tryAcquire(mine))
+      // This version's release grants the oldest watcher: one of the previous version, so a hash record it can read.
+      expect(await b.release(mine)).toBe(true)
+      expect(await client.type(m)).toBe('hash')
+      expect(await client.hexists(m, waiter)).toBe(1)
+      expect(await old.release(name, waiter)).toBe(1)
+      expect(await client.exists(m)).toBe(0)
+    } finally {
+      sub.close()
+    }
   })
 
   it('processes of both versions taking turns on one lock never hold it at the same time', async () => {

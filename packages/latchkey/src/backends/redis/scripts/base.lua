@@ -5,7 +5,7 @@
 --   "<token>|<lockDelayMs>|<field>" expiring when its slot frees (lease + lock-delay, so its lease ends lockDelayMs
 --   before the key does): one SET to grant, one DEL to release (free-mutex.lua says why, and why processes of
 --   the previous version, which kept every holder in the hash, still exclude this one). Every other holder, and a
---   mutex holder granted by a process of the previous version, is a field of M as a hash: field -> record
+--   mutex holder granted by or to a process of the previous version, is a field of M as a hash: field -> record
 --   "kind|expiresAt|delayUntil|token" (server ms), and for a semaphore holder "|permits" after it: the count in
 --   force while it holds. In the Redisson layout, field -> 1 exactly as Redisson's RLock hash (a Java client sees
 --   the lock as taken while M exists), and the records live in KEYS[2]; no string there.
@@ -32,8 +32,10 @@ local M, X, Q, E, W, P, F = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local SPLIT = X ~= M
 local T = redis.call('TIME')
 local now = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000)
--- M is a mutex holder's string (latchkey layout only); drop and put keep it current.
+-- M is a mutex holder's string (latchkey layout only); drop and put keep it current. HASH_ONLY: put writes a mutex
+-- as a hash record (for a watcher of an earlier build, handoff.lua).
 local STR = not SPLIT and redis.call('TYPE', M).ok == 'string'
+local HASH_ONLY = false
 
 local function fmt(n) return string.format('%d', n) end
 
@@ -69,7 +71,7 @@ end
 -- Sets the record of holder f; per: a semaphore's permits (as sent), '' or nil for the other kinds. A mutex of the
 -- latchkey layout is the string (with its expiry) unless M is a hash: a previous version's grant being renewed.
 local function put(f, kind, exp, dly, tok, per)
-  if kind == 'mutex' and not SPLIT and (STR or redis.call('EXISTS', M) == 0) then
+  if kind == 'mutex' and not SPLIT and not HASH_ONLY and (STR or redis.call('EXISTS', M) == 0) then
     redis.call('SET', M, tok .. '|' .. fmt(dly - exp) .. '|' .. f, 'PX', dly - now)
     STR = true
     return

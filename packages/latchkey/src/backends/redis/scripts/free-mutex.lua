@@ -20,7 +20,9 @@
 -- with WRONGTYPE before it writes anything: a loud error, never a grant (its short acquire only tests EXISTS and
 -- answers "held"). This version reads M by its TYPE (base.lua), so a hash holder of the previous version, mutex or
 -- not, blocks it as before, and a mutex granted as a hash field by a previous version's release (handed to a
--- watcher of this version) is renewed and released in the hash. The fencing counter F is the same key for both,
+-- watcher of this version) is renewed and released in the hash. The other way round, a release of this version
+-- hands the lock to a previous version's watcher as a hash record (handoff-mutex.lua: its wake channel lacks `:s:`),
+-- so that process can renew and release it. The fencing counter F is the same key for both,
 -- so tokens keep increasing across versions. test/redis-rolling-upgrade.test.ts runs the previous scripts.
 do
   local T
