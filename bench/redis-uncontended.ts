@@ -8,21 +8,19 @@
  *   npx tsx bench/redis-uncontended.ts [rounds] [windowMs] [concurrency...]     (defaults 21 250 1 50)
  *
  * BEFORE_DIST=<another build's dist directory> adds that build as a contender (before/after a change, same run);
- * REDLOCK=0 drops redlock 5.0-beta (the best peer at concurrency 1 in the matrix). REDISSON=1 adds the Redisson layout; LAYERS=1 adds latchkey's backend driven directly (tryAcquire + release of
- * the backend contract, no core), so the core's share of the client CPU is the difference; PROTO=1 adds latchkey with
- * its uncontended mutex kept as a string key (lib/string-mutex-prototype.ts: a measurement of that layout, not
- * shippable). `fenced floor` is the least any fenced, owner-checked Redis lock sends: one script that takes a token
- * and SET NX PX, one that deletes the key if it still holds that token.
+ * REDLOCK=0 drops redlock 5.0-beta (the best peer at concurrency 1 in the matrix). REDISSON=1 adds the Redisson
+ * layout; LAYERS=1 adds latchkey's backend driven directly (tryAcquire + release of the backend contract, no core),
+ * so the core's share of the client CPU is the difference. `fenced floor` is the least any fenced, owner-checked
+ * Redis lock sends: one script that takes a token and SET NX PX, one that deletes the key if it still holds that
+ * token.
  */
 import { randomUUID } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { Redis } from 'ioredis'
-import { createLocks } from 'latchkey'
 import { redisBackend } from 'latchkey/redis'
 import { startRedisServer } from '../packages/latchkey/test/support/redis-server-process.js'
 import type { Contender } from './lib/contender.js'
 import { type LatchkeyRedisLib, latchkeyRedisContender } from './lib/latchkey-redis-contender.js'
-import { stringMutexPrototype } from './lib/string-mutex-prototype.js'
 import { openPeer } from './redis-peers.js'
 
 const [roundsArg, windowArg, ...concArgs] = process.argv.slice(2)
@@ -37,21 +35,6 @@ const serverPid = Number(/process_id:(\d+)/.exec((await admin.info('server')) as
 function serverCpuUs(): number {
   const fields = (readFileSync(`/proc/${serverPid}/stat`, 'utf8').split(') ')[1] as string).split(' ')
   return (Number(fields[11]) + Number(fields[12])) * 10_000
-}
-
-/** latchkey's core and backend, the uncontended mutex as a string key (see lib/string-mutex-prototype.ts). */
-function stringPrototype(): Contender {
-  const client = new Redis(server.url)
-  const real = redisBackend({ client })
-  const locks = createLocks({ backend: stringMutexPrototype(real, client), namespace: `${ns}-proto`, ttlMs: 10_000 })
-  return {
-    acquire: (key, waitMs) => locks.mutex(key).acquire({ waitMs }),
-    close: async () => {
-      await locks.close()
-      await real.close()
-      client.disconnect()
-    },
-  }
 }
 
 /** INCR a counter and SET NX PX the lock to the token; release: DEL if the lock still holds the token. */
@@ -116,7 +99,6 @@ const contenders: Record<string, Contender> = {
 // redlock 5.0-beta: the best peer at concurrency 1 in the matrix (no fencing token; one SET NX PX, a script to release).
 if (process.env.REDLOCK !== '0') contenders['redlock 5.0-beta'] = openPeer('redlock5', server.url, `${ns}-rl5`, 10_000)
 if (process.env.LAYERS === '1') contenders['latchkey backend, no core'] = backendOnly()
-if (process.env.PROTO === '1') contenders['latchkey, string-key prototype'] = stringPrototype()
 if (process.env.REDISSON === '1')
   contenders['latchkey redisson layout'] = latchkeyRedisContender(server.url, `${ns}-redisson`, { layout: 'redisson' })
 const before = process.env.BEFORE_DIST

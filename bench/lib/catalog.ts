@@ -163,6 +163,16 @@ export function catalog(s: Servers): ContenderDef[] {
   return [
     peer('raw', 'raw ioredis SET NX PX + DEL', 'raw', s.redis),
     latchkey('redis', 'latchkey Redis', s.redis, { tables: ['peers', 'backends'], probeUrls: [s.redis] }),
+    // BENCH_BASELINE_DIST: the Redis backend of that build beside this one, on the same server.
+    ...(BASELINE_DIST === undefined
+      ? []
+      : [
+          latchkey('redis-baseline', 'latchkey Redis, baseline build', s.redis, {
+            tables: ['peers'],
+            probeUrls: [s.redis],
+            dist: BASELINE_DIST,
+          }),
+        ]),
     latchkey('redis-poll', `latchkey Redis, polling (notifications hidden, ≤ ${POLL_MS} ms)`, s.redis, {
       tables: ['peers', 'backends'],
       probeUrls: [s.redis],

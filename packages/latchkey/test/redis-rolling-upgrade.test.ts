@@ -1,9 +1,10 @@
 /**
  * A rolling upgrade of the Redis backend: processes of the previous version and of this one lock the same names at
- * once. The previous version's short mutex scripts (test/support/redis-previous/, as it sent them) run beside this
- * version's backend on the shared server; the two must exclude each other and their fencing tokens must keep
- * increasing across versions. (Both versions write the same records, so a lock taken by one is a lock to the other;
- * only the short acquire's reply changed. These cases fail if a new version writes a lock the old one cannot read.)
+ * once. The previous version's scripts (test/support/redis-previous/, as it sent them: every holder a field of the
+ * hash M) run beside this version's backend (a plain mutex is the string M) on the shared server; the two must
+ * exclude each other, and their fencing tokens must keep increasing across versions. Where the previous version
+ * cannot read the string it must fail loudly (WRONGTYPE) and write nothing, never grant; scripts/free-mutex.lua
+ * gives the argument.
  */
 import { randomUUID } from 'node:crypto'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
@@ -31,6 +32,8 @@ const previous = (file: string) =>
   )
 const OLD_ACQUIRE = previous('acquire-mutex')
 const OLD_RELEASE = previous('release-mutex')
+const OLD_FULL_ACQUIRE = previous('acquire')
+const OLD_FULL_RELEASE = previous('release')
 
 /** A process of the previous version, uncontended path: its short scripts on its own connection. */
 function previousVersion() {
@@ -39,13 +42,23 @@ function previousVersion() {
     const m = `latchkey:{${name}}`
     return { m, fence: `${m}:fence`, expiry: `${m}:expiry`, watchers: `${m}:watchers` }
   }
+  const allKeys = (m: string) => [m, m, `${m}:line`, `${m}:expiry`, `${m}:watchers`, `${m}:specs`, `${m}:fence`]
   return {
     /** The token, or undefined when the lock is held. */
     async tryAcquire(name: string, owner: string, ttlMs = 10_000): Promise<bigint | undefined> {
       const k = keys(name)
-      const reply = String(await evalScript(own, OLD_ACQUIRE, [k.m, k.fence], [owner, String(ttlMs), '0']))
-      const [code, token] = reply.split(' ')
-      return code === '1' ? BigInt(token as string) : undefined
+      const token = Number(await evalScript(own, OLD_ACQUIRE, [k.m, k.fence], [owner, String(ttlMs)]))
+      return token === 0 ? undefined : BigInt(token)
+    },
+    /** The previous version's full acquire, a watcher's first try (with its process's wake channel): its raw reply. */
+    acquireFull(name: string, owner: string): Promise<unknown> {
+      const wake = `latchkey:wake:${randomUUID()}`
+      return evalScript(own, OLD_FULL_ACQUIRE, allKeys(keys(name).m), [owner, 'mutex 10000 0 1 f 5000', wake])
+    },
+    /** The previous version's full release (what it ran when its short release answered 2): its raw reply. */
+    releaseFull(name: string, owner: string): Promise<unknown> {
+      const m = keys(name).m
+      return evalScript(own, OLD_FULL_RELEASE, allKeys(m), [owner, `${m}:released`, '0', '-'])
     },
     /** 1 released, 0 not held, 2 someone waits (the previous version then ran the full release). */
     async release(name: string, owner: string): Promise<number> {
@@ -104,12 +117,102 @@ describe('Redis rolling upgrade: the previous version and this one on the same m
     const t1 = tokenOf(await b.tryAcquire(mine))
     const oldOwner = randomUUID()
     expect(await old.tryAcquire(name, oldOwner)).toBeUndefined()
-    // The previous version's owner-checked release leaves this version's lease alone.
-    expect(await old.release(name, oldOwner)).toBe(0)
+    // The previous version's owner-checked release leaves this version's lease alone (loudly: it reads a hash).
+    await expect(old.release(name, oldOwner)).rejects.toThrow(/WRONGTYPE/)
     expect(await b.release(mine)).toBe(true)
     const t2 = await old.tryAcquire(name, oldOwner)
     expect(t2).toBeGreaterThan(t1)
     expect(await old.release(name, oldOwner)).toBe(1)
+  })
+
+  it("the previous version meets this one's string holder with WRONGTYPE, writing nothing, and the holder keeps it", async () => {
+    const old = previousVersion()
+    const b = newVersion()
+    const name = lockName()
+    const m = `latchkey:{${name}}`
+    const mine = request(name)
+    tokenOf(await b.tryAcquire(mine))
+    expect(await client.type(m)).toBe('string')
+    const oldOwner = randomUUID()
+    // Its full acquire (a wait) and its release of a lease it lost read M as a hash: a loud error, no grant.
+    await expect(old.acquireFull(name, oldOwner)).rejects.toThrow(/WRONGTYPE/)
+    await expect(old.releaseFull(name, oldOwner)).rejects.toThrow(/WRONGTYPE/)
+    expect(await client.exists(`${m}:watchers`, `${m}:specs`)).toBe(0)
+    expect(await old.tryAcquire(name, oldOwner)).toBeUndefined()
+    expect(await b.release(mine)).toBe(true)
+    expect(await client.exists(m)).toBe(0)
+  })
+
+  it("a previous version's release hands the lock to a watcher of this version as a hash field, which this one releases", async () => {
+    const old = previousVersion()
+    const b = newVersion()
+    const name = lockName()
+    const m = `latchkey:{${name}}`
+    const oldOwner = randomUUID()
+    const t1 = (await old.tryAcquire(name, oldOwner)) as bigint
+    expect(t1).toBeDefined()
+    const mine = request(name)
+    const sub = b.subscribe(mine)
+    try {
+      expect(await b.tryAcquire(mine)).toMatchObject({ acquired: false })
+      expect(await old.release(name, oldOwner)).toBe(2)
+      expect(await old.releaseFull(name, oldOwner)).toBe(1)
+      expect(await client.type(m)).toBe('hash')
+      await sub.wait(5_000)
+      expect(tokenOf(await b.tryAcquire(mine))).toBeGreaterThan(t1)
+      // Held as the previous version wrote it: both versions see it taken.
+      expect(await old.tryAcquire(name, randomUUID())).toBeUndefined()
+      expect(await b.tryAcquire(request(name))).toMatchObject({ acquired: false })
+      expect(await b.renew({ ...mine, ttlMs: 20_000 })).toBe(true)
+      expect(await b.release(mine)).toBe(true)
+      expect(await client.exists(m)).toBe(0)
+    } finally {
+      sub.close()
+    }
+  })
+
+  it('a hash grant the previous version wrote for an owner is renewed and released by this version, short path first', async () => {
+    const old = previousVersion()
+    const b = newVersion()
+    const name = lockName()
+    const m = `latchkey:{${name}}`
+    // The record as the previous version wrote it, for an owner this process then releases (as after a handoff).
+    const mine = request(name)
+    expect(await old.tryAcquire(name, mine.owner)).toBeDefined()
+    expect(await client.type(m)).toBe('hash')
+    expect(await b.renew({ ...mine, ttlMs: 20_000 })).toBe(true)
+    expect(await client.type(m)).toBe('hash')
+    // This process never saw the lock contended: release-mutex.lua meets the hash and leaves it to release.lua.
+    expect(await b.release(mine)).toBe(true)
+    expect(await client.exists(m)).toBe(0)
+  })
+
+  it("this version's release hands the lock to a previous version's watcher in the hash, which that version releases", async () => {
+    const old = previousVersion()
+    const b = newVersion()
+    const name = lockName()
+    const m = `latchkey:{${name}}`
+    // The previous version's watcher registered while a holder of its own version held the lock (as a hash).
+    const first = randomUUID()
+    expect(await old.tryAcquire(name, first)).toBeDefined()
+    const mine = request(name)
+    const sub = b.subscribe(mine)
+    const waiter = randomUUID()
+    try {
+      expect(await b.tryAcquire(mine)).toMatchObject({ acquired: false })
+      expect(String(await old.acquireFull(name, waiter))).toMatch(/^0 /)
+      expect(await old.releaseFull(name, first)).toBe(1)
+      await sub.wait(5_000)
+      tokenOf(await b.tryAcquire(mine))
+      // This version's release grants the oldest watcher: one of the previous version, so a hash record it can read.
+      expect(await b.release(mine)).toBe(true)
+      expect(await client.type(m)).toBe('hash')
+      expect(await client.hexists(m, waiter)).toBe(1)
+      expect(await old.release(name, waiter)).toBe(1)
+      expect(await client.exists(m)).toBe(0)
+    } finally {
+      sub.close()
+    }
   })
 
   it('processes of both versions taking turns on one lock never hold it at the same time', async () => {

@@ -65,7 +65,7 @@ export class RedisBackend extends BackendBase {
   private readonly publishAlways: string
   private readonly scripts: RedisScripts
   /**
-   * Latchkey layout only (the holders hash is the records hash): locks whose mutex acquires and releases still
+   * Latchkey layout only (a mutex is the lock key as a string): locks whose mutex acquires and releases still
    * take the short scripts. Undefined for the Redisson layout, whose hash Java clients share.
    */
   private readonly contention: RecentContention | undefined

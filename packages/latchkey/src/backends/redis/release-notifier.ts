@@ -40,7 +40,9 @@ export class ReleaseNotifier {
     handsOver: boolean,
   ) {
     // Under the `latchkey:` prefix of the lock channels, so an ACL that allows those allows this one.
-    this.wakeChannel = handsOver ? `latchkey:wake:${randomUUID()}` : undefined
+    // `:s:` tells a release that this process reads a mutex kept as a string key (scripts/handoff-mutex.lua): a
+    // waiter of an earlier build (`latchkey:wake:<uuid>`) is handed the lock in the hash it can read.
+    this.wakeChannel = handsOver ? `latchkey:wake:s:${randomUUID()}` : undefined
   }
 
   /**

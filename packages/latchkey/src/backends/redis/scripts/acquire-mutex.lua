@@ -5,7 +5,7 @@
 -- script only while the lock has not been seen contended in its process lately.
 -- KEYS: M and F (KEYS[1] and KEYS[7] of base.lua). ARGV: the caller's field, ttlMs, and lockDelayMs when not 0.
 -- Reply: the token (an integer reply, cheaper for both sides than acquire.lua's string) when granted, else 0
--- (held; nothing was written).
+-- (held: nothing was written but the fencing counter, which moved by one; free-mutex.lua says why that is safe).
 -- ttl and delay stay strings: free-mutex.lua only does arithmetic with them, which coerces.
 local M, F, field, ttl, delay = KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3] or 0
 local granted = 0

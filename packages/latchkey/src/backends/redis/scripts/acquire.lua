@@ -17,7 +17,8 @@ ttl, delay, permits, wait_ttl = tonumber(ttl), tonumber(delay), tonumber(permits
 
 -- The uncontended case first, before the shared functions below are created (each closure costs Redis per
 -- call): a mutex's first try (nothing of it registered) on a free lock in the latchkey layout.
-if kind == 'mutex' and (mode == '-' or mode == 'f') and KEYS[2] == KEYS[1] then
+if kind == 'mutex' and (mode == '-' or mode == 'f') and KEYS[2] == KEYS[1]
+    and redis.call('EXISTS', KEYS[1]) == 0 then
   local M, F = KEYS[1], KEYS[7]
   local granted
 --#include free-mutex.lua

@@ -1,10 +1,14 @@
 -- The state of one lock family (see key-layout.ts), all keys under one hash tag, and the records of its holders.
 -- Included by every script of the Redis backend (each script's header says where). What each key holds:
 --
--- KEYS[1] M: hash of holders. In the latchkey layout, field -> record "kind|expiresAt|delayUntil|token" (server
---   ms), and for a semaphore holder "|permits" after it: the count in force while it holds. In the Redisson
---   layout, field -> 1 exactly as Redisson's RLock hash (a Java client sees the lock as taken while M exists),
---   and the records live in KEYS[2].
+-- KEYS[1] M: the holders. In the latchkey layout a plain mutex's holder is M itself, a string
+--   "<token>|<lockDelayMs>|<field>" expiring when its slot frees (lease + lock-delay, so its lease ends lockDelayMs
+--   before the key does): one SET to grant, one DEL to release (free-mutex.lua says why, and why processes of
+--   the previous version, which kept every holder in the hash, still exclude this one). Every other holder, and a
+--   mutex holder granted by or to a process of the previous version, is a field of M as a hash: field -> record
+--   "kind|expiresAt|delayUntil|token" (server ms), and for a semaphore holder "|permits" after it: the count in
+--   force while it holds. In the Redisson layout, field -> 1 exactly as Redisson's RLock hash (a Java client sees
+--   the lock as taken while M exists), and the records live in KEYS[2]; no string there.
 -- KEYS[2] X: the records' hash: M itself in the latchkey layout, a separate hash in the Redisson layout, where a
 --   field of M without a record is a foreign (Redisson) holder, exclusive until M expires. M and X expire when
 --   the last holder's slot (lease + lock-delay) frees.
@@ -28,6 +32,10 @@ local M, X, Q, E, W, P, F = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local SPLIT = X ~= M
 local T = redis.call('TIME')
 local now = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000)
+-- M is a mutex holder's string (latchkey layout only); drop and put keep it current. HASH_ONLY: put writes a mutex
+-- as a hash record (for a watcher of an earlier build, handoff.lua).
+local STR = not SPLIT and redis.call('TYPE', M).ok == 'string'
+local HASH_ONLY = false
 
 local function fmt(n) return string.format('%d', n) end
 
@@ -37,8 +45,22 @@ local function parse(rec)
   return kind, tonumber(exp), tonumber(dly), tok, per
 end
 
+-- The holder of M as a string: its field, then its record as parse returns it; nil when M is gone.
+local function string_holder()
+  local v = redis.call('GET', M)
+  if not v then return nil end
+  local tok, delay, f = string.match(v, '^(%d+)|(%d+)|(.*)$')
+  local dly = now + redis.call('PTTL', M)
+  return f, 'mutex', dly - tonumber(delay), dly, tok, ''
+end
+
 -- The record of holder f while its lease is valid (expiresAt > now), else nil.
 local function valid_record(f)
+  if STR then
+    local g, kind, exp, dly, tok, per = string_holder()
+    if g ~= f or exp <= now then return nil end
+    return kind, exp, dly, tok, per
+  end
   local rec = redis.call('HGET', X, f)
   if not rec or (SPLIT and redis.call('HEXISTS', M, f) == 0) then return nil end
   local kind, exp, dly, tok, per = parse(rec)
@@ -46,8 +68,14 @@ local function valid_record(f)
   return kind, exp, dly, tok, per
 end
 
--- Sets the record of holder f; per: a semaphore's permits (as sent), '' or nil for the other kinds.
+-- Sets the record of holder f; per: a semaphore's permits (as sent), '' or nil for the other kinds. A mutex of the
+-- latchkey layout is the string (with its expiry) unless M is a hash: a previous version's grant being renewed.
 local function put(f, kind, exp, dly, tok, per)
+  if kind == 'mutex' and not SPLIT and not HASH_ONLY and (STR or redis.call('EXISTS', M) == 0) then
+    redis.call('SET', M, tok .. '|' .. fmt(dly - exp) .. '|' .. f, 'PX', dly - now)
+    STR = true
+    return
+  end
   local rec = kind .. '|' .. fmt(exp) .. '|' .. fmt(dly) .. '|' .. tok
   if per ~= nil and per ~= '' then rec = rec .. '|' .. per end
   if SPLIT then
@@ -58,8 +86,10 @@ local function put(f, kind, exp, dly, tok, per)
   end
 end
 
--- Keeps M (and X) alive until t or longer; `fresh`: no other holder, so no TTL to preserve.
+-- Keeps M (and X) alive until t or longer; `fresh`: no other holder, so no TTL to preserve. A string M has its
+-- own holder's expiry (put) and nobody else's.
 local function keep_until(t, fresh)
+  if STR then return end
   local need = t - now
   if fresh or redis.call('PTTL', M) < need then redis.call('PEXPIRE', M, need) end
   if SPLIT and (fresh or redis.call('PTTL', X) < need) then redis.call('PEXPIRE', X, need) end

@@ -1,9 +1,10 @@
--- A released mutex of the latchkey layout handed to its oldest watcher in ten commands, before the shared functions
+-- A released mutex of the latchkey layout handed to its oldest watcher in nine commands, before the shared functions
 -- are created: handoff.lua's grant for the common case (nobody in line, the oldest watcher live, no other holder),
 -- without base.lua's closures, its second TIME and live_holders' reads. A release's script is on the critical path
 -- of every handoff (the gap from one holder's release to the next one's grant): bench/redis-handoff.ts. Anything
 -- else (a line, an expired or non-mutex head, a lock-delay slot still occupied) is left to handoff.lua: nothing is
--- written before every check has passed, so falling through is safe.
+-- written before every check has passed, so falling through is safe. The grant is the string M of free-mutex.lua,
+-- or, for a watcher of an earlier build, the hash record that build reads.
 -- Included by release.lua after it dropped the caller's lease, when releases are not always published. Expects the
 -- locals T (TIME) and now (server ms), and the release's KEYS and ARGV (base.lua, release.lua). Returns from the
 -- script when nobody waits (1) or when it granted (as handoff.lua replies); else goes on to the general handoff.
@@ -20,9 +21,14 @@ if redis.call('EXISTS', KEYS[4]) == 0 then
     local token = string.format('%d', n)
     redis.call('ZREM', KEYS[5], head)
     redis.call('HDEL', KEYS[6], head)
-    local exp = now + ttl
-    redis.call('HSET', KEYS[1], head, string.format('mutex|%d|%d|%s', exp, exp + delay, token))
-    redis.call('PEXPIRE', KEYS[1], ttl + delay)
+    if string.sub(wake, 1, 16) == 'latchkey:wake:s:' then
+      redis.call('SET', KEYS[1], token .. '|' .. delay .. '|' .. head, 'PX', ttl + delay)
+    else
+      -- A watcher of an earlier build (its wake channel has no `:s:`) reads only the hash (free-mutex.lua).
+      local exp = now + ttl
+      redis.call('HSET', KEYS[1], head, string.format('mutex|%d|%d|%s', exp, exp + delay, token))
+      redis.call('PEXPIRE', KEYS[1], ttl + delay)
+    end
     if wake == '-' then wake = ARGV[2] end
     if wake == ARGV[4] then return 'g ' .. head .. ' ' .. token end
     redis.call('PUBLISH', wake, 'g ' .. head .. ' ' .. token)

@@ -66,9 +66,12 @@ local function handoff(channel, always, mine)
   redis.call('ZREM', W, head)
   redis.call('HDEL', P, head)
   local exp = now + tonumber(ttl)
-  put(head, kind, exp, exp + tonumber(delay), token, kind == 'semaphore' and permits or nil)
-  keep_until(exp + tonumber(delay), #holders == 0)
   local wake = string.match(spec, ' (%S+)$')
+  -- A watcher of an earlier build (no `:s:` in its wake channel) reads a mutex only as a hash record.
+  if string.sub(wake, 1, 16) ~= 'latchkey:wake:s:' then HASH_ONLY = true end
+  put(head, kind, exp, exp + tonumber(delay), token, kind == 'semaphore' and permits or nil)
+  HASH_ONLY = false
+  keep_until(exp + tonumber(delay), #holders == 0)
   if wake == '-' then wake = channel end
   if mine ~= nil and wake == mine then return 'g ' .. head .. ' ' .. token end
   redis.call('PUBLISH', wake, 'g ' .. head .. ' ' .. token)

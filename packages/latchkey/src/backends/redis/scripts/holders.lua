@@ -2,6 +2,11 @@
 -- Included after base.lua by acquire, release, leave-queue, is-locked and force-release.
 
 local function drop(f)
+  if STR then
+    redis.call('DEL', M)
+    STR = false
+    return
+  end
   redis.call('HDEL', M, f)
   if SPLIT then redis.call('HDEL', X, f) end
 end
@@ -10,6 +15,12 @@ end
 -- Redisson's forceUnlock deleted M).
 local function live_holders()
   local list = {}
+  if STR then
+    -- A string exists only while its slot lasts: its holder is live.
+    local f, kind, exp, dly, tok, per = string_holder()
+    if f ~= nil then list[1] = { f = f, kind = kind, exp = exp, dly = dly, tok = tok, per = per } end
+    return list
+  end
   if redis.call('EXISTS', M) == 0 then
     if SPLIT then redis.call('DEL', X) end
     return list

@@ -6,15 +6,23 @@
 --#include base.lua
 
 -- A listing inspects any key it found in the Redisson layout (a lock there is a plain hash): skip the others.
-if redis.call('TYPE', M).ok ~= 'hash' and redis.call('EXISTS', M) == 1 then
+if SPLIT and redis.call('TYPE', M).ok ~= 'hash' and redis.call('EXISTS', M) == 1 then
   return { now, -2, {}, {}, {}, {}, {}, {} }
 end
 local x = {}
 if SPLIT then x = redis.call('HGETALL', X) end
+-- A mutex holder kept as the string M (latchkey layout) comes back as the hash record it stands for.
+local m
+if STR then
+  local f, _, exp, dly, tok = string_holder()
+  m = { f, 'mutex|' .. fmt(exp) .. '|' .. fmt(dly) .. '|' .. tok }
+else
+  m = redis.call('HGETALL', M)
+end
 return {
   now,
   redis.call('PTTL', M),
-  redis.call('HGETALL', M),
+  m,
   x,
   redis.call('ZRANGE', Q, 0, -1, 'WITHSCORES'),
   redis.call('ZRANGE', E, 0, -1, 'WITHSCORES'),

@@ -1,6 +1,7 @@
 -- The next fencing token of the counter F, as the local `n`; inline, so that the short paths including it
 -- (free-mutex.lua, handoff-mutex.lua) create no function (each closure costs Redis per call); grant.lua's
--- next_fence wraps it. Expects the locals F (KEYS[7] of base.lua) and T (the script's TIME).
+-- next_fence wraps it. Expects the locals F (KEYS[7] of base.lua) and T (the script's TIME, or nil: then the rare
+-- restart below reads the clock itself).
 -- A missing counter (new, expired after FENCE_IDLE_MS without a token, or lost in a restart without
 -- persistence) restarts at the server clock in microseconds. Why that is above every token issued before:
 -- the counter only ever moves by one INCR per script run (no script takes a token twice), and Redis
@@ -12,7 +13,8 @@
 -- FENCE_IDLE_MS). Every grant refreshes the expiry, so a busy lock's counter never restarts.
 local n = redis.call('INCR', F)
 if n == 1 then
-  n = tonumber(T[1]) * 1000000 + tonumber(T[2])
+  local C = T or redis.call('TIME')
+  n = tonumber(C[1]) * 1000000 + tonumber(C[2])
   redis.call('SET', F, string.format('%d', n))
 end
 if FENCE_IDLE_MS > 0 then redis.call('PEXPIRE', F, FENCE_IDLE_MS) end

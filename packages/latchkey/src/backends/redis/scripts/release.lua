@@ -7,17 +7,28 @@
 -- own process, "g <field> <token>", the grant that handoff would otherwise have published to that process.
 
 -- The latchkey layout's common cases, before the shared functions below are created: drops the caller's valid
--- lease (as valid_record and drop do) and is done unless someone waits; a mutex's oldest watcher is then granted
--- the lock by handoff-mutex.lua when nothing else stands in the way.
+-- lease (as valid_record and drop do: the string M of a mutex, or the caller's field of the hash) and is done
+-- unless someone waits; a mutex's oldest watcher is then granted the lock by handoff-mutex.lua when nothing else
+-- stands in the way.
 local dropped = false
 if KEYS[2] == KEYS[1] then
-  local rec = redis.call('HGET', KEYS[1], ARGV[1])
-  if not rec then return 0 end
+  local t = redis.call('TYPE', KEYS[1]).ok
+  if t == 'none' then return 0 end
   local T = redis.call('TIME')
   local now = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000)
-  local exp, tok = string.match(rec, '^%a+|(%d+)|%d+|(%d+)|?%d*$')
-  if exp == nil or tonumber(exp) <= now or (ARGV[5] ~= nil and ARGV[5] ~= tok) then return 0 end
-  redis.call('HDEL', KEYS[1], ARGV[1])
+  if t == 'string' then
+    local tok, delay, f = string.match(redis.call('GET', KEYS[1]), '^(%d+)|(%d+)|(.*)$')
+    if f ~= ARGV[1] or (ARGV[5] ~= nil and ARGV[5] ~= tok) then return 0 end
+    -- Its lease ends lockDelayMs before the key expires (free-mutex.lua).
+    if delay ~= '0' and redis.call('PTTL', KEYS[1]) <= tonumber(delay) then return 0 end
+    redis.call('DEL', KEYS[1])
+  else
+    local rec = redis.call('HGET', KEYS[1], ARGV[1])
+    if not rec then return 0 end
+    local exp, tok = string.match(rec, '^%a+|(%d+)|%d+|(%d+)|?%d*$')
+    if exp == nil or tonumber(exp) <= now or (ARGV[5] ~= nil and ARGV[5] ~= tok) then return 0 end
+    redis.call('HDEL', KEYS[1], ARGV[1])
+  end
   if ARGV[3] ~= '1' then
 --#include handoff-mutex.lua
   end
