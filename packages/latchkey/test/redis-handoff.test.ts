@@ -3,45 +3,34 @@
  * lock to the oldest mutex/semaphore watcher itself, the watcher takes it from the message (or, without the
  * message, from its next try), and a watcher that gives up passes an untaken grant on.
  */
-import { randomUUID } from 'node:crypto'
-import { afterAll, afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import type { AcquireRequest, LockKind } from '../src/backend/types.js'
-import { type RedisBackend, redisBackend } from '../src/backends/redis/index.js'
+import type { RedisBackend } from '../src/backends/redis/index.js'
 import type { RedisReleaseSubscription } from '../src/backends/redis/release-subscription.js'
 import { backendRequest as request, tokenOf } from './support/backend-request.js'
 import { eventually } from './support/eventually.js'
-import { ioredisClient } from './support/redis-backend-module.js'
+import { redisScope } from './support/redis-scope.js'
 
-const client = ioredisClient()
-const opened: RedisBackend[] = []
-const names: string[] = []
-const clients: ReturnType<typeof ioredisClient>[] = []
-
-function backend(): RedisBackend {
-  const b = redisBackend({ client }) as RedisBackend
-  opened.push(b)
-  return b
-}
+const scope = redisScope('handoff')
+const { client, lockName } = scope
+/** A backend on the file's shared client. */
+const backend = (): RedisBackend => scope.backend(client)
 
 /** A backend on a client of its own whose commands are counted. */
 function countedBackend(): { b: RedisBackend; commands: () => number } {
-  const own = ioredisClient()
-  clients.push(own)
+  const own = scope.ownClient()
   let commands = 0
   const send = own.sendCommand.bind(own)
   own.sendCommand = ((...args: Parameters<typeof send>) => {
     commands++
     return send(...args)
   }) as typeof own.sendCommand
-  const b = redisBackend({ client: own }) as RedisBackend
-  opened.push(b)
-  return { b, commands: () => commands }
+  return { b: scope.backend(own), commands: () => commands }
 }
 
 /** A fresh lock name held through `b1`, with two more backends (other processes) to wait on it. */
 async function heldByFirst(kind: LockKind = 'mutex', permits = 1) {
-  const name = `handoff-${randomUUID()}`
-  names.push(name)
+  const name = lockName()
   const [b1, b2, b3] = [backend(), backend(), backend()]
   const holder = request(name, kind, permits)
   await b1.tryAcquire(holder)
@@ -59,22 +48,9 @@ async function waitingTry(b: RedisBackend, req: AcquireRequest) {
 const subscribed = (...waits: { sub: unknown }[]) =>
   eventually('the channels are subscribed', () => waits.every((w) => (w.sub as RedisReleaseSubscription).pending))
 
-afterEach(async () => {
-  for (const b of opened.splice(0)) await b.close()
-  for (const c of clients.splice(0)) await c.quit()
-  for (const name of names.splice(0)) {
-    const keys = await client.keys(`latchkey:{${name}}*`)
-    if (keys.length > 0) await client.del(...keys)
-  }
-})
-afterAll(async () => {
-  await client.quit()
-})
-
 describe('redis release handoff', () => {
   it('a release grants the oldest watcher, which takes the lease from the message without a round trip', async () => {
-    const name = `handoff-${randomUUID()}`
-    names.push(name)
+    const name = lockName()
     const counted = countedBackend()
     const [b1, b2, b3] = [backend(), counted.b, backend()]
     const holder = request(name)
@@ -244,8 +220,7 @@ describe('redis release handoff', () => {
   })
 
   it('a release never hands a permit to a watcher of another count: the watcher learns the count in force', async () => {
-    const name = `handoff-${randomUUID()}`
-    names.push(name)
+    const name = lockName()
     const [b1, b2] = [backend(), backend()]
     // Five short leases of a 5-permit semaphore fill it, and A (5) registers as a watcher.
     for (let i = 0; i < 5; i++) {

@@ -4,45 +4,13 @@
  * one, a release handing it over), and every script that reads M (renew, release, inspect, isLocked, forceRelease,
  * the other kinds of the family) understands it. Semaphores and the other kinds keep the hash.
  */
-import { randomUUID } from 'node:crypto'
-import { afterAll, afterEach, describe, expect, it } from 'vitest'
-import { type RedisBackend, redisBackend } from '../src/backends/redis/index.js'
+import { describe, expect, it } from 'vitest'
 import type { RedisReleaseSubscription } from '../src/backends/redis/release-subscription.js'
 import { backendRequest as request, tokenOf } from './support/backend-request.js'
 import { eventually } from './support/eventually.js'
-import { ioredisClient } from './support/redis-backend-module.js'
+import { redisScope } from './support/redis-scope.js'
 
-const client = ioredisClient()
-const opened: RedisBackend[] = []
-const clients: ReturnType<typeof ioredisClient>[] = []
-const names: string[] = []
-
-/** A backend on its own connection (another process, as far as Redis can tell). */
-function backend(): RedisBackend {
-  const own = ioredisClient()
-  clients.push(own)
-  const b = redisBackend({ client: own }) as RedisBackend
-  opened.push(b)
-  return b
-}
-
-function lockName(): string {
-  const name = `string-mutex-${randomUUID()}`
-  names.push(name)
-  return name
-}
-
-afterEach(async () => {
-  for (const b of opened.splice(0)) await b.close()
-  for (const c of clients.splice(0)) await c.quit()
-  for (const name of names.splice(0)) {
-    const keys = await client.keys(`latchkey:{${name}}*`)
-    if (keys.length > 0) await client.del(...keys)
-  }
-})
-afterAll(async () => {
-  await client.quit()
-})
+const { client, backend, lockName } = redisScope('string-mutex')
 
 describe('the Redis backend keeps a plain mutex of the latchkey layout as a string key', () => {
   it('a grant is the string "<token>|<lockDelayMs>|<owner>" expiring after lease + lock-delay; renew moves it', async () => {

@@ -4,25 +4,20 @@
  * find the lock held or waited for (in the same call, so no try and no handoff is lost), and the full scripts
  * directly once the process has seen the lock contended.
  */
-import { randomUUID } from 'node:crypto'
-import { afterAll, afterEach, describe, expect, it } from 'vitest'
-import { type RedisBackend, redisBackend } from '../src/backends/redis/index.js'
+import { describe, expect, it } from 'vitest'
+import type { RedisBackend } from '../src/backends/redis/index.js'
 import type { RedisReleaseSubscription } from '../src/backends/redis/release-subscription.js'
 import { SCRIPTS } from '../src/backends/redis/scripts/index.js'
 import { backendRequest as request, tokenOf } from './support/backend-request.js'
 import { eventually } from './support/eventually.js'
-import { ioredisClient } from './support/redis-backend-module.js'
+import { redisScope } from './support/redis-scope.js'
 
-const client = ioredisClient()
-const opened: RedisBackend[] = []
-const clients: ReturnType<typeof ioredisClient>[] = []
-const names: string[] = []
+const { client, ownClient, backend, lockName } = redisScope('short-scripts')
 const scriptBySha = new Map(Object.values(SCRIPTS).map((s) => [s.sha, s.name]))
 
 /** A backend (another process, as far as Redis can tell) whose scripts are logged by name, in order. */
 function loggedBackend(): { b: RedisBackend; log: string[] } {
-  const own = ioredisClient()
-  clients.push(own)
+  const own = ownClient()
   const log: string[] = []
   // ioredis sends a command again through sendCommand when it leaves the offline queue: count each once.
   const seen = new WeakSet<object>()
@@ -35,28 +30,8 @@ function loggedBackend(): { b: RedisBackend; log: string[] } {
     seen.add(command)
     return send(...args)
   }) as typeof own.sendCommand
-  const b = redisBackend({ client: own }) as RedisBackend
-  opened.push(b)
-  return { b, log }
+  return { b: backend(own), log }
 }
-
-function lockName(): string {
-  const name = `short-scripts-${randomUUID()}`
-  names.push(name)
-  return name
-}
-
-afterEach(async () => {
-  for (const b of opened.splice(0)) await b.close()
-  for (const c of clients.splice(0)) await c.quit()
-  for (const name of names.splice(0)) {
-    const keys = await client.keys(`latchkey:{${name}}*`)
-    if (keys.length > 0) await client.del(...keys)
-  }
-})
-afterAll(async () => {
-  await client.quit()
-})
 
 describe('the Redis backend, a mutex in the latchkey layout', () => {
   it('a free lock nobody waits for is taken and released by the short scripts alone, with fencing tokens that increase', async () => {
