@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import type { Backend } from '../backend/types.js'
 import { memoryBackend } from '../backends/memory/index.js'
-import { BackendUnavailableError, UnsupportedError } from '../errors.js'
+import { BackendUnavailableError, LockTimeoutError, UnsupportedError } from '../errors.js'
 import { eventually } from '../testing/eventually.js'
 import { flakyBackend } from '../testing/flaky-backend.js'
 import { createLocks, type Locks } from './locks.js'
@@ -44,6 +44,29 @@ describe('acquisition loop', () => {
     expect(error).toBeInstanceOf(BackendUnavailableError)
     expect((error as Error).cause).toBeInstanceOf(BackendUnavailableError)
     state.down = false
+  })
+
+  it('a try sent just before the wait ends and slow to answer, after "held": LockTimeoutError, not an outage', async () => {
+    // The backend answers "held" at once, with a hint that sends the next try 10 ms before waitMs runs out; that
+    // one takes 40 ms to answer (a loaded machine). It answered all along: the holder is why the wait failed.
+    const { backend } = flakyBackend(memoryBackend())
+    const waitMs = 200
+    let started = 0
+    let tries = 0
+    backend.tryAcquire = async () => {
+      tries++
+      const retryAfterMs = Math.max(1, Math.round(started + waitMs - 10 - performance.now()))
+      if (tries > 1) await new Promise((resolve) => setTimeout(resolve, 40))
+      return { acquired: false, retryAfterMs }
+    }
+    const locks = track(createLocks({ backend }))
+    started = performance.now()
+    const error = await locks
+      .mutex('slow-last-try')
+      .acquire({ waitMs })
+      .catch((e: unknown) => e)
+    expect(tries).toBe(2)
+    expect(error).toBeInstanceOf(LockTimeoutError)
   })
 
   it('an abort during an in-flight grant releases the late grant before rejecting', async () => {
