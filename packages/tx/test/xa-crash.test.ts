@@ -30,7 +30,8 @@ function runUntilKilled(storeUrl: string, table: string, gid: string, crashAt: s
   })
   return new Promise((resolve, reject) => {
     child.on('error', reject)
-    child.on('exit', (code, signal) => {
+    // 'close' (stdout read to its end), not 'exit', which can come before the last of what it printed is read.
+    child.on('close', (code, signal) => {
       if (signal === 'SIGKILL') resolve(out)
       else
         reject(

@@ -46,8 +46,11 @@ export function startMatrix(run: MatrixRun, crashAt: string, signal = 'SIGKILL')
     points.push(line.slice(PREFIX.length))
     onPoint(line.slice(PREFIX.length))
   })
+  // 'close', not 'exit': 'exit' can come before the last line of stdout is read (Node emits it as soon as the
+  // process is gone, its pipes possibly unread), and a process that printed its crash point and killed itself
+  // then looked as if it had never reached it. 'close' comes after stdout ended, so after every 'line'.
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('exit', (code, sig) => resolve({ code, signal: sig })),
+    child.once('close', (code, sig) => resolve({ code, signal: sig })),
   )
   return { child, points, lines, exited, reached }
 }

@@ -86,7 +86,8 @@ async function runCoordinator(run: CoordinatorRun): Promise<{ signal: NodeJS.Sig
   const lines: string[] = []
   createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (line) => lines.push(line))
   const timer = setTimeout(() => child.kill('SIGKILL'), 30_000)
-  const signal = await new Promise<NodeJS.Signals | null>((resolve) => child.once('exit', (_, sig) => resolve(sig)))
+  // 'close' (stdout read to its end), not 'exit', which can come before the crash point's line is read.
+  const signal = await new Promise<NodeJS.Signals | null>((resolve) => child.once('close', (_, sig) => resolve(sig)))
   clearTimeout(timer)
   return { signal, lines }
 }
