@@ -25,7 +25,8 @@ export function startParticipant(task: LeaderTask): Participant {
     child,
     lines: [],
     stderr: '',
-    exited: new Promise((resolve) => child.on('exit', (code, signal) => resolve(code ?? signal))),
+    // 'close' (stdout read to its end), not 'exit', which can come before its last lines (a 'revoked') are read.
+    exited: new Promise((resolve) => child.on('close', (code, signal) => resolve(code ?? signal))),
   }
   let buffer = ''
   child.stdout?.on('data', (d: Buffer) => {
