@@ -10,13 +10,12 @@
  *
  * The session holds the event loop open only while a stream is open, as node:http2 with `unref` did.
  */
-import net from 'node:net'
-import tls from 'node:tls'
+import type net from 'node:net'
 import * as F from './h2-frames.js'
+import { connectH2Socket } from './h2-socket.js'
 import { type H2Handler, H2Stream } from './h2-stream.js'
 import { HpackDecoder } from './hpack.js'
 import { PingAcks } from './ping-acks.js'
-import { readIntoSlabs } from './read-slabs.js'
 
 /** Our receive windows: big enough that a watch or a large range is not held back by round trips. */
 const STREAM_WINDOW = 1 << 20
@@ -45,20 +44,10 @@ export class H2Session {
     endpoint: string,
     private readonly gone: (session: H2Session) => void,
   ) {
-    const url = new URL(endpoint)
-    const host = url.hostname.replace(/^\[(.*)\]$/, '$1')
-    const secure = url.protocol === 'https:'
-    const port = Number(url.port || (secure ? 443 : 80))
-    // A plain socket reads into slabs of its own, past node's Readable machinery (read-slabs.ts).
-    this.socket = secure
-      ? tls.connect({ host, port, servername: net.isIP(host) ? undefined : host, ALPNProtocols: ['h2'] })
-      : net.connect({ host, port, onread: readIntoSlabs((chunk) => this.reader.push(chunk, this.read)) })
-    this.socket.setNoDelay(true)
+    this.socket = connectH2Socket(endpoint, (chunk) => this.reader.push(chunk, this.read))
     this.acks = new PingAcks((out) => {
       if (!this.dead) this.socket.write(out)
     })
-    this.socket.unref()
-    this.socket.on('data', (chunk: Buffer) => this.reader.push(chunk, this.read))
     this.socket.on('error', (error) => this.fail(error))
     this.socket.on('close', () => this.fail(new Error('the connection to etcd closed')))
     // Frames may follow the preface at once; the server's SETTINGS need not be awaited (RFC 9113, 3.4).
