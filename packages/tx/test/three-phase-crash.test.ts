@@ -166,9 +166,9 @@ describe('three-phase commit with real processes', () => {
 
       // The coordinator, missing a's ack, decides abort; b (never pre-committed) aborts; a, pre-committed and cut
       // off, hears nothing and commits on its own.
-      // What each side and the coordinator hold when a wait below runs out, for the next look at a failure not yet
-      // understood: once in a whole test run b never reached 'aborted' within 30 s (and once the case timed out),
-      // while twelve runs of it alone and nine of its file passed but one.
+      // What each side and the coordinator hold when a wait below runs out. (It ran out in two whole test runs: the
+      // coordinator's preCommit call to a never timed out, because a garbage collection had reclaimed the timeout
+      // signal inside `AbortSignal.any`; see http-deadline.test.ts.)
       const stuck = async (error: unknown): Promise<never> => {
         const state = { a: bankOf(a.dbPath, gid), b: bankOf(b.dbPath, gid), tx: await tc.get(gid), cut: proxy.isCut }
         const text = JSON.stringify(state, (_, v) => (typeof v === 'bigint' ? String(v) : v))

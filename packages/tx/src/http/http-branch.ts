@@ -1,5 +1,6 @@
 import type { BranchContext, BranchFn } from '../branch.js'
 import { TxError } from '../errors.js'
+import { withDeadline } from './with-deadline.js'
 
 /** Options of {@link http}. */
 export interface HttpBranchOptions {
@@ -73,6 +74,15 @@ async function post(
   timeoutMs: number,
   headers: Record<string, string>,
 ): Promise<unknown> {
+  return withDeadline(ctx.signal, timeoutMs, (signal) => postWithin(url, ctx, signal, headers))
+}
+
+async function postWithin(
+  url: string,
+  ctx: BranchContext,
+  signal: AbortSignal,
+  headers: Record<string, string>,
+): Promise<unknown> {
   const where = { gid: ctx.gid }
   let response: Response
   try {
@@ -80,7 +90,7 @@ async function post(
       method: 'POST',
       headers: { 'content-type': 'application/json', ...headers },
       body: JSON.stringify({ gid: ctx.gid, branch: ctx.branch, op: ctx.op, input: ctx.input }),
-      signal: AbortSignal.any([ctx.signal, AbortSignal.timeout(timeoutMs)]),
+      signal,
     })
   } catch (error) {
     throw new TxError(`${ctx.op} of "${ctx.branch}": POST ${url} failed (${describeFetch(error)}); will retry`, {
@@ -90,7 +100,16 @@ async function post(
       ...where,
     })
   }
-  const text = await response.text().catch(() => '')
+  let text: string
+  try {
+    text = await response.text()
+  } catch (error) {
+    // A 200 whose body (the result, or DTM's FAILURE) did not arrive says nothing for sure: ask again.
+    throw new TxError(
+      `${ctx.op} of "${ctx.branch}": POST ${url} answered ${response.status} but its body was cut off (${describeFetch(error)}); will retry`,
+      { code: 'BRANCH_UNREACHABLE', retryable: true, cause: error, ...where },
+    )
+  }
   const body = parseBody(text)
   // DTM's older protocol answers 200 with the outcome in the body: { "dtm_result": "FAILURE" | "ONGOING" }.
   const said = dtmResult(body)

@@ -1,5 +1,6 @@
 /** The two HTTP calls of a notification: the delivery POST and the reconciliation query. */
 import { TxError } from '../errors.js'
+import { withDeadline } from '../http/with-deadline.js'
 
 /** What a notification sends and where, as stored in the log. */
 export interface NotifyInput {
@@ -23,14 +24,18 @@ function describeFetch(error: unknown): string {
  * is sent again). 2xx is delivered; anything else rejects with a non-retryable TxError: the schedule, not the
  * coordinator's backoff, decides when to try again.
  */
-export async function deliver(n: NotifyInput, gid: string, signal: AbortSignal): Promise<{ status: number }> {
+export function deliver(n: NotifyInput, gid: string, signal: AbortSignal): Promise<{ status: number }> {
+  return withDeadline(signal, n.timeoutMs, (within) => deliverWithin(n, gid, within))
+}
+
+async function deliverWithin(n: NotifyInput, gid: string, signal: AbortSignal): Promise<{ status: number }> {
   let response: Response
   try {
     response = await fetch(n.url, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'idempotency-key': gid, ...n.headers },
       body: JSON.stringify(n.body),
-      signal: AbortSignal.any([signal, AbortSignal.timeout(n.timeoutMs)]),
+      signal,
     })
   } catch (error) {
     throw new TxError(`POST ${n.url} failed (${describeFetch(error)})`, {
@@ -52,7 +57,15 @@ export async function deliver(n: NotifyInput, gid: string, signal: AbortSignal):
  * 2xx means it has it, unless the JSON answer is `{ "received": false }`; 404 means it has not. Anything else
  * rejects (the coordinator then sends anyway: the receiver dedupes by the idempotency key).
  */
-export async function reconcile(
+export function reconcile(
+  n: NotifyInput & { reconcile: string },
+  gid: string,
+  signal: AbortSignal,
+): Promise<'received' | 'missing'> {
+  return withDeadline(signal, n.timeoutMs, (within) => reconcileWithin(n, gid, within))
+}
+
+async function reconcileWithin(
   n: NotifyInput & { reconcile: string },
   gid: string,
   signal: AbortSignal,
@@ -63,7 +76,7 @@ export async function reconcile(
       method: 'POST',
       headers: { 'content-type': 'application/json', ...n.headers },
       body: JSON.stringify({ gid, body: n.body }),
-      signal: AbortSignal.any([signal, AbortSignal.timeout(n.timeoutMs)]),
+      signal,
     })
   } catch (error) {
     throw new TxError(`reconcile POST ${n.reconcile} failed (${describeFetch(error)})`, {
@@ -71,7 +84,19 @@ export async function reconcile(
       gid,
     })
   }
-  const text = await response.text().catch(() => '')
+  let text: string
+  try {
+    text = await response.text()
+  } catch (error) {
+    // The body may have said { "received": false }: a cut-off answer is no answer (the notification is sent).
+    throw new TxError(
+      `reconcile POST ${n.reconcile} answered ${response.status} but its body was cut off (${describeFetch(error)})`,
+      {
+        code: 'NOTIFY_RECONCILE',
+        gid,
+      },
+    )
+  }
   if (response.status === 404) return 'missing'
   if (!response.ok) {
     throw new TxError(`reconcile POST ${n.reconcile} answered ${response.status}`, { code: 'NOTIFY_RECONCILE', gid })

@@ -5,6 +5,7 @@
  * the answer. This differs from `http()` branches (`latchkey-tx/http`), which POST `{ gid, branch, op, input }`.
  */
 import { TxError } from '../errors.js'
+import { withDeadline } from '../http/with-deadline.js'
 import type { DtmTransType } from './dtm-request.js'
 
 /** One call of a participant. */
@@ -29,6 +30,10 @@ export interface DtmBranchCall {
  */
 export async function callDtmBranch(call: DtmBranchCall): Promise<unknown> {
   if (call.url === '') return null
+  return withDeadline(call.signal, call.timeoutMs, (signal) => callWithin(call, signal))
+}
+
+async function callWithin(call: DtmBranchCall, signal: AbortSignal): Promise<unknown> {
   const target = new URL(call.url)
   target.searchParams.set('gid', call.gid)
   target.searchParams.set('trans_type', call.transType)
@@ -42,7 +47,7 @@ export async function callDtmBranch(call: DtmBranchCall): Promise<unknown> {
       method,
       headers: { 'content-type': 'application/json', ...call.headers },
       ...(call.payload === undefined ? {} : { body: call.payload }),
-      signal: AbortSignal.any([call.signal, AbortSignal.timeout(call.timeoutMs)]),
+      signal,
     })
   } catch (error) {
     throw new TxError(`${what} failed (${describeFetch(error)}); will retry`, {
@@ -52,7 +57,16 @@ export async function callDtmBranch(call: DtmBranchCall): Promise<unknown> {
       cause: error,
     })
   }
-  const text = await response.text().catch(() => '')
+  let text: string
+  try {
+    text = await response.text()
+  } catch (error) {
+    // A 200 whose body (possibly DTM's FAILURE) did not arrive says nothing for sure: ask again.
+    throw new TxError(
+      `${what} answered ${response.status} but its body was cut off (${describeFetch(error)}); will retry`,
+      { code: 'BRANCH_UNREACHABLE', retryable: true, gid: call.gid, cause: error },
+    )
+  }
   const detail = `${what} answered ${response.status}${text ? ` (${text.slice(0, 200)})` : ''}`
   // DTM's rule (RespAsErrorCompatible): the status code or the words in the body.
   if (response.status === 425 || text.includes('ONGOING')) {
