@@ -63,25 +63,43 @@ function answers(port: number): Promise<boolean> {
   })
 }
 
-/** Creates (and starts) a private redis-server; `extraArgs` e.g. `['--cluster-enabled', 'yes']`. */
+/**
+ * Creates (and starts) a private redis-server; `extraArgs` e.g. `['--cluster-enabled', 'yes']`. A cluster node
+ * also listens on a bus port, by default its port + 10000, which from this range lands in the ephemeral one where
+ * an outgoing connection may hold it (the server then exits at start): it gets a free port of the range instead.
+ */
 export async function startRedisServer(extraArgs: readonly string[] = []): Promise<RedisServerProcess> {
   const port = await freePort()
   const dir = mkdtempSync(join(tmpdir(), 'latchkey-redis-'))
   let child: ChildProcess | undefined
   const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir]
+  if (extraArgs.includes('--cluster-enabled')) {
+    let bus = await freePort()
+    while (bus === port) bus = await freePort()
+    args.push('--cluster-port', String(bus))
+  }
   const server: RedisServerProcess = {
     port,
     url: `redis://127.0.0.1:${port}`,
     async start() {
       if (child !== undefined) return
-      const proc = spawn('redis-server', [...args, ...extraArgs], { stdio: 'ignore' })
+      const proc = spawn('redis-server', [...args, ...extraArgs], { stdio: ['ignore', 'pipe', 'pipe'] })
       child = proc
+      // The server's last words, for the error when it does not come up.
+      let log = ''
+      const keep = (chunk: Buffer) => {
+        log = (log + chunk.toString()).slice(-1_000)
+      }
+      proc.stdout.on('data', keep)
+      proc.stderr.on('data', keep)
       proc.once('exit', () => {
         if (child === proc) child = undefined
       })
       const deadline = Date.now() + 10_000
       while (!(await answers(port))) {
-        if (Date.now() > deadline || child !== proc) throw new Error(`redis-server did not start on port ${port}`)
+        if (Date.now() > deadline || child !== proc) {
+          throw new Error(`redis-server did not start on port ${port}${log ? `; it said: ${log.trim()}` : ''}`)
+        }
         await new Promise((r) => setTimeout(r, 50))
       }
     },
