@@ -18,7 +18,7 @@
  * loops, idle host, 9 rounds each, ratio to redis-semaphore in the same run): whole turns 0.84x, 4 1.36x, 8 1.47x
  * (90,000 pairs/s), 16 1.60x (79,000 pairs/s, a slower run); no batching 0.81x.
  */
-const MAX_BATCH = 8
+export const MAX_BATCH = 8
 
 /** A socket as the batcher uses it (net.Socket; a client's stand-in may lack the methods). */
 export interface Corkable {

@@ -1,5 +1,6 @@
 import { requirePeer } from '../../backend/optional-peer.js'
 import { BackendUnavailableError } from '../../errors.js'
+import { readFramesDirectly } from './zk-socket-reads.js'
 
 /** A znode's metadata; the zxids and times are 8-byte big-endian buffers, as the client returns them. */
 export interface ZkStat {
@@ -125,6 +126,7 @@ export function openClient(connectString: string, sessionTimeoutMs: number): ZkC
   )
   // retries: 0 because a blind retry of a sequential create would leave a second node; we recover by name.
   const client = zookeeper.createClient(connectString, { sessionTimeout: sessionTimeoutMs, spinDelay: 200, retries: 0 })
+  readFramesDirectly(client)
   client.connect()
   return client
 }
