@@ -8,7 +8,14 @@ export class ZkFrames {
   /** The start of a frame not whole yet (a view of the chunk it came in, or a copy once joined). */
   private rest: Buffer | undefined
 
-  constructor(private readonly onFrame: (frame: Buffer) => void) {}
+  /**
+   * @param onFrame gets each whole frame, length prefix included
+   * @param onCorrupt called (and reading stops) on a negative length, which no server sends: the stream is garbled
+   */
+  constructor(
+    private readonly onFrame: (frame: Buffer) => void,
+    private readonly onCorrupt: () => void,
+  ) {}
 
   /**
    * Takes the next chunk read. `stopped` is asked before each frame: once it says true (the connection was torn
@@ -22,7 +29,13 @@ export class ZkFrames {
     }
     let at = 0
     while (buffer.length - at >= 4) {
-      const end = at + 4 + buffer.readInt32BE(at)
+      const length = buffer.readInt32BE(at)
+      if (length < 0) {
+        this.rest = undefined
+        this.onCorrupt()
+        return
+      }
+      const end = at + 4 + length
       if (end > buffer.length) break
       if (stopped()) return
       this.onFrame(buffer.subarray(at, end))

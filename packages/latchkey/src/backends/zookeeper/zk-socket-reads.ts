@@ -46,7 +46,10 @@ export function readFramesDirectly(client: object): void {
     this.findNextServer((server) => {
       // A frame that made the client drop the connection (a reply out of order) ends that connection's reading.
       const stopped = (): boolean => socket.destroyed
-      const frames = new ZkFrames((frame) => this.onSocketData(frame))
+      const frames = new ZkFrames(
+        (frame) => this.onSocketData(frame),
+        () => socket.destroy(),
+      )
       const socket = net.connect({
         host: server.host,
         port: Number(server.port),
