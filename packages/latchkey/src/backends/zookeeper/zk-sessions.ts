@@ -5,6 +5,7 @@ import { BackendUnavailableError } from '../../errors.js'
 import { batchWrites } from './zk-batched-writes.js'
 import { call, closeClient, openClient, type ZkClient } from './zk-client.js'
 import { ZkConnection } from './zk-connection.js'
+import { decodeRepliesLean } from './zk-lean-replies.js'
 import { removeQuietly } from './zk-node-ops.js'
 
 /** What the session source needs from the backend's options. */
@@ -63,6 +64,7 @@ export class ZkSessions {
     const owned = settings.client === undefined
     const client = settings.client ?? openClient(settings.connectString as string, settings.sessionTimeoutMs)
     batchWrites(client)
+    decodeRepliesLean()
     await waitConnected(client, settings.connectTimeoutMs, owned, settings.server)
     // The server may have clamped the timeout; the watchdog must use the shorter of the two.
     const negotiated = client.getSessionTimeout() || settings.sessionTimeoutMs
