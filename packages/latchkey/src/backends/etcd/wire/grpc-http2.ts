@@ -5,6 +5,7 @@
  * event loop open only while a call or stream is in flight, as grpc-js does.
  */
 import { EventEmitter } from 'node:events'
+import { CallDeadlines, type Deadline } from './call-deadlines.js'
 import { CANCEL } from './h2-frames.js'
 import { H2Session } from './h2-session.js'
 import type { H2Handler, H2Stream } from './h2-stream.js'
@@ -91,6 +92,8 @@ export class GrpcConnection {
   private closed = false
   /** Header blocks by endpoint and path. */
   private readonly blocks = new Map<string, Buffer>()
+  /** The deadlines of the unary calls in flight. */
+  private readonly deadlines = new CallDeadlines()
 
   /** `hosts`: `http(s)://host:port` endpoints. */
   constructor(private readonly hosts: readonly string[]) {}
@@ -123,55 +126,16 @@ export class GrpcConnection {
   /** One unary call: `frame` (a framed request) to `path`, the response decoded by `decode`. */
   unary<T>(path: string, frame: Buffer, decode: (r: ProtoReader) => T, timeoutMs: number): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      let status: Status | undefined
-      let body: Buffer | undefined
-      let settled = false
-      let timer: NodeJS.Timeout | undefined
-      const settle = (error: Error | undefined, value?: T): void => {
-        if (settled) return
-        settled = true
-        clearTimeout(timer)
-        if (error === undefined) resolve(value as T)
-        else reject(error)
-      }
-      const handler: H2Handler = {
-        headers: (fields) => {
-          status = statusOf(fields) ?? status
-        },
-        data: (chunk) => {
-          body = body === undefined ? chunk : Buffer.concat([body, chunk])
-        },
-        closed: (rstCode, error) => {
-          if (error !== undefined) settle(new GrpcError(UNAVAILABLE, error.message))
-          else if (status === undefined) {
-            settle(new GrpcError(UNAVAILABLE, `stream closed without a status (code ${rstCode ?? 0})`))
-          } else if (status.code !== 0) settle(new GrpcError(status.code, status.details))
-          else if (body === undefined || body.length < 5) settle(new GrpcError(13, 'response without a message'))
-          else {
-            try {
-              settle(undefined, decode(new ProtoReader(body, 5, 5 + body.readUInt32BE(1))))
-            } catch (e) {
-              settle(e as Error)
-            }
-          }
-        },
-      }
-      let session: H2Session
-      let stream: H2Stream
+      const call = new UnaryCall(this, decode, resolve, reject, performance.now() + timeoutMs, timeoutMs)
       try {
         const at = this.current()
-        session = at.session
-        stream = session.request(this.block(at.host, path, timeoutMs), frame, true, handler)
+        call.session = at.session
+        call.stream = at.session.request(this.block(at.host, path, timeoutMs), frame, true, call)
       } catch (error) {
-        settle(error instanceof GrpcError ? error : new GrpcError(UNAVAILABLE, (error as Error).message))
+        call.settle(error instanceof GrpcError ? error : new GrpcError(UNAVAILABLE, (error as Error).message))
         return
       }
-      if (settled) return // the connection had already failed
-      timer = setTimeout(() => {
-        settle(new GrpcError(DEADLINE_EXCEEDED, `no answer within ${timeoutMs} ms`))
-        session.reset(stream, CANCEL)
-        this.moveOn(session)
-      }, timeoutMs)
+      if (!call.settled) this.deadlines.add(call) // else the connection had already failed
     })
   }
 
@@ -180,7 +144,7 @@ export class GrpcConnection {
    * endpoint that accepts connections but never answers would otherwise keep every call); the session closes
    * once its calls in flight end. With one endpoint there is nowhere else to go, and the session stays.
    */
-  private moveOn(session: H2Session): void {
+  moveOn(session: H2Session): void {
     if (this.hosts.length < 2 || this.session !== session) return
     session.drain() // its `gone` moves this connection on to the next endpoint
   }
@@ -194,9 +158,71 @@ export class GrpcConnection {
   /** Ends every call and the session. */
   close(): void {
     this.closed = true
+    this.deadlines.clear()
     const session = this.session
     this.session = undefined
     session?.destroy()
+  }
+}
+
+/**
+ * One unary call in flight: the handler of its stream and its deadline, in one object (a call used to be a dozen
+ * closures and a timer of its own).
+ */
+class UnaryCall<T> implements H2Handler, Deadline {
+  settled = false
+  session: H2Session | undefined
+  stream: H2Stream | undefined
+  private status: Status | undefined
+  private body: Buffer | undefined
+
+  constructor(
+    private readonly connection: GrpcConnection,
+    private readonly decode: (r: ProtoReader) => T,
+    private readonly resolve: (value: T) => void,
+    private readonly reject: (error: Error) => void,
+    readonly dueAt: number,
+    private readonly timeoutMs: number,
+  ) {}
+
+  settle(error: Error | undefined, value?: T): void {
+    if (this.settled) return
+    this.settled = true
+    this.body = undefined // the call may stay in the deadline queue a while: it keeps no response
+    if (error === undefined) this.resolve(value as T)
+    else this.reject(error)
+  }
+
+  expire(): void {
+    this.settle(new GrpcError(DEADLINE_EXCEEDED, `no answer within ${this.timeoutMs} ms`))
+    const { session, stream } = this
+    if (session === undefined || stream === undefined) return
+    session.reset(stream, CANCEL)
+    this.connection.moveOn(session)
+  }
+
+  headers(fields: HeaderFields): void {
+    this.status = statusOf(fields) ?? this.status
+  }
+
+  data(chunk: Buffer): void {
+    this.body = this.body === undefined ? chunk : Buffer.concat([this.body, chunk])
+  }
+
+  closed(rstCode: number | undefined, error: Error | undefined): void {
+    const { status, body } = this
+    if (error !== undefined) this.settle(new GrpcError(UNAVAILABLE, error.message))
+    else if (status === undefined) {
+      this.settle(new GrpcError(UNAVAILABLE, `stream closed without a status (code ${rstCode ?? 0})`))
+    } else if (status.code !== 0) this.settle(new GrpcError(status.code, status.details))
+    else if (body === undefined || body.length < 5) this.settle(new GrpcError(13, 'response without a message'))
+    else {
+      try {
+        this.settle(undefined, this.decode(new ProtoReader(body, 5, 5 + body.readUInt32BE(1))))
+      } catch (e) {
+        this.settle(e as Error)
+      }
+    }
   }
 }
 

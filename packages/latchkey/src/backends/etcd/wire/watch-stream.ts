@@ -181,6 +181,11 @@ export class WatchStream {
   }
 }
 
+/**
+ * The later of two revisions (decimal strings of non-negative int64s, as etcd-messages.ts decodes them), compared
+ * without parsing them: every watch response goes through here.
+ */
 function maxRevision(a: string | undefined, b: string): string {
-  return a === undefined || BigInt(b) > BigInt(a) ? b : a
+  if (a === undefined) return b
+  return b.length > a.length || (b.length === a.length && b > a) ? b : a
 }
