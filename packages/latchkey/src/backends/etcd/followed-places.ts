@@ -68,7 +68,7 @@ export class FollowedPlaces {
    * A key of the name was deleted (`key`, at revision `modRevision`): the owners whose place became first, or went, by it (`turned`), and those with
    * one key left before them (`next`: that key most likely holds the lock now).
    */
-  deleted(key: string, modRevision: string): { turned: Set<string>; next: string[] } {
+  deleted(key: string, modRevision: string): { turned: ReadonlySet<string>; next: readonly string[] } {
     this.recent.delete(key) // a key deleted again moves to the newest end
     this.recent.set(key, BigInt(modRevision))
     if (this.recent.size > RECENT_DELETES) {
@@ -76,14 +76,19 @@ export class FollowedPlaces {
       this.recent.delete(oldest)
       if (revision > this.forgottenUpTo) this.forgottenUpTo = revision
     }
-    const turned = new Set<string>()
-    const next: string[] = []
+    let moved: { turned: Set<string>; next: string[] } | undefined
     for (const [owner, place] of this.places) {
+      let oneLeft = false
       if (place.key === key) place.gone = true
       else if (!place.ahead.delete(key)) continue
-      else if (place.ahead.size === 1) next.push(owner)
-      if (place.gone || place.ahead.size === 0) turned.add(owner)
+      else oneLeft = place.ahead.size === 1
+      moved ??= { turned: new Set(), next: [] }
+      if (oneLeft) moved.next.push(owner)
+      if (place.gone || place.ahead.size === 0) moved.turned.add(owner)
     }
-    return { turned, next }
+    // Most deletes move no place of this process (another process's key went): nothing is built for them.
+    return moved ?? UNMOVED
   }
 }
+
+const UNMOVED: { turned: ReadonlySet<string>; next: readonly string[] } = { turned: new Set(), next: [] }

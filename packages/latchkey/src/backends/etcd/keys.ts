@@ -152,10 +152,18 @@ export class KeyLayout extends EtcdKeyLayout {
     super()
   }
 
+  /** The last name given to {@link lockPrefix} and its prefix: the calls of one acquisition ask for one name. */
+  private lastKey: string | undefined
+  private lastPrefix = ''
+
   /** `<prefix>/<encoded key>/`: every kind of one lock name (watched as one). */
   lockPrefix(key: string): string {
+    if (key === this.lastKey) return this.lastPrefix
     // encodeURIComponent escapes "/", so one name's folder never contains another's.
-    return `${this.prefix}/${encodeURIComponent(key)}/`
+    const prefix = `${this.prefix}/${encodeURIComponent(key)}/`
+    this.lastKey = key
+    this.lastPrefix = prefix
+    return prefix
   }
 
   kindPrefix(key: string, kind: LockKind): string {

@@ -191,12 +191,27 @@ function behind(
   line: readonly EtcdKeyValue[],
   revision: bigint,
 ): AcquireResult {
-  const { before } = placeIn(d, req, state, line)
-  const ahead = line.filter((kv) => kv !== before && isBefore(d, req, state, kv)).map((kv) => kv.key.toString())
-  if (before !== undefined) ahead.push(before.key.toString())
+  // One pass over the line (a key per process in it): the family keys older than the place, and the newest of
+  // them, the key just before it. A handoff reads the line once per acquisition.
+  const prefix = d.layout.lockPrefix(req.key)
+  const ahead: string[] = []
+  let before: string | undefined
+  let beforeRevision = -1n
+  for (const kv of line) {
+    const key = kv.key.toString()
+    const kind = d.layout.kindOf(key, req.key, prefix)
+    if (kind === undefined || kind === 'semaphore') continue
+    const created = BigInt(kv.create_revision)
+    if (created >= state.revision) continue
+    ahead.push(key)
+    if (created > beforeRevision) {
+      before = key
+      beforeRevision = created
+    }
+  }
   d.hub.missed(req)
   if (!d.hub.follow(req, req.owner, state.key, revision, ahead)) {
-    d.hub.setPredecessor(req, req.owner, before?.key.toString())
+    d.hub.setPredecessor(req, req.owner, before)
   } else if (d.hub.placeOf(req, req.owner) !== 'behind') {
     // Its turn came (or the place went) between the answer's revision and its arrival: no wake-up will follow.
     return { acquired: false, retryAfterMs: 0 }
@@ -237,12 +252,6 @@ export function refreshNext(d: AcquireDeps, lockKey: string, owner: string): voi
   const ttlMs = state.lease.ttlS * 1_000
   if (d.leases.remainingMs(state.lease) >= ttlMs - freshSlackMs(ttlMs) / 2) return
   void d.leases.refreshSoon(state.lease)
-}
-
-/** A family key of the name older than `state`'s. */
-function isBefore(d: AcquireDeps, req: AcquireRequest, state: KeyedOwner, kv: EtcdKeyValue): boolean {
-  const parsed = d.layout.parse(kv.key, req.key)
-  return parsed !== undefined && parsed.kind !== 'semaphore' && BigInt(kv.create_revision) < state.revision
 }
 
 /** "Not yet": the core comes back within a third of the lease's TTL at the latest, to keep the lease alive. */
