@@ -187,9 +187,14 @@ export async function acquireLease(target: LockTarget, settings: AcquireSettings
       }
       const remaining = Math.min(waitEnds.at, silence === undefined ? Number.POSITIVE_INFINITY : silenceEnds().at) - now
       const pause = nextPause(target, attempt, remaining, result)
-      const signal = stop.linked()
-      if (subscription !== undefined) await subscription.wait(pause, signal)
-      else await sleep(pause, signal)
+      const signal = stop.waitSignal()
+      try {
+        if (subscription !== undefined) await subscription.wait(pause, signal)
+        else await sleep(pause, signal)
+      } catch (error) {
+        stop.throwIfStopped()
+        throw error
+      }
       // No new try once a limit has passed: it could only end after the deadline.
       const afterWait = verdict(monotonicNow())
       if (afterWait !== false) {

@@ -23,6 +23,16 @@ export class StopCheck {
     if (this.closing.aborted) throw closedError()
   }
 
+  /**
+   * The signal a wait listens to: `close()`'s own when the caller gave none (no AbortController and no listener
+   * to link them: a contended acquire waits at least once, and those were a good part of its own CPU), else the
+   * linked one. A wait it aborts must be reported through {@link throwIfStopped}, which turns `close()`'s abort
+   * into `LocksClosedError` as the linked signal's reason did.
+   */
+  waitSignal(): AbortSignal {
+    return this.user === undefined ? this.closing : this.linked()
+  }
+
   /** A signal that aborts like {@link throwIfStopped} would throw; created once, on the first wait. */
   linked(): AbortSignal {
     if (this.link !== undefined) return this.link.controller.signal
