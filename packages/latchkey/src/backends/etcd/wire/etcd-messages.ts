@@ -32,42 +32,63 @@ function writeRange(w: ProtoWriter, r: RangeRequest): void {
 // Compare: result 1, target 2, key 3, version 4, create_revision 5, mod_revision 6, lease 8, range_end 64.
 function writeCompare(w: ProtoWriter, c: EtcdCompare): void {
   w.int64(1, COMPARE_RESULT[c.result]).int64(2, COMPARE_TARGET[c.target]).bytes(3, c.key)
-  // The oneof member is written even when zero: `version == 0` must reach etcd as a set target_union.
-  const union = (field: number, value: string | undefined) => {
-    if (value === undefined) return
-    if (value === '0' || value === '') w.rawZero(field)
-    else w.int64(field, value)
-  }
-  if (c.target === 'Version') union(4, c.version)
-  else if (c.target === 'Create') union(5, c.create_revision)
-  else if (c.target === 'Mod') union(6, c.mod_revision)
-  else if (c.target === 'Lease') union(8, c.lease)
+  if (c.target === 'Version') writeUnion(w, 4, c.version)
+  else if (c.target === 'Create') writeUnion(w, 5, c.create_revision)
+  else if (c.target === 'Mod') writeUnion(w, 6, c.mod_revision)
+  else if (c.target === 'Lease') writeUnion(w, 8, c.lease)
   w.bytes(64, c.range_end)
 }
 
+/** A oneof member, written even when zero: `version == 0` must reach etcd as a set target_union. */
+function writeUnion(w: ProtoWriter, field: number, value: string | undefined): void {
+  if (value === undefined) return
+  if (value === '0' || value === '') w.rawZero(field)
+  else w.int64(field, value)
+}
+
 // RequestOp: request_range 1, request_put 2 (key 1, value 2, lease 3), request_delete_range 3 (key 1,
-// range_end 2), request_txn 4.
+// range_end 2), request_txn 4. Nested messages are opened and closed in place (begin/end): every call encodes
+// a few of them, and a closure each was a good part of the encoding's cost.
 function writeOp(w: ProtoWriter, op: EtcdRequestOp): void {
   if (op.request_range !== undefined) {
-    const r = op.request_range
-    w.message(1, (m) => writeRange(m, r))
+    const at = w.begin(1)
+    writeRange(w, op.request_range)
+    w.end(at)
   } else if (op.request_put !== undefined) {
     const p = op.request_put
-    w.message(2, (m) => m.bytes(1, p.key).bytes(2, p.value).int64(3, p.lease))
+    const at = w.begin(2)
+    w.bytes(1, p.key).bytes(2, p.value).int64(3, p.lease).end(at)
   } else if (op.request_delete_range !== undefined) {
     const d = op.request_delete_range
-    w.message(3, (m) => m.bytes(1, d.key).bytes(2, d.range_end))
+    const at = w.begin(3)
+    w.bytes(1, d.key).bytes(2, d.range_end).end(at)
   } else if (op.request_txn !== undefined) {
-    const t = op.request_txn
-    w.message(4, (m) => writeTxn(m, t))
+    const at = w.begin(4)
+    writeTxn(w, op.request_txn)
+    w.end(at)
   }
 }
 
 // TxnRequest: compare 1, success 2, failure 3.
 function writeTxn(w: ProtoWriter, t: EtcdTxnRequest): void {
-  for (const c of t.compare ?? []) w.message(1, (m) => writeCompare(m, c))
-  for (const op of t.success ?? []) w.message(2, (m) => writeOp(m, op))
-  for (const op of t.failure ?? []) w.message(3, (m) => writeOp(m, op))
+  if (t.compare !== undefined)
+    for (const c of t.compare) {
+      const at = w.begin(1)
+      writeCompare(w, c)
+      w.end(at)
+    }
+  if (t.success !== undefined)
+    for (const op of t.success) {
+      const at = w.begin(2)
+      writeOp(w, op)
+      w.end(at)
+    }
+  if (t.failure !== undefined)
+    for (const op of t.failure) {
+      const at = w.begin(3)
+      writeOp(w, op)
+      w.end(at)
+    }
 }
 
 /** A framed TxnRequest. */
