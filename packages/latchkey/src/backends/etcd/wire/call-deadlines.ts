@@ -16,6 +16,9 @@ export interface Deadline {
   expire(): void
 }
 
+/** The longest delay node's timers take (2^31 - 1 ms). */
+const MAX_TIMER_MS = 2_147_483_647
+
 export class CallDeadlines {
   private queue: Deadline[] = []
   /** Index of the oldest entry still in `queue` (entries before it are gone; the array is cut now and then). */
@@ -48,7 +51,8 @@ export class CallDeadlines {
   private arm(at: number): void {
     clearTimeout(this.timer)
     this.timerAt = at
-    this.timer = setTimeout(this.fire, Math.max(1, at - performance.now()))
+    // Past node's timer range a timer fires at once: a far deadline is reached by re-arming instead.
+    this.timer = setTimeout(this.fire, Math.min(MAX_TIMER_MS, Math.max(1, at - performance.now())))
     // A call in flight holds the process through its stream's socket (h2-session.ts refs it while a stream is
     // open), as the timer of each call did; an idle client must not.
     this.timer.unref()
