@@ -3,7 +3,7 @@
  * with a 'data' listener: every chunk read goes through Readable's push and 'data' emit, and the client glues it to
  * what was left of the last one (zk-frames.ts). In a CPU profile of 10 waiters, node's streams, events and the
  * client's own reading were a quarter of a process's time. Here the socket reads into slabs through `onread`
- * (../etcd/wire/read-slabs.ts, as the etcd backend does) and each whole frame goes straight to the client's reply
+ * (backend/read-slabs.ts, shared with the etcd backend) and each whole frame goes straight to the client's reply
  * handler, which is handed exactly one frame and so never copies.
  *
  * The seam is the client's ConnectionManager `connect`, replaced on the instance before the client connects (and
@@ -11,7 +11,7 @@
  * 'data' listener. A client that lacks that method (another client, a future version) is left as is.
  */
 import net from 'node:net'
-import { readIntoSlabs } from '../etcd/wire/read-slabs.js'
+import { readIntoSlabs } from '../../backend/read-slabs.js'
 import { ZkFrames } from './zk-frames.js'
 
 /** The parts of node-zookeeper-client 1.x's ConnectionManager this replaces and calls. */

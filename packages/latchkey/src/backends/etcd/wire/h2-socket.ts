@@ -1,12 +1,12 @@
 /** The socket under an HTTP/2 session (h2-session.ts): plain for `http:` endpoints, TLS with ALPN `h2` for `https:`. */
 import net from 'node:net'
 import tls from 'node:tls'
-import { readIntoSlabs } from './read-slabs.js'
+import { readIntoSlabs } from '../../../backend/read-slabs.js'
 
 /**
  * Connects to `endpoint` (`http://host:port` or `https://host:port`, a bracketed IPv6 host allowed) and hands every
  * chunk read to `onChunk`. A plain socket reads into slabs of its own, past node's Readable machinery
- * (read-slabs.ts); TLS keeps the 'data' event. Unreferenced (an idle client does not keep the process alive), no
+ * (backend/read-slabs.ts); TLS keeps the 'data' event. Unreferenced (an idle client does not keep the process alive), no
  * Nagle delay (a call is one write whose answer is awaited).
  */
 export function connectH2Socket(endpoint: string, onChunk: (chunk: Buffer) => void): net.Socket {
