@@ -1,8 +1,9 @@
 /**
  * Which scripts the Redis backend sends for a mutex in the latchkey layout, on the shared server: the short
  * acquire-mutex.lua / release-mutex.lua while the lock is free and nobody waits, the full scripts when the short ones
- * find the lock held or waited for (in the same call, so no try and no handoff is lost), and the full scripts
- * directly once the process has seen the lock contended.
+ * find the lock held or waited for (in the same call, so no try and no handoff is lost), and once the process has seen
+ * the lock contended the full acquire and the short release that hands the lock over (pass-mutex.lua), with the full
+ * release behind it when that is not the plain case.
  */
 import { describe, expect, it } from 'vitest'
 import type { RedisBackend } from '../src/backends/redis/index.js'
@@ -72,19 +73,49 @@ describe('the Redis backend, a mutex in the latchkey layout', () => {
     await eventually('the waiter is subscribed', () => sub.pending)
     sub.pending = false
     // The holder's process never saw the lock contended: its short release finds the watcher and leaves the
-    // release to the full script, which grants the lock to the watcher and tells it.
+    // release to pass-mutex.lua, which grants the lock to the watcher and tells it.
     expect(await holder.b.release(held)).toBe(true)
-    expect(holder.log).toEqual(['acquireMutex', 'releaseMutex', 'release'])
+    expect(holder.log).toEqual(['acquireMutex', 'releaseMutex', 'passMutex'])
     await eventually('the grant reaches the waiter', () => sub.granted !== undefined)
     const t2 = tokenOf(await waiter.b.tryAcquire(wanted))
     expect(t2).toBeGreaterThan(t1)
     sub.close()
-    // The waiter's process has seen the lock contended: its next release and tries go straight to the full scripts.
+    // The waiter's process has seen the lock contended: its next release and tries go straight to pass-mutex.lua
+    // and the full acquire.
     expect(await waiter.b.release(wanted)).toBe(true)
     const again = request(name)
     tokenOf(await waiter.b.tryAcquire(again))
     expect(await waiter.b.release(again)).toBe(true)
-    expect(waiter.log).toEqual(['acquireMutex', 'acquire', 'release', 'acquire', 'release'])
+    expect(await waiter.b.release(again)).toBe(false)
+    expect(waiter.log).toEqual(['acquireMutex', 'acquire', 'passMutex', 'acquire', 'passMutex', 'passMutex'])
+    expect(await client.exists(`latchkey:{${name}}`)).toBe(0)
+  })
+
+  it('a contended release whose oldest watcher is no longer live leaves the handoff to the full release, which passes it on', async () => {
+    const holder = loggedBackend()
+    const waiter = loggedBackend()
+    const name = lockName()
+    const held = request(name)
+    tokenOf(await holder.b.tryAcquire(held))
+    const gone = request(name)
+    const goneSub = waiter.b.subscribe(gone) as RedisReleaseSubscription
+    expect(await waiter.b.tryAcquire(gone)).toMatchObject({ acquired: false })
+    const wanted = request(name)
+    const sub = waiter.b.subscribe(wanted) as RedisReleaseSubscription
+    expect(await waiter.b.tryAcquire(wanted)).toMatchObject({ acquired: false })
+    // The first watcher's registration ran out (a crashed process): its expiry, in its spec, is in the past.
+    const specs = `latchkey:{${name}}:specs`
+    const goneField = (await client.zrange(`latchkey:{${name}}:watchers`, 0, 0))[0] as string
+    const spec = (await client.hget(specs, goneField)) as string
+    await client.hset(specs, goneField, spec.replace(/ \d+ (\S+)$/, ' 1 $1'))
+    goneSub.close()
+    // Seen contended by the holder's process now (its short acquire found it free, its release did not).
+    expect(await holder.b.release(held)).toBe(true)
+    expect(holder.log).toEqual(['acquireMutex', 'releaseMutex', 'passMutex', 'release'])
+    await eventually('the grant reaches the live watcher', () => sub.granted !== undefined)
+    tokenOf(await waiter.b.tryAcquire(wanted))
+    sub.close()
+    expect(await waiter.b.release(wanted)).toBe(true)
   })
 
   it('a lease past its expiry is not released by the short script while its lock-delay keeps the lock', async () => {

@@ -21,6 +21,8 @@ export interface LockKeys {
   /** The keys of the uncontended mutex's short scripts: acquire-mutex.lua's M, F and release-mutex.lua's M, E, W. */
   readonly shortAcquire: readonly [string, string]
   readonly shortRelease: readonly [string, string, string]
+  /** pass-mutex.lua's M, E, W, P, F. */
+  readonly passKeys: readonly [string, string, string, string, string]
   /** The pub/sub channel a release is published on. */
   readonly channel: string
   /** Identifies the family in this process (the channel is unique per family). */
@@ -51,7 +53,15 @@ function escapeTag(name: string): string {
 function lockKeys(keys: LockKeys['keys'], channel: string, id: string): LockKeys {
   const [m, x, q, e, w, p, f] = keys
   // Built once per lock (the KeyCache keeps them): a fresh array per call is garbage on the hot path.
-  return { keys, stateKeys: [m, x, q, e, w, p], shortAcquire: [m, f], shortRelease: [m, e, w], channel, id }
+  return {
+    keys,
+    stateKeys: [m, x, q, e, w, p],
+    shortAcquire: [m, f],
+    shortRelease: [m, e, w],
+    passKeys: [m, e, w, p, f],
+    channel,
+    id,
+  }
 }
 
 /** Escapes Redis glob metacharacters. */

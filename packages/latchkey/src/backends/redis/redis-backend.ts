@@ -29,6 +29,7 @@ import { ScriptCalls } from './script-calls.js'
 import {
   type AcquireReply,
   DEFAULT_FENCE_IDLE_MS,
+  type MutexPass,
   type RedisScripts,
   type ReleaseReply,
   scriptsFor,
@@ -178,11 +179,17 @@ export class RedisBackend extends BackendBase {
     const { keys, channel, id } = lockKeys
     const field = this.layout.fieldOf(request.owner)
     // Latchkey layout: a mutex nobody waits for is released by the short script, unless the lock was lately seen
-    // contended here (then someone likely waits, and the full script hands the lock over in one round trip).
-    if (this.contention !== undefined && request.kind === 'mutex' && !this.contention.has(id)) {
-      const done = await this.calls.run(this.scripts.releaseMutex, lockKeys.shortRelease, [field], request)
-      if (done !== 'waited') return done === 'released'
-      this.contention.saw(id)
+    // contended here: then someone likely waits, and pass-mutex.lua hands the lock to the oldest watcher in one
+    // round trip (release.lua when that is not the plain case).
+    if (this.contention !== undefined && request.kind === 'mutex') {
+      if (!this.contention.has(id)) {
+        const done = await this.calls.run(this.scripts.releaseMutex, lockKeys.shortRelease, [field], request)
+        if (done !== 'waited') return done === 'released'
+        this.contention.saw(id)
+      }
+      const args = [field, this.notifier.wakeChannel ?? '-', channel]
+      const passed = this.passed(await this.calls.run(this.scripts.passMutex, lockKeys.passKeys, args, request))
+      if (passed !== undefined) return passed
     }
     const args = [field, channel, this.publishAlways, this.notifier.wakeChannel ?? '-']
     return this.released(await this.calls.run(this.scripts.release, keys, args, request))
@@ -194,6 +201,14 @@ export class RedisBackend extends BackendBase {
    */
   private released(reply: ReleaseReply): boolean {
     if (typeof reply === 'boolean') return reply
+    this.notifier.handOver(reply)
+    return true
+  }
+
+  /** Whether pass-mutex.lua dropped the lease (handing over a grant it made here), undefined when it did nothing. */
+  private passed(reply: MutexPass): boolean | undefined {
+    if (reply === 'waited') return undefined
+    if (reply === 'released' || reply === 'not-held') return reply === 'released'
     this.notifier.handOver(reply)
     return true
   }
@@ -273,6 +288,7 @@ export class RedisBackend extends BackendBase {
             : undefined
       if (token !== undefined) this.releaseGrant(grantTo, token).catch(() => undefined)
     } else if (typeof reply === 'string' && script === this.scripts.release) this.released(reply as ReleaseReply)
+    else if (typeof reply === 'string' && script === this.scripts.passMutex) this.passed(reply as MutexPass)
   }
 
   /** WAITs for the configured replicas; on too few acknowledgements undoes the write and fails. */

@@ -2,7 +2,7 @@
  * The Redis backend's scripts: one `.lua` file per primitive of the backend contract (acquire, release, renew,
  * leave-queue, is-locked, force-release), which `--#include` the shared parts they need (base.lua, holders.lua,
  * grant.lua, handoff.lua, handoff-mutex.lua, free-mutex.lua, next-fence.lua), plus the uncontended mutex's own short acquire and release
- * (acquire-mutex.lua, release-mutex.lua). To read one expanded: `readLuaFile(new URL('./acquire.lua', import.meta.url))`.
+ * (acquire-mutex.lua, release-mutex.lua) and the contended mutex's short release (pass-mutex.lua). To read one expanded: `readLuaFile(new URL('./acquire.lua', import.meta.url))`.
  */
 import { type LuaScript, luaScript, readLuaFile } from '../lua-script.js'
 import type { InspectReply } from '../redis-inspect.js'
@@ -22,6 +22,8 @@ export interface RedisScripts {
   readonly release: LuaScript<ReleaseReply>
   /** A mutex's release in the latchkey layout when nobody waits. */
   readonly releaseMutex: LuaScript<MutexRelease>
+  /** A mutex's release in the latchkey layout handing it to its oldest watcher. */
+  readonly passMutex: LuaScript<MutexPass>
   /** True when the lease was extended. */
   readonly renew: LuaScript<boolean>
   /** How many registrations were removed. */
@@ -41,6 +43,12 @@ export type ReleaseReply = boolean | `g ${string}`
 
 /** release-mutex.lua's reply: the lease was dropped, was not held, or someone waits (nothing done: run `release`). */
 export type MutexRelease = 'released' | 'not-held' | 'waited'
+
+/**
+ * pass-mutex.lua's reply: as release-mutex.lua's (`waited`: nothing done, run `release`), or the grant it made to a
+ * watcher of the caller's own process, as release.lua's.
+ */
+export type MutexPass = MutexRelease | `g ${string}`
 
 /** How long a fencing counter outlives the last token it issued, by default: 24 hours. */
 export const DEFAULT_FENCE_IDLE_MS = 86_400_000
@@ -68,6 +76,8 @@ const mutexRelease = (raw: unknown): MutexRelease => {
   const n = Number(raw)
   return n === 1 ? 'released' : n === 2 ? 'waited' : 'not-held'
 }
+const mutexPass = (raw: unknown): MutexPass =>
+  typeof raw === 'string' && raw.startsWith('g ') ? (raw as `g ${string}`) : mutexRelease(raw)
 const count = (raw: unknown): number => Number(raw)
 /** acquire-mutex.lua's integer reply: the token, or 0 when the lock is held. */
 const tokenOrNone = (raw: unknown): string | undefined => (Number(raw) === 0 ? undefined : String(raw))
@@ -78,6 +88,7 @@ const SOURCES = {
   acquireMutex: read('acquire-mutex'),
   release: read('release'),
   releaseMutex: read('release-mutex'),
+  passMutex: read('pass-mutex'),
   renew: read('renew'),
   leaveQueue: read('leave-queue'),
   isLocked: read('is-locked'),
@@ -104,6 +115,7 @@ export function scriptsFor(fenceIdleMs: number): RedisScripts {
       acquireMutex: luaScript('acquireMutex', source('acquireMutex'), tokenOrNone),
       release: luaScript('release', source('release'), releaseReply),
       releaseMutex: luaScript('releaseMutex', source('releaseMutex'), mutexRelease),
+      passMutex: luaScript('passMutex', source('passMutex'), mutexPass),
       renew: luaScript('renew', source('renew'), isOne),
       leaveQueue: luaScript('leaveQueue', source('leaveQueue'), count),
       isLocked: luaScript('isLocked', source('isLocked'), isOne),
