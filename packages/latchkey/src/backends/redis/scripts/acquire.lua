@@ -25,6 +25,29 @@ if kind == 'mutex' and (mode == '-' or mode == 'f') and KEYS[2] == KEYS[1]
   if granted then return '1 ' .. string.format('%d', granted) end
 end
 
+-- The contended case, as early: a watcher's try on a mutex held by another owner as the string M registers its
+-- watch (wait_here below, the same writes) and answers "held" with M's time to live (the general rules' answer: a
+-- mutex waits for any live holder, a line or not). Every waiter makes one such try per acquisition, and the lock's
+-- release queues behind it on the server and on the connection of a process whose waiters share one
+-- (bench/redis-handoff.ts): base.lua's TYPE, closures and holder table cost it more than its writes.
+if kind == 'mutex' and (mode == 'w' or mode == 'f') and KEYS[2] == KEYS[1] then
+  local v = redis.pcall('GET', KEYS[1])
+  if type(v) == 'string' and string.match(v, '^%d+|%d+|(.*)$') ~= field then
+    local W, P, F = KEYS[5], KEYS[6], KEYS[7]
+    local T = redis.call('TIME')
+    local now = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000)
+    local pttl = redis.call('PTTL', KEYS[1])
+    if mode == 'f' or redis.call('ZSCORE', W, field) == false then
+--#include next-fence.lua
+      redis.call('ZADD', W, string.format('%d', n), field)
+    end
+    redis.call('HSET', P, field, ARGV[2] .. ' ' .. string.format('%d', now + wait_ttl) .. ' ' .. (ARGV[3] or '-'))
+    redis.call('PEXPIRE', W, wait_ttl)
+    redis.call('PEXPIRE', P, wait_ttl)
+    return '0 ' .. string.format('%d', math.max(1, pttl))
+  end
+end
+
 --#include base.lua
 --#include holders.lua
 --#include grant.lua
