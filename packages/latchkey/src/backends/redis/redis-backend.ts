@@ -157,13 +157,16 @@ export class RedisBackend extends BackendBase {
 
   /**
    * Takes the lease a release granted to this waiter (named in its message): no round trip. The grant ran
-   * after this waiter's last failed try was sent, so the lease is timed from then.
+   * after this waiter's last failed try was sent, so the lease is timed from then. Not async without replicas to
+   * wait for: `tryAcquire` returning a promise costs the handed-over waiter two more microtask turns, behind whatever
+   * else the same socket read queued (bench/redis-handoff-trace.ts).
    */
-  private async takeHandoff(request: AcquireRequest, sub: RedisReleaseSubscription): Promise<AcquireResult> {
+  private takeHandoff(request: AcquireRequest, sub: RedisReleaseSubscription): AcquireResult | Promise<AcquireResult> {
     const token = sub.granted as string
     sub.granted = undefined
-    if (this.replicas !== undefined) await this.replicated(request, () => this.releaseGrant(request, token))
-    return { acquired: true, token: BigInt(token), grantedAt: sub.triedAt }
+    const result = { acquired: true, token: BigInt(token), grantedAt: sub.triedAt } as const
+    if (this.replicas === undefined) return result
+    return this.replicated(request, () => this.releaseGrant(request, token)).then(() => result)
   }
 
   async renew(request: RenewRequest): Promise<boolean> {
