@@ -191,11 +191,13 @@ export class RedisBackend extends BackendBase {
         this.contention.saw(id)
       }
       const args = [field, this.notifier.wakeChannel ?? '-', channel]
-      const passed = this.passed(await this.calls.run(this.scripts.passMutex, lockKeys.passKeys, args, request))
-      if (passed !== undefined) return passed
+      const reply = await this.calls.run(this.scripts.passMutex, lockKeys.passKeys, args, request)
+      const passed = this.passed(reply)
+      if (passed !== undefined) return reply.startsWith('g ') ? afterNewHolder(passed) : passed
     }
     const args = [field, channel, this.publishAlways, this.notifier.wakeChannel ?? '-']
-    return this.released(await this.calls.run(this.scripts.release, keys, args, request))
+    const reply = await this.calls.run(this.scripts.release, keys, args, request)
+    return typeof reply === 'string' ? afterNewHolder(this.released(reply)) : reply
   }
 
   /**
@@ -298,6 +300,17 @@ export class RedisBackend extends BackendBase {
   private replicated(ref: LockRef, undo?: () => Promise<unknown>): Promise<void> {
     return waitForReplicas(this.commander, this.deadlines, this.replicas as ReplicaWait, ref, undo)
   }
+}
+
+/**
+ * `value` once the waiter of this process that a release just handed the lock to has run on to its first pause (a
+ * setImmediate comes after this turn's microtasks): the new holder goes before the releaser's continuation. Both
+ * continue from the one reply, and the releaser's ran first, in the same microtask queue, lengthening every handoff
+ * within a process by its whole continuation (bench/redis-handoff-trace.ts: the releaser resumed between the
+ * waiter's wake and its grant). The release itself is done on the server already.
+ */
+function afterNewHolder<T>(value: T): Promise<T> {
+  return new Promise((resolve) => setImmediate(resolve, value))
 }
 
 /**
