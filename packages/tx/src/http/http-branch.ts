@@ -1,6 +1,6 @@
 import type { BranchContext, BranchFn } from '../branch.js'
 import { TxError } from '../errors.js'
-import { withDeadline } from './with-deadline.js'
+import { exchange } from './exchange.js'
 
 /** Options of {@link http}. */
 export interface HttpBranchOptions {
@@ -74,49 +74,34 @@ async function post(
   timeoutMs: number,
   headers: Record<string, string>,
 ): Promise<unknown> {
-  return withDeadline(ctx.signal, timeoutMs, (signal) => postWithin(url, ctx, signal, headers))
-}
-
-async function postWithin(
-  url: string,
-  ctx: BranchContext,
-  signal: AbortSignal,
-  headers: Record<string, string>,
-): Promise<unknown> {
   const where = { gid: ctx.gid }
-  let response: Response
-  try {
-    response = await fetch(url, {
+  const what = `${ctx.op} of "${ctx.branch}": POST ${url}`
+  const got = await exchange(
+    url,
+    {
       method: 'POST',
       headers: { 'content-type': 'application/json', ...headers },
       body: JSON.stringify({ gid: ctx.gid, branch: ctx.branch, op: ctx.op, input: ctx.input }),
-      signal,
-    })
-  } catch (error) {
-    throw new TxError(`${ctx.op} of "${ctx.branch}": POST ${url} failed (${describeFetch(error)}); will retry`, {
+    },
+    ctx.signal,
+    timeoutMs,
+  )
+  if (got.failed !== undefined) {
+    throw new TxError(`${what} ${got.failed}; will retry`, {
       code: 'BRANCH_UNREACHABLE',
       retryable: true,
-      cause: error,
+      cause: got.error,
       ...where,
     })
   }
-  let text: string
-  try {
-    text = await response.text()
-  } catch (error) {
-    // A 200 whose body (the result, or DTM's FAILURE) did not arrive says nothing for sure: ask again.
-    throw new TxError(
-      `${ctx.op} of "${ctx.branch}": POST ${url} answered ${response.status} but its body was cut off (${describeFetch(error)}); will retry`,
-      { code: 'BRANCH_UNREACHABLE', retryable: true, cause: error, ...where },
-    )
-  }
+  const { status, text } = got
   const body = parseBody(text)
   // DTM's older protocol answers 200 with the outcome in the body: { "dtm_result": "FAILURE" | "ONGOING" }.
   const said = dtmResult(body)
-  if (response.ok && said === undefined) return body
-  const detail = `${ctx.op} of "${ctx.branch}": POST ${url} answered ${response.status}${text ? ` (${text.slice(0, 200)})` : ''}`
-  if (response.status === 409 || said === 'FAILURE') throw new TxError(detail, { code: 'BRANCH_FAILED', ...where })
-  if (response.status === 425 || said === 'ONGOING')
+  if (status >= 200 && status < 300 && said === undefined) return body
+  const detail = `${what} answered ${status}${text ? ` (${text.slice(0, 200)})` : ''}`
+  if (status === 409 || said === 'FAILURE') throw new TxError(detail, { code: 'BRANCH_FAILED', ...where })
+  if (status === 425 || said === 'ONGOING')
     throw new TxError(`${detail}; still ongoing`, { code: 'BRANCH_ONGOING', retryable: true, ...where })
   throw new TxError(`${detail}; will retry`, { code: 'BRANCH_UNAVAILABLE', retryable: true, ...where })
 }
@@ -134,10 +119,4 @@ function parseBody(text: string): unknown {
   } catch {
     return text
   }
-}
-
-function describeFetch(error: unknown): string {
-  const e = error as { name?: string; message?: string; cause?: { code?: string; message?: string } }
-  if (e?.name === 'TimeoutError') return 'timed out'
-  return e?.cause?.code ?? e?.cause?.message ?? e?.message ?? String(error)
 }

@@ -1,5 +1,5 @@
 import { TxError } from '../errors.js'
-import { withDeadline } from '../http/with-deadline.js'
+import { exchange } from '../http/exchange.js'
 import { producerKind } from './producer-db.js'
 import { type LocalOutcome, queryPrepared } from './query-prepared.js'
 
@@ -58,40 +58,27 @@ function checkUrl(url: string, who: string): string {
 }
 
 function urlCheckBack(url: string, who: string): AskCheckBack {
-  return (gid, signal) => withDeadline(signal, 3_000, (within) => askUrl(url, who, gid, within))
-}
-
-async function askUrl(url: string, who: string, gid: string, signal: AbortSignal): Promise<LocalOutcome> {
-  const target = new URL(url)
-  for (const [k, v] of Object.entries({ gid, trans_type: 'msg', branch_id: '00', op: 'msg' })) {
-    target.searchParams.set(k, v)
-  }
-  let response: Response
-  try {
-    response = await fetch(target, { signal })
-  } catch (error) {
-    throw new TxError(`${who} check-back: GET ${url} failed (${(error as Error).message}); will ask again`, {
-      code: 'CHECK_BACK_UNREACHABLE',
+  return async (gid, signal) => {
+    const target = new URL(url)
+    for (const [k, v] of Object.entries({ gid, trans_type: 'msg', branch_id: '00', op: 'msg' })) {
+      target.searchParams.set(k, v)
+    }
+    const got = await exchange(target, {}, signal, 3_000)
+    // A cut-off body may have said FAILURE or ONGOING: no answer either.
+    if (got.failed !== undefined) {
+      throw new TxError(`${who} check-back: GET ${url} ${got.failed}; will ask again`, {
+        code: 'CHECK_BACK_UNREACHABLE',
+        retryable: true,
+        gid,
+        cause: got.error,
+      })
+    }
+    if (got.status === 409 || /"dtm_result"\s*:\s*"FAILURE"/.test(got.text)) return 'rolled-back'
+    if (got.status >= 200 && got.status < 300 && !/"dtm_result"\s*:\s*"ONGOING"/.test(got.text)) return 'committed'
+    throw new TxError(`${who} check-back: GET ${url} answered ${got.status}; will ask again`, {
+      code: 'CHECK_BACK_UNAVAILABLE',
       retryable: true,
       gid,
-      cause: error,
     })
   }
-  let text: string
-  try {
-    text = await response.text()
-  } catch (error) {
-    // The body may have said FAILURE or ONGOING: a cut-off answer is no answer.
-    throw new TxError(
-      `${who} check-back: GET ${url} answered ${response.status} but its body was cut off (${(error as Error).message}); will ask again`,
-      { code: 'CHECK_BACK_UNREACHABLE', retryable: true, gid, cause: error },
-    )
-  }
-  if (response.status === 409 || /"dtm_result"\s*:\s*"FAILURE"/.test(text)) return 'rolled-back'
-  if (response.ok && !/"dtm_result"\s*:\s*"ONGOING"/.test(text)) return 'committed'
-  throw new TxError(`${who} check-back: GET ${url} answered ${response.status}; will ask again`, {
-    code: 'CHECK_BACK_UNAVAILABLE',
-    retryable: true,
-    gid,
-  })
 }

@@ -5,7 +5,7 @@
  * the answer. This differs from `http()` branches (`latchkey-tx/http`), which POST `{ gid, branch, op, input }`.
  */
 import { TxError } from '../errors.js'
-import { withDeadline } from '../http/with-deadline.js'
+import { exchange } from '../http/exchange.js'
 import type { DtmTransType } from './dtm-request.js'
 
 /** One call of a participant. */
@@ -30,10 +30,6 @@ export interface DtmBranchCall {
  */
 export async function callDtmBranch(call: DtmBranchCall): Promise<unknown> {
   if (call.url === '') return null
-  return withDeadline(call.signal, call.timeoutMs, (signal) => callWithin(call, signal))
-}
-
-async function callWithin(call: DtmBranchCall, signal: AbortSignal): Promise<unknown> {
   const target = new URL(call.url)
   target.searchParams.set('gid', call.gid)
   target.searchParams.set('trans_type', call.transType)
@@ -41,41 +37,34 @@ async function callWithin(call: DtmBranchCall, signal: AbortSignal): Promise<unk
   target.searchParams.set('op', call.op)
   const method = call.payload === undefined ? 'GET' : 'POST'
   const what = `${call.op} of branch ${call.branchId}: ${method} ${call.url}`
-  let response: Response
-  try {
-    response = await fetch(target, {
+  const got = await exchange(
+    target,
+    {
       method,
       headers: { 'content-type': 'application/json', ...call.headers },
       ...(call.payload === undefined ? {} : { body: call.payload }),
-      signal,
-    })
-  } catch (error) {
-    throw new TxError(`${what} failed (${describeFetch(error)}); will retry`, {
+    },
+    call.signal,
+    call.timeoutMs,
+  )
+  if (got.failed !== undefined) {
+    throw new TxError(`${what} ${got.failed}; will retry`, {
       code: 'BRANCH_UNREACHABLE',
       retryable: true,
       gid: call.gid,
-      cause: error,
+      cause: got.error,
     })
   }
-  let text: string
-  try {
-    text = await response.text()
-  } catch (error) {
-    // A 200 whose body (possibly DTM's FAILURE) did not arrive says nothing for sure: ask again.
-    throw new TxError(
-      `${what} answered ${response.status} but its body was cut off (${describeFetch(error)}); will retry`,
-      { code: 'BRANCH_UNREACHABLE', retryable: true, gid: call.gid, cause: error },
-    )
-  }
-  const detail = `${what} answered ${response.status}${text ? ` (${text.slice(0, 200)})` : ''}`
+  const { status, text } = got
+  const detail = `${what} answered ${status}${text ? ` (${text.slice(0, 200)})` : ''}`
   // DTM's rule (RespAsErrorCompatible): the status code or the words in the body.
-  if (response.status === 425 || text.includes('ONGOING')) {
+  if (status === 425 || text.includes('ONGOING')) {
     throw new TxError(`${detail}; still ongoing`, { code: 'BRANCH_ONGOING', retryable: true, gid: call.gid })
   }
-  if (response.status === 409 || text.includes('FAILURE')) {
+  if (status === 409 || text.includes('FAILURE')) {
     throw new TxError(detail, { code: 'BRANCH_FAILED', gid: call.gid })
   }
-  if (!response.ok) {
+  if (status < 200 || status >= 300) {
     throw new TxError(`${detail}; will retry`, { code: 'BRANCH_UNAVAILABLE', retryable: true, gid: call.gid })
   }
   if (text === '') return null
@@ -84,10 +73,4 @@ async function callWithin(call: DtmBranchCall, signal: AbortSignal): Promise<unk
   } catch {
     return text.slice(0, 1000)
   }
-}
-
-function describeFetch(error: unknown): string {
-  const e = error as { name?: string; message?: string; cause?: { code?: string; message?: string } }
-  if (e?.name === 'TimeoutError') return 'timed out'
-  return e?.cause?.code ?? e?.cause?.message ?? e?.message ?? String(error)
 }
