@@ -16,22 +16,7 @@ if redis.call('EXISTS', KEYS[4]) == 0 then
   local kind, ttl, delay, wexp, wake
   if spec then kind, ttl, delay, wexp, wake = string.match(spec, '^(%a+) (%d+) (%d+) %d+ %S+ %d+ (%d+) (%S+)$') end
   if kind == 'mutex' and wexp + 0 > now and redis.call('EXISTS', KEYS[1]) == 0 then
-    local F = KEYS[7]
---#include next-fence.lua
-    local token = string.format('%d', n)
-    redis.call('ZREM', KEYS[5], head)
-    redis.call('HDEL', KEYS[6], head)
-    if string.sub(wake, 1, 16) == 'latchkey:wake:s:' then
-      redis.call('SET', KEYS[1], token .. '|' .. delay .. '|' .. head, 'PX', ttl + delay)
-    else
-      -- A watcher of an earlier build (its wake channel has no `:s:`) reads only the hash (free-mutex.lua).
-      local exp = now + ttl
-      redis.call('HSET', KEYS[1], head, string.format('mutex|%d|%d|%s', exp, exp + delay, token))
-      redis.call('PEXPIRE', KEYS[1], ttl + delay)
-    end
-    if wake == '-' then wake = ARGV[2] end
-    if wake == ARGV[4] then return 'g ' .. head .. ' ' .. token end
-    redis.call('PUBLISH', wake, 'g ' .. head .. ' ' .. token)
-    return 1
+    local M, W, P, F, channel, mine = KEYS[1], KEYS[5], KEYS[6], KEYS[7], ARGV[2], ARGV[4]
+--#include grant-string-mutex.lua
   end
 end

@@ -9,15 +9,7 @@
 -- Reply: 1 dropped (and granted to a watcher of another process, told on its wake channel, or nobody waited); 0
 -- (nothing done) when `field` holds no valid lease; 2 (nothing done) when release.lua must run; or, when the lock went
 -- to a watcher of the caller's own process, "g <field> <token>" (as release.lua).
-local v = redis.pcall('GET', KEYS[1])
-if type(v) ~= 'string' then
-  if v then return 2 end
-  return 0
-end
-local delay, f = string.match(v, '^%d+|(%d+)|(.*)$')
-if f ~= ARGV[1] then return 0 end
--- Its lease ends lockDelayMs before the key expires (free-mutex.lua).
-if delay ~= '0' and redis.call('PTTL', KEYS[1]) <= delay + 0 then return 0 end
+--#include caller-string-lease.lua
 if redis.call('EXISTS', KEYS[2]) == 1 then return 2 end
 local head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
 if head == nil then
@@ -30,23 +22,9 @@ local kind, ttl, hdelay, wexp, wake
 if spec then kind, ttl, hdelay, wexp, wake = string.match(spec, '^(%a+) (%d+) (%d+) %d+ %S+ %d+ (%d+) (%S+)$') end
 if kind ~= 'mutex' then return 2 end
 local T = redis.call('TIME')
-if wexp + 0 <= tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000) then return 2 end
-local F = KEYS[5]
---#include next-fence.lua
-local token = string.format('%d', n)
-redis.call('ZREM', KEYS[3], head)
-redis.call('HDEL', KEYS[4], head)
-if string.sub(wake, 1, 16) == 'latchkey:wake:s:' then
-  -- Replaces the caller's string: the drop and the grant in one write.
-  redis.call('SET', KEYS[1], token .. '|' .. hdelay .. '|' .. head, 'PX', ttl + hdelay)
-else
-  -- A watcher of an earlier build (its wake channel has no `:s:`) reads only the hash (free-mutex.lua).
-  local exp = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000) + ttl
-  redis.call('DEL', KEYS[1])
-  redis.call('HSET', KEYS[1], head, string.format('mutex|%d|%d|%s', exp, exp + hdelay, token))
-  redis.call('PEXPIRE', KEYS[1], ttl + hdelay)
-end
-if wake == '-' then wake = ARGV[3] end
-if wake == ARGV[2] then return 'g ' .. head .. ' ' .. token end
-redis.call('PUBLISH', wake, 'g ' .. head .. ' ' .. token)
-return 1
+local now = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000)
+if wexp + 0 <= now then return 2 end
+local M, W, P, F, channel, mine = KEYS[1], KEYS[3], KEYS[4], KEYS[5], ARGV[3], ARGV[2]
+-- From here on, the watcher's lock-delay (the caller's own was checked above).
+local delay = hdelay
+--#include grant-string-mutex.lua
