@@ -23,6 +23,7 @@ import { RecentContention } from './recent-contention.js'
 import type { RedisBackendOptions } from './redis-backend-options.js'
 import { holdersFrom, lockKeysFromScan, waitersFrom } from './redis-inspect.js'
 import { ReleaseNotifier } from './release-notifier.js'
+import { afterNewHolder, passed, released } from './release-replies.js'
 import type { RedisReleaseSubscription } from './release-subscription.js'
 import { type ReplicaWait, waitForReplicas } from './replica-wait.js'
 import { ScriptCalls } from './script-calls.js'
@@ -192,30 +193,12 @@ export class RedisBackend extends BackendBase {
       }
       const args = [field, this.notifier.wakeChannel ?? '-', channel]
       const reply = await this.calls.run(this.scripts.passMutex, lockKeys.passKeys, args, request)
-      const passed = this.passed(reply)
-      if (passed !== undefined) return reply.startsWith('g ') ? afterNewHolder(passed) : passed
+      const dropped = passed(this.notifier, reply)
+      if (dropped !== undefined) return reply.startsWith('g ') ? afterNewHolder(dropped) : dropped
     }
     const args = [field, channel, this.publishAlways, this.notifier.wakeChannel ?? '-']
     const reply = await this.calls.run(this.scripts.release, keys, args, request)
-    return typeof reply === 'string' ? afterNewHolder(this.released(reply)) : reply
-  }
-
-  /**
-   * Whether a release dropped the lease; a grant it made to a watcher of this process comes back in its reply
-   * (scripts/handoff.lua) and is handed over here, before the releaser's own continuation runs.
-   */
-  private released(reply: ReleaseReply): boolean {
-    if (typeof reply === 'boolean') return reply
-    this.notifier.handOver(reply)
-    return true
-  }
-
-  /** Whether pass-mutex.lua dropped the lease (handing over a grant it made here), undefined when it did nothing. */
-  private passed(reply: MutexPass): boolean | undefined {
-    if (reply === 'waited') return undefined
-    if (reply === 'released' || reply === 'not-held') return reply === 'released'
-    this.notifier.handOver(reply)
-    return true
+    return typeof reply === 'string' ? afterNewHolder(released(this.notifier, reply)) : reply
   }
 
   /** Gives back the grant `token` of `request.owner`, unless the owner was granted again since. */
@@ -228,7 +211,7 @@ export class RedisBackend extends BackendBase {
       this.notifier.wakeChannel ?? '-',
       token,
     ]
-    this.released(await this.calls.run(this.scripts.release, keys, args, request))
+    released(this.notifier, await this.calls.run(this.scripts.release, keys, args, request))
   }
 
   override async leaveQueue(request: HolderRef): Promise<void> {
@@ -292,25 +275,15 @@ export class RedisBackend extends BackendBase {
             ? (reply as { token: string }).token
             : undefined
       if (token !== undefined) this.releaseGrant(grantTo, token).catch(() => undefined)
-    } else if (typeof reply === 'string' && script === this.scripts.release) this.released(reply as ReleaseReply)
-    else if (typeof reply === 'string' && script === this.scripts.passMutex) this.passed(reply as MutexPass)
+    } else if (typeof reply === 'string' && script === this.scripts.release)
+      released(this.notifier, reply as ReleaseReply)
+    else if (typeof reply === 'string' && script === this.scripts.passMutex) passed(this.notifier, reply as MutexPass)
   }
 
   /** WAITs for the configured replicas; on too few acknowledgements undoes the write and fails. */
   private replicated(ref: LockRef, undo?: () => Promise<unknown>): Promise<void> {
     return waitForReplicas(this.commander, this.deadlines, this.replicas as ReplicaWait, ref, undo)
   }
-}
-
-/**
- * `value` once the waiter of this process that a release just handed the lock to has run on to its first pause (a
- * setImmediate comes after this turn's microtasks): the new holder goes before the releaser's continuation. Both
- * continue from the one reply, and the releaser's ran first, in the same microtask queue, lengthening every handoff
- * within a process by its whole continuation (bench/redis-handoff-trace.ts: the releaser resumed between the
- * waiter's wake and its grant). The release itself is done on the server already.
- */
-function afterNewHolder<T>(value: T): Promise<T> {
-  return new Promise((resolve) => setImmediate(resolve, value))
 }
 
 /**
