@@ -74,6 +74,30 @@ export function settingsFrame(settings: ReadonlyArray<readonly [number, number]>
   return frame(SETTINGS, 0, 0, payload)
 }
 
+/** Each `[id, value]` pair of a SETTINGS payload, in order. */
+export function readSettings(payload: Buffer): Array<[number, number]> {
+  const settings: Array<[number, number]> = []
+  for (let at = 0; at + 6 <= payload.length; at += 6)
+    settings.push([payload.readUInt16BE(at), payload.readUInt32BE(at + 2)])
+  return settings
+}
+
+/**
+ * What a client sends first: the preface, its SETTINGS (no push, streams' receive window `streamWindow`) and the
+ * connection's receive window raised to `connectionWindow`. Frames may follow at once: the server's SETTINGS need
+ * not be awaited (RFC 9113, 3.4).
+ */
+export function clientPreface(streamWindow: number, connectionWindow: number): Buffer {
+  return Buffer.concat([
+    PREFACE,
+    settingsFrame([
+      [SETTINGS_ENABLE_PUSH, 0],
+      [SETTINGS_INITIAL_WINDOW_SIZE, streamWindow],
+    ]),
+    frame32(WINDOW_UPDATE, 0, connectionWindow - DEFAULT_WINDOW),
+  ])
+}
+
 export const EMPTY = Buffer.alloc(0)
 
 /** GOAWAY with `code`; the last stream id is 0, as the client opens no streams for the server. */

@@ -12,6 +12,7 @@
  */
 import type net from 'node:net'
 import * as F from './h2-frames.js'
+import { type HeaderBlock, HeaderBlocks } from './h2-header-blocks.js'
 import { connectH2Socket } from './h2-socket.js'
 import { type H2Handler, H2Stream } from './h2-stream.js'
 import { HpackDecoder } from './hpack.js'
@@ -30,8 +31,7 @@ export class H2Session {
   private readonly decoder = new HpackDecoder()
   private nextId = 1
   private readonly reader = new F.FrameReader()
-  /** A header block in CONTINUATION frames: its stream, flags and fragments. */
-  private block: { id: number; endStream: boolean; parts: Buffer[] } | undefined
+  private readonly blocks = new HeaderBlocks()
   private sendWindow = F.DEFAULT_WINDOW
   private peerStreamWindow = F.DEFAULT_WINDOW
   private maxFrame = F.DEFAULT_MAX_FRAME
@@ -50,17 +50,7 @@ export class H2Session {
     })
     this.socket.on('error', (error) => this.fail(error))
     this.socket.on('close', () => this.fail(new Error('the connection to etcd closed')))
-    // Frames may follow the preface at once; the server's SETTINGS need not be awaited (RFC 9113, 3.4).
-    this.socket.write(
-      Buffer.concat([
-        F.PREFACE,
-        F.settingsFrame([
-          [F.SETTINGS_ENABLE_PUSH, 0],
-          [F.SETTINGS_INITIAL_WINDOW_SIZE, STREAM_WINDOW],
-        ]),
-        F.frame32(F.WINDOW_UPDATE, 0, CONNECTION_WINDOW - F.DEFAULT_WINDOW),
-      ]),
-    )
+    this.socket.write(F.clientPreface(STREAM_WINDOW, CONNECTION_WINDOW))
   }
 
   /** Whether new streams can be opened here. */
@@ -175,19 +165,11 @@ export class H2Session {
   }
 
   private frame(type: number, flags: number, id: number, payload: Buffer): void {
-    if (this.block !== undefined && type !== F.CONTINUATION) throw new Error('a header block was interrupted')
+    this.blocks.check(type)
     if (type === F.DATA) this.onData(flags, id, payload)
-    else if (type === F.HEADERS) {
-      const padding = flags & F.PADDED ? (payload[0] as number) : 0
-      const start = (flags & F.PADDED ? 1 : 0) + (flags & F.PRIORITY ? 5 : 0)
-      const block = payload.subarray(start, payload.length - padding)
-      this.block = { id, endStream: (flags & F.END_STREAM) !== 0, parts: [block] }
-      if (flags & F.END_HEADERS) this.onHeaderBlock()
-    } else if (type === F.CONTINUATION) {
-      if (this.block === undefined || this.block.id !== id) throw new Error('CONTINUATION without HEADERS')
-      this.block.parts.push(payload)
-      if (flags & F.END_HEADERS) this.onHeaderBlock()
-    } else if (type === F.RST_STREAM) {
+    else if (type === F.HEADERS) this.onHeaderBlock(this.blocks.headers(flags, id, payload))
+    else if (type === F.CONTINUATION) this.onHeaderBlock(this.blocks.continuation(flags, id, payload))
+    else if (type === F.RST_STREAM) {
       const stream = this.streams.get(id)
       if (stream !== undefined) this.close(stream, payload.readUInt32BE(0), undefined)
     } else if (type === F.SETTINGS) {
@@ -222,11 +204,11 @@ export class H2Session {
     if (endStream) this.closeIfDone(stream)
   }
 
-  private onHeaderBlock(): void {
-    const { id, endStream, parts } = this.block as NonNullable<H2Session['block']>
-    this.block = undefined
+  private onHeaderBlock(whole: HeaderBlock | undefined): void {
+    if (whole === undefined) return
+    const { id, endStream, block } = whole
     // Decoded even for a stream already gone: the block may change the connection's HPACK table.
-    const fields = this.decoder.decode(parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts))
+    const fields = this.decoder.decode(block)
     const stream = this.streams.get(id)
     if (stream === undefined || stream.remoteEnded) return
     if (endStream) stream.remoteEnded = true
@@ -235,19 +217,12 @@ export class H2Session {
   }
 
   private onSettings(payload: Buffer): void {
-    for (let at = 0; at + 6 <= payload.length; at += 6) {
-      const value = payload.readUInt32BE(at + 2)
-      switch (payload.readUInt16BE(at)) {
-        case F.SETTINGS_INITIAL_WINDOW_SIZE: {
-          const delta = value - this.peerStreamWindow
-          this.peerStreamWindow = value
-          for (const stream of this.streams.values()) stream.sendWindow += delta
-          break
-        }
-        case F.SETTINGS_MAX_FRAME_SIZE:
-          this.maxFrame = value
-          break
-      }
+    for (const [setting, value] of F.readSettings(payload)) {
+      if (setting === F.SETTINGS_INITIAL_WINDOW_SIZE) {
+        const delta = value - this.peerStreamWindow
+        this.peerStreamWindow = value
+        for (const stream of this.streams.values()) stream.sendWindow += delta
+      } else if (setting === F.SETTINGS_MAX_FRAME_SIZE) this.maxFrame = value
     }
     this.send(F.frame(F.SETTINGS, F.ACK, 0))
     for (const stream of this.streams.values()) this.flush(stream)
