@@ -23,7 +23,7 @@ import { RecentContention } from './recent-contention.js'
 import type { RedisBackendOptions } from './redis-backend-options.js'
 import { holdersFrom, lockKeysFromScan, waitersFrom } from './redis-inspect.js'
 import { ReleaseNotifier } from './release-notifier.js'
-import { afterNewHolder, passed, released } from './release-replies.js'
+import { answer, passed, released } from './release-replies.js'
 import type { RedisReleaseSubscription } from './release-subscription.js'
 import { type ReplicaWait, waitForReplicas } from './replica-wait.js'
 import { ScriptCalls } from './script-calls.js'
@@ -193,12 +193,12 @@ export class RedisBackend extends BackendBase {
       }
       const args = [field, this.notifier.wakeChannel ?? '-', channel]
       const reply = await this.calls.run(this.scripts.passMutex, lockKeys.passKeys, args, request)
-      const dropped = passed(this.notifier, reply)
-      if (dropped !== undefined) return reply.startsWith('g ') ? afterNewHolder(dropped) : dropped
+      const outcome = passed(this.notifier, reply)
+      if (outcome !== undefined) return answer(outcome)
     }
     const args = [field, channel, this.publishAlways, this.notifier.wakeChannel ?? '-']
     const reply = await this.calls.run(this.scripts.release, keys, args, request)
-    return typeof reply === 'string' ? afterNewHolder(released(this.notifier, reply)) : reply
+    return answer(released(this.notifier, reply))
   }
 
   /** Gives back the grant `token` of `request.owner`, unless the owner was granted again since. */

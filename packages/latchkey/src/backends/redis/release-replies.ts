@@ -6,19 +6,30 @@
 import type { ReleaseNotifier } from './release-notifier.js'
 import type { MutexPass, ReleaseReply } from './scripts/index.js'
 
-/** release.lua's reply: whether the lease was dropped (handing over a grant it made here). */
-export function released(notifier: ReleaseNotifier, reply: ReleaseReply): boolean {
+/**
+ * What a release script's reply says: whether the caller's lease was dropped, or `handed-over`: it was, and the
+ * lock went to a waiter of this process (handed over already by the function that read the reply).
+ */
+export type ReleaseOutcome = boolean | 'handed-over'
+
+/** release.lua's reply (a grant it made here is handed over). */
+export function released(notifier: ReleaseNotifier, reply: ReleaseReply): ReleaseOutcome {
   if (typeof reply === 'boolean') return reply
   notifier.handOver(reply)
-  return true
+  return 'handed-over'
 }
 
-/** pass-mutex.lua's reply: as {@link released}, or undefined when it did nothing (release.lua must run). */
-export function passed(notifier: ReleaseNotifier, reply: MutexPass): boolean | undefined {
+/** pass-mutex.lua's reply, as {@link released}; undefined when it did nothing (release.lua must run). */
+export function passed(notifier: ReleaseNotifier, reply: MutexPass): ReleaseOutcome | undefined {
   if (reply === 'waited') return undefined
   if (reply === 'released' || reply === 'not-held') return reply === 'released'
   notifier.handOver(reply)
-  return true
+  return 'handed-over'
+}
+
+/** The release's answer to its caller: whether the lease was dropped, after the new holder's turn when it is ours. */
+export function answer(outcome: ReleaseOutcome): boolean | Promise<boolean> {
+  return outcome === 'handed-over' ? afterNewHolder(true) : outcome
 }
 
 /**
@@ -28,6 +39,6 @@ export function passed(notifier: ReleaseNotifier, reply: MutexPass): boolean | u
  * within a process by its whole continuation (bench/redis-handoff-trace.ts: the releaser resumed between the
  * waiter's wake and its grant). The release itself is done on the server already.
  */
-export function afterNewHolder<T>(value: T): Promise<T> {
+function afterNewHolder<T>(value: T): Promise<T> {
   return new Promise((resolve) => setImmediate(resolve, value))
 }
