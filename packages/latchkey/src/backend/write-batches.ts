@@ -10,7 +10,7 @@
  * A batch is at most {@link MAX_BATCH} requests. Holding a whole turn's requests made the client and the server
  * take turns: the server idled while the client built the batch, the client while the server ran it (both about
  * half busy on an idle 2-core host), and 50 concurrent Redis lock+unlock loops fell to 0.84x redis-semaphore.
- * Letting every eighth request release the held ones lets the server start on them while the client builds the rest.
+ * Letting a full batch leave at once lets the server start on it while the client builds the rest.
  */
 
 /**
@@ -26,31 +26,67 @@ export interface Corkable {
   uncork?: () => void
 }
 
+/** What to do with a request just queued: write it now, hold it, or write the held ones first (see {@link turnHolds}). */
+export type HoldStep = 'send' | 'hold' | 'full'
+
+/**
+ * The hold rule above, for one connection, whatever holds its requests back (a corked socket, a queue). The
+ * returned function runs as each request is queued, with how many of the connection's requests await replies:
+ * - `send`: nothing is held and nothing in flight; write it now.
+ * - `hold`: hold it; `release` runs at the end of the turn in which the batch began.
+ * - `full`: {@link MAX_BATCH} are held already; the caller writes those now, and this one begins the next batch
+ *   (released with the turn's end, or when it is full in turn).
+ */
+export function turnHolds(release: () => void): (inFlight: number) => HoldStep {
+  let holding = false
+  let held = 0
+  const endOfTurn = (): void => {
+    holding = false
+    release()
+  }
+  return (inFlight) => {
+    if (holding) {
+      if (held < MAX_BATCH) {
+        held++
+        return 'hold'
+      }
+      held = 1
+      return 'full'
+    }
+    // Nothing in flight: no reply can arrive meanwhile and no other request is coming, so holding could only delay.
+    if (inFlight === 0) return 'send'
+    holding = true
+    held = 1
+    process.nextTick(endOfTurn)
+    return 'hold'
+  }
+}
+
 /**
  * A function to call just before each request is written to a connection, which corks the connection's socket
- * when that batches (see the module comment). `socket` gives the connection's current socket (it changes on
- * reconnects), `inFlight` how many of its requests await replies.
+ * when that batches (see the module comment and {@link turnHolds}). `socket` gives the connection's current socket
+ * (it changes on reconnects), `inFlight` how many of its requests await replies.
  */
 export function writeBatcher(socket: () => Corkable | null | undefined, inFlight: () => number): () => void {
   let corked: Corkable | undefined
-  let held = 0
-  const flush = (): void => {
+  const hold = turnHolds(() => {
     const current = corked
     corked = undefined
     current?.uncork?.()
-  }
+  })
   return () => {
     if (corked !== undefined) {
-      // The held ones leave in one write now; this one goes out on its own right after, the next starts a batch.
-      if (++held >= MAX_BATCH) flush()
+      // A full batch leaves in one write; the socket stays corked for this request and the rest of the turn.
+      if (hold(inFlight()) === 'full') {
+        corked.uncork?.()
+        corked.cork?.()
+      }
       return
     }
     const current = socket()
     if (current === undefined || current === null || typeof current.cork !== 'function') return
-    if (inFlight() === 0) return
+    if (hold(inFlight()) !== 'hold') return
     current.cork()
-    held = 0
     corked = current
-    process.nextTick(flush)
   }
 }

@@ -1,6 +1,6 @@
 /**
- * Batched socket writes on a node-zookeeper-client connection (../../backend/write-batches.ts says why, when a
- * request is held and why a batch is at most {@link MAX_BATCH} requests): the client writes each request to its
+ * Batched socket writes on a node-zookeeper-client connection (../../backend/write-batches.ts says why, and its
+ * `turnHolds` when a request is held and why a batch is bounded): the client writes each request to its
  * socket as soon as it is queued (and disables Nagle); in a CPU profile of 10 waiters over four processes, the socket
  * writes were the largest single share of a worker's time (bench/zookeeper-curator.ts).
  *
@@ -11,7 +11,7 @@
  * stream with a chunk per request to gather into a `writev`. Any other client (or a version without that queue) is
  * left as is.
  */
-import { MAX_BATCH } from '../../backend/write-batches.js'
+import { turnHolds } from '../../backend/write-batches.js'
 import type { ZkClient } from './zk-client.js'
 
 /** A request as the client queues it: a header (null only for the connect request, never queued) and a payload. */
@@ -64,15 +64,15 @@ export function batchWrites(client: ZkClient): void {
   batched.add(manager)
   const queue = packets.queue
   const pending = manager.pendingQueue
-  let scheduled = false
-  const send = (): void => {
+  /** Sends the queued requests, but for the `keep` newest. */
+  const send = (keep = 0): void => {
     const socket = manager.socket
     if (!SENDING.has(manager.state) || socket === undefined || socket === null) return
     // The client's sender stops at a write the socket asks to wait after; 'drain' calls it (this) again.
-    if (socket.writableNeedDrain === true || queue.length === 0) return
+    if (socket.writableNeedDrain === true || queue.length <= keep) return
     const batch: Packet[] = []
     let size = 0
-    while (queue.length > 0) {
+    while (queue.length > keep) {
       const packet = queue.shift() as Packet
       const { header, payload } = packet.request
       if (header !== null && header.type !== PING && header.type !== AUTH) {
@@ -96,24 +96,13 @@ export function batchWrites(client: ZkClient): void {
     }
     socket.write(buffer)
   }
-  const sendHeld = (): void => {
-    scheduled = false
-    send()
-  }
-  manager.onPacketQueueReadable = send
+  const hold = turnHolds(send)
+  manager.onPacketQueueReadable = () => send()
   packets.removeAllListeners('readable')
   packets.on('readable', () => {
-    if (scheduled) {
-      // The held ones leave in one write now; the requests queued after them wait for the end of the turn.
-      if (queue.length >= MAX_BATCH) send()
-      return
-    }
-    // Nothing in flight: no reply can arrive meanwhile, so holding this one could only delay it.
-    if (pending.length === 0) {
-      send()
-      return
-    }
-    scheduled = true
-    process.nextTick(sendHeld)
+    const step = hold(pending.length)
+    if (step === 'send') send()
+    // The packet is queued already: the full batch leaves without it, and it begins the next.
+    else if (step === 'full') send(1)
   })
 }
