@@ -133,6 +133,22 @@ describe('zookeeper: watchLease', () => {
   })
 })
 
+describe('zookeeper: watchLease, a young lease', () => {
+  it('force-released before its holder watches its node, it is told once the watch is set', async () => {
+    const b = backend()
+    const r = request('young')
+    expect((await b.tryAcquire(r)).acquired).toBe(true)
+    const reasons: string[] = []
+    const stop = b.watchLease(r, (reason) => reasons.push(reason))
+    // At once, within GUARD_AFTER_MS: the holder watches nothing yet, and learns of it when it sets the watch.
+    expect(await backend().forceRelease(r)).toBe(true)
+    await eventually('the holder was told', () => reasons.length > 0, 1_000)
+    expect(reasons).toHaveLength(1)
+    expect(reasons[0]).toMatch(/deleted/)
+    stop()
+  })
+})
+
 describe('zookeeper: protected names', () => {
   it('a create whose reply is lost is found again by its _c_<owner>- prefix, leaving no orphan', async () => {
     const proxy = await new ZkProxy(port).start()

@@ -119,10 +119,10 @@ describe('zookeeper: requests per lock', () => {
     await b.close()
   })
 
-  it('a contender joining a line its process saw busy sets no watch on the lock node: later joiners do not wake it', async () => {
+  it("a session hears only the deletion of the node ahead: not joiners, nor a short-lived holder's own delete", async () => {
     const watched = await recordedClient()
     clients.push(watched.client)
-    // Every watch event this session receives, by type and path.
+    // Every watch event this session receives, by type (2 NodeDeleted, 4 NodeChildrenChanged) and path.
     const events: string[] = []
     const manager = (watched.client as unknown as { connectionManager: { watcherManager: { emit(e: unknown): void } } })
       .connectionManager.watcherManager
@@ -135,28 +135,29 @@ describe('zookeeper: requests per lock', () => {
     const a = createLocks({ backend: zookeeperBackend({ connectString: zkUrl() }), namespace })
     const b = createLocks({ backend: zookeeperBackend({ client: asZkClient(watched.client) }), namespace })
     const c = createLocks({ backend: zookeeperBackend({ connectString: zkUrl() }), namespace })
-    const first = await a.mutex('joiners').acquire()
-    // The first waiter of this session knows nothing of the line yet: its create's listing may arm the lock node's
-    // child watch (a holder granted at its create relies on it); the second joiner's create fires that one.
-    const w1 = b.mutex('joiners').acquire({ waitMs: 10_000 })
-    await eventually('the first waiter watches the holder', () => watched.sent.length >= 4)
-    const w2 = b.mutex('joiners').acquire({ waitMs: 10_000 })
-    // Its create fired the first waiter's watch; that event came before the create's reply (ZooKeeper's order).
-    await eventually('the second waiter is in line', () => watched.sent.length >= 7)
-    events.length = 0
-    // The second waiter's create saw a busy line: no child watch was armed, so a third contender joining (another
-    // process) tells this session nothing. The ordered read below proves a notification would have come by then.
-    const w3 = c.mutex('joiners').acquire({ waitMs: 10_000 })
-    await eventually('the third contender is in line', async () => {
-      const inspection = await b.inspect('joiners')
-      return inspection.waiters.length >= 3
-    })
-    await b.inspect('joiners')
+    // ZooKeeper sends a session's watch events before the replies to its later requests: after one more read on
+    // this session, an event that the writes before it triggered has arrived.
+    const ordered = () => b.inspect('quiet')
+    // Uncontended: released well within GUARD_AFTER_MS, the holder never watched its node or the lock node.
+    await (await b.mutex('quiet').acquire()).release()
+    await ordered()
+    expect(events).toEqual([])
+    const first = await a.mutex('quiet').acquire()
+    const waiting = b.mutex('quiet').acquire({ waitMs: 10_000 })
+    await eventually('the waiter watches the holder', async () => (await b.inspect('quiet')).waiters.length === 1)
+    // A contender joining behind it (another process) tells this session nothing.
+    const third = c.mutex('quiet').acquire({ waitMs: 10_000 })
+    await eventually('the third contender is in line', async () => (await b.inspect('quiet')).waiters.length === 2)
     expect(events).toEqual([])
     await first.release()
-    await (await w1).release()
-    await (await w2).release()
-    await (await w3).release()
+    const second = await waiting
+    expect(events).toHaveLength(1)
+    expect(events[0]).toMatch(/^2 \//)
+    // Its own delete, the line's change behind it and the third contender's grant fire nothing here either.
+    await second.release()
+    await (await third).release()
+    await ordered()
+    expect(events).toHaveLength(1)
     await a.close()
     await b.close()
     await c.close()

@@ -7,7 +7,7 @@ import { readLong, type ZkStat } from './zk-client.js'
 import type { ZkConnection } from './zk-connection.js'
 import { type CreatedLease, leaseLost, NO_NODE, type OwnerEntry } from './zk-entry.js'
 import { checkHolders } from './zk-holders.js'
-import { createNode, listArmingParent, listChildren, statOf, writeLease } from './zk-node-ops.js'
+import { createNode, listChildren, statOf, writeLease } from './zk-node-ops.js'
 import { agreeingLine, lineOf, standingOf } from './zk-nodes.js'
 import { DELETED, type WatchHub, watchNodes } from './zk-watch.js'
 import { keepYoungLease, stopEmptyTimer, youngLease } from './zk-young-lease.js'
@@ -20,9 +20,6 @@ export interface AttemptDeps {
   drop(entry: OwnerEntry): Promise<void>
   /** Schedules the deletion of a lock's node directory that may now be empty (see `ZkParents.emptied`). */
   emptied(path: string): void
-  /** Records whether a listing showed someone else in line; `seemsBusy` reads it back (see `ZkParents`). */
-  sawLine(parent: string, othersInLine: boolean): void
-  seemsBusy(parent: string): boolean
 }
 
 /** Tries once (a few rounds when the line changes under us); see the module comment. */
@@ -40,10 +37,7 @@ export async function attempt(entry: OwnerEntry, request: AcquireRequest, deps: 
     let children: string[]
     const node = entry.node
     if (node.is === 'none' || node.is === 'unsure') {
-      // The lock node's child watch guards a holder granted at its create; into a busy line the create most likely
-      // waits, and the watch would only wake this session at every change of the line.
-      const hub = deps.seemsBusy(entry.parent) ? undefined : deps.hub
-      const created = await createNode(entry, request.ttlMs, (p) => deps.ensureParent(entry.conn, p), hub)
+      const created = await createNode(entry, request.ttlMs, (p) => deps.ensureParent(entry.conn, p))
       ;({ children, fresh, stat: createdStat } = created)
     } else {
       // Woken by our watch, it is most likely our turn: keep the young lease of our create, or else start the
@@ -61,16 +55,13 @@ export async function attempt(entry: OwnerEntry, request: AcquireRequest, deps: 
         if (fromCreate !== undefined) stopEmptyTimer(node)
       }
       if (fromCreate !== undefined) {
-        // Still holding the young lease of its create (zk-young-lease.ts): the listing alone decides, and re-arms
-        // the lock node's child watch as below.
-        children = await (listedAhead ?? listArmingParent(entry, deps.hub))
+        // Still holding the young lease of its create (zk-young-lease.ts): the listing alone decides.
+        children = await (listedAhead ?? listChildren(entry.conn, entry.parent))
       } else if (woken && node.is === 'waiting' && node.czxid !== undefined && !node.dataLeased) {
         // The token is known from the create: the listing goes first and decides alone, the lease write follows
         // it on the session (a read queued behind a write would wait for the write's commit).
         leaseFrom = entry.conn.serverNow()
-        // The listing re-arms the lock node's child watch: granted on it, the holder needs no watch of its own
-        // until the line changes (`OwnerEntry.parentWatch`).
-        const listed = listArmingParent(entry, deps.hub)
+        const listed = listChildren(entry.conn, entry.parent)
         leased = writeLease(entry, request.ttlMs)
         leased.catch(() => undefined)
         children = await listed
@@ -83,10 +74,6 @@ export async function attempt(entry: OwnerEntry, request: AcquireRequest, deps: 
     let line = lineOf(children, entry.layout.parse)
     const ours = entry.node
     if (ours.is !== 'waiting' && ours.is !== 'held') continue // not reached: a created node has a name
-    deps.sawLine(
-      entry.parent,
-      line.some((n) => n.name !== ours.name),
-    )
     if (line.every((n) => n.name !== ours.name)) {
       entry.node = NO_NODE // our node was deleted (forceRelease): take a new place in line
       continue

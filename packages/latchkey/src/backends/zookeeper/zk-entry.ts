@@ -77,12 +77,6 @@ export interface OwnerEntry {
   sub: ZkSubscription | undefined
   /** Child names this entry has a live watch on (kept across states: a watch outlives the try that set it). */
   readonly watching: Set<string>
-  /**
-   * The child watch on the lock node set by the listing right after our create: `armed` until the line first
-   * changes after it, then `fired`. While armed, nothing can have happened to our node, so a holder granted at
-   * its create needs no watch of its own (`guardLease`).
-   */
-  parentWatch: 'armed' | 'fired' | undefined
 }
 
 /**

@@ -8,7 +8,6 @@ import type { ZkConnection } from './zk-connection.js'
 import { canCreate2, sendCreate2 } from './zk-create2.js'
 import { NO_NODE, type NodeState, nameOf, type OwnerEntry, waitingNode } from './zk-entry.js'
 import { encodeLease } from './zk-nodes.js'
-import type { WatchHub } from './zk-watch.js'
 
 const UNSURE: NodeState = Object.freeze({ is: 'unsure' })
 
@@ -22,7 +21,6 @@ export async function createNode(
   entry: OwnerEntry,
   ttlMs: number | undefined,
   ensureParent: (path: string) => Promise<void>,
-  hub?: WatchHub,
 ): Promise<{ children: string[]; fresh: boolean; stat?: ZkStat | undefined }> {
   const { conn, parent } = entry
   const prefix = entry.layout.prefix(entry.owner, entry.kind, entry.permits)
@@ -39,8 +37,7 @@ export async function createNode(
     // acquire needs neither a second write nor a read.
     const sentAt = performance.now()
     const created = createOwnNode(conn, `${parent}/${prefix}`, nodeData(entry, ttlMs))
-    // With `hub`, the listing also sets a child watch on the lock node: the holder's guard (see `guardLease`).
-    const listed = hub === undefined ? listChildren(conn, parent) : listArmingParent(entry, hub)
+    const listed = listChildren(conn, parent)
     listed.catch(() => undefined)
     entry.node = UNSURE
     try {
@@ -82,27 +79,6 @@ function createOwnNode(conn: ZkConnection, path: string, data: Buffer): Promise<
 /** An owner's node data: its lease, and in Curator's semaphore its permit count (see `encodeLease`). */
 function nodeData(entry: OwnerEntry, ttlMs: number | undefined): Buffer {
   return encodeLease(ttlMs, entry.gate === undefined ? undefined : entry.permits)
-}
-
-/**
- * Lists the lock node's children with a child watch on it (armed for `entry` only when the listing answers, as
- * the client registers it). Set right after our create, it fires on the first change of the line after it: a
- * contender joining, or a node leaving (ours deleted behind our back among them).
- */
-export async function listArmingParent(entry: OwnerEntry, hub: WatchHub): Promise<string[]> {
-  const { conn, parent } = entry
-  try {
-    const children = await conn.run<string[]>('getChildren', (cb) => conn.client.getChildren(parent, hub.watcher, cb))
-    // An event while this was in flight came from an earlier registration; the one set now is armed.
-    entry.parentWatch = 'armed'
-    hub.arm(parent, entry)
-    return children
-  } catch (error) {
-    // No watch was set (a missing lock node sets none): the holder must not rely on one.
-    if (entry.parentWatch === 'armed') entry.parentWatch = 'fired'
-    if (zkCode(error) === ZK.NO_NODE) return []
-    throw error
-  }
 }
 
 /** Children of a lock node; none when it does not exist. */

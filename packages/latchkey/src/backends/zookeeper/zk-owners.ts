@@ -53,7 +53,6 @@ export class ZkOwners {
       node: NO_NODE,
       sub,
       watching: new Set(),
-      parentWatch: undefined,
     }
     this.entries.set(request.owner, entry)
     return entry

@@ -13,8 +13,6 @@ import { removeQuietly } from './zk-node-ops.js'
 
 export class ZkParents {
   private readonly idle = new Map<string, NodeJS.Timeout>()
-  /** Lock nodes whose line, at this process's last listing of it, held a node other than the lister's own. */
-  private readonly busy = new Set<string>()
 
   /** @param root nodes at or above it are never deleted (the root itself is shared by every lock) */
   constructor(
@@ -46,30 +44,11 @@ export class ZkParents {
     }
   }
 
-  /**
-   * Records what a listing of `parent` showed: whether someone else's node was in line. A hint only (see
-   * `seemsBusy`): the line may have changed since.
-   */
-  sawLine(parent: string, othersInLine: boolean): void {
-    if (othersInLine) this.busy.add(parent)
-    else this.busy.delete(parent)
-  }
-
-  /**
-   * Whether the last listing of `parent` in this process showed someone else in line: a new contender then most
-   * likely waits, and a create need not arm the lock node's child watch that only a holder granted at its create
-   * relies on (`createNode`). A wrong guess costs one request (the holder's own-node watch), never safety.
-   */
-  seemsBusy(parent: string): boolean {
-    return this.busy.has(parent)
-  }
-
   /** Deletes `parent` once nobody in this process has used it for `idleMs` (and if it is empty then). */
   emptied(parent: string): void {
     clearTimeout(this.idle.get(parent))
     const timer = setTimeout(() => {
       this.idle.delete(parent)
-      this.busy.delete(parent)
       const conn = this.live()
       if (conn?.alive === true) void this.removeEmpty(conn, parent).catch(() => undefined)
     }, this.idleMs)
@@ -93,7 +72,6 @@ export class ZkParents {
     for (const timer of this.idle.values()) clearTimeout(timer)
     const parents = [...this.idle.keys()]
     this.idle.clear()
-    this.busy.clear()
     return parents
   }
 }

@@ -5,9 +5,9 @@
  */
 import { ZK, type ZkEvent } from './zk-client.js'
 import { leaseLost, type OwnerEntry } from './zk-entry.js'
-import { listArmingParent } from './zk-node-ops.js'
+import { listChildren } from './zk-node-ops.js'
 import { ZkSubscription } from './zk-subscription.js'
-import { DELETED, guardLease, type WatchHub, watchNodes } from './zk-watch.js'
+import { DELETED, type WatchHub, watchNodes } from './zk-watch.js'
 import { youngLease } from './zk-young-lease.js'
 
 export class ZkWaiters {
@@ -89,11 +89,6 @@ export class ZkWaiters {
     this.watched.delete(event.path)
     const name = event.path.slice(event.path.lastIndexOf('/') + 1)
     for (const entry of entries) {
-      // Only the listings of `attempt` arm a lock node's child watch for an entry that sets `parentWatch`.
-      if (event.type === ZK.NODE_CHILDREN_CHANGED && entry.parentWatch !== undefined && event.path === entry.parent) {
-        this.parentChanged(entry)
-        continue
-      }
       entry.watching.delete(name)
       if (!this.isCurrent(entry)) continue
       const { node } = entry
@@ -127,21 +122,9 @@ export class ZkWaiters {
     const { node } = entry
     if (node.is !== 'waiting' || node.wakeOnChange || node.listing !== undefined || node.created === undefined) return
     if (youngLease(entry, node, node.created.ttlMs) === undefined) return
-    const listing = listArmingParent(entry, this.hub)
+    const listing = listChildren(entry.conn, entry.parent)
     listing.catch(() => undefined)
     node.listing = listing
-  }
-
-  /**
-   * The line changed after our create (see `OwnerEntry.parentWatch`): a holder that relied on that watch now
-   * watches its own node (or, before `watchLease`, will). A waiter is not woken: its own watch on the node
-   * ahead does that.
-   */
-  private parentChanged(entry: OwnerEntry): void {
-    entry.parentWatch = 'fired'
-    if (this.isCurrent(entry) && entry.node.is === 'held' && entry.node.onLeaseLost !== undefined) {
-      guardLease(entry, this.hub)
-    }
   }
 
   private wake(entry: OwnerEntry): void {

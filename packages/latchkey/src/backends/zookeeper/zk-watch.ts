@@ -75,7 +75,7 @@ export async function watchChildren(entry: OwnerEntry, hub: WatchHub): Promise<s
 /**
  * Watches a holder's own node for its deletion (its renewals do not fire the watch), so that its deletion behind the
  * holder's back (forceRelease, or a contender judging its lease expired) tells the lease at once. A node already
- * gone tells it now.
+ * gone tells it now. Set by `watchLease` once the lease is no longer young (`GUARD_AFTER_MS`).
  */
 export function guardLease(entry: OwnerEntry, hub: WatchHub): void {
   const { node } = entry

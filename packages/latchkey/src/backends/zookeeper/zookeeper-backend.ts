@@ -53,6 +53,15 @@ const CAPABILITIES = defineCapabilities({
   list: true,
 })
 
+/**
+ * How long a lease lives before its holder watches its own node. The watch tells the holder at once that its node
+ * was deleted behind its back; only forceRelease can do that to a lease this young (a contender judges a lease
+ * expired only after its TTL), and a forceRelease meanwhile is told when the watch is set (its node is gone then).
+ * A watch set at the grant fires on the holder's own delete as well: one request and one event per acquisition that
+ * a short hold (and Curator's InterProcessMutex, which keeps no such watch) does without.
+ */
+const GUARD_AFTER_MS = 100
+
 /** Curator's paths are the lock keys themselves, nested at each `/`: no flat list of names to read. */
 const CURATOR_CAPABILITIES = defineCapabilities({ ...CAPABILITIES, list: false })
 
@@ -76,8 +85,6 @@ export class ZookeeperBackend extends BackendBase {
     hub: this.waiters.hub,
     drop: (entry) => this.owners.drop(entry),
     emptied: (path) => this.parents.emptied(path),
-    sawLine: (parent, othersInLine) => this.parents.sawLine(parent, othersInLine),
-    seemsBusy: (parent) => this.parents.seemsBusy(parent),
   }
 
   constructor(private readonly settings: ZookeeperSettings) {
@@ -181,10 +188,16 @@ export class ZookeeperBackend extends BackendBase {
     }
     const { node } = entry
     node.onLeaseLost = onLost
-    // Granted at its create with the lock node's child watch still armed: nobody has touched the line since, and
-    // the first change (the only way our node can go) fires it; the own-node watch is set only then (ZkWaiters).
-    if (entry.parentWatch !== 'armed') guardLease(entry, this.waiters.hub)
+    // The own-node watch is armed only once the lease has lived GUARD_AFTER_MS (see there): a shorter hold costs
+    // neither its request nor the event its own delete would fire.
+    const guard = setTimeout(() => {
+      if (entry.node === node && node.onLeaseLost === onLost && this.owners.isCurrent(entry)) {
+        guardLease(entry, this.waiters.hub)
+      }
+    }, GUARD_AFTER_MS)
+    guard.unref()
     return () => {
+      clearTimeout(guard)
       if (node.onLeaseLost === onLost) node.onLeaseLost = undefined
     }
   }
