@@ -40,3 +40,19 @@ export async function zkRequestCounters(hostPort: string): Promise<ZkRequestCoun
   const state = /^zk_server_state\s+(\S+)/m.exec(text)?.[1] ?? 'unknown'
   return { writes: stat(text, 'zk_cnt_updatelatency'), reads: stat(text, 'zk_cnt_readlatency'), state }
 }
+
+/**
+ * The request counters of the server at `hostPort` and its client packets: each request (pings included) gets one
+ * reply, so packets sent minus packets received over a window are the watch events it sent meanwhile.
+ */
+export async function zkPacketCounters(
+  hostPort: string,
+): Promise<ZkRequestCounters & { readonly sent: number; readonly received: number }> {
+  const text = await mntrText(hostPort)
+  return {
+    writes: stat(text, 'zk_cnt_updatelatency'),
+    reads: stat(text, 'zk_cnt_readlatency'),
+    sent: stat(text, 'zk_packets_sent'),
+    received: stat(text, 'zk_packets_received'),
+  }
+}
