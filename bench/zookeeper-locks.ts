@@ -10,6 +10,6 @@ import { runSubset } from './lib/subset.js'
 
 await runSubset(
   'ZooKeeper beside Apache Curator and Redis',
-  ['zk', 'curator', 'zk3', 'curator3', 'znode', 'redis'],
+  ['zk', 'zk-1p', 'curator', 'zk3', 'zk3-1p', 'curator3', 'znode', 'redis'],
   'redis',
 )

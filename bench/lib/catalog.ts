@@ -68,7 +68,7 @@ function latchkey(
   id: string,
   label: string,
   url: string | ((concurrency?: number) => string),
-  o: Partial<ContenderDef> & { pollMs?: number; dist?: string } = {},
+  o: Partial<ContenderDef> & { pollMs?: number; dist?: string; sessions?: number } = {},
 ): ContenderDef {
   return {
     id,
@@ -86,6 +86,7 @@ function latchkey(
       ttlMs,
       ...(o.pollMs === undefined ? {} : { pollMs: o.pollMs }),
       ...(o.dist === undefined ? {} : { dist: o.dist }),
+      ...(o.sessions === undefined ? {} : { sessions: o.sessions }),
     }),
   }
 }
@@ -226,6 +227,22 @@ export function catalog(s: Servers): ContenderDef[] {
         ]),
     latchkey('zk', 'ZooKeeper standalone', `zookeeper://${s.zk}`),
     latchkey('zk3', 'ZooKeeper 3-node ensemble', `zookeeper://${s.zkEnsemble}`),
+    // Curator's layout: one process over 4 sessions (its JVM's), where the rows above spread over 4 processes.
+    latchkey('zk-1p', 'ZooKeeper standalone, waiters in one process (4 sessions)', `zookeeper://${s.zk}`, {
+      crossProcess: false,
+      scenarios: ['w10'],
+      sessions: 4,
+    }),
+    latchkey(
+      'zk3-1p',
+      'ZooKeeper 3-node ensemble, waiters in one process (4 sessions)',
+      `zookeeper://${s.zkEnsemble}`,
+      {
+        crossProcess: false,
+        scenarios: ['w10'],
+        sessions: 4,
+      },
+    ),
     curator('curator', 'Apache Curator 5.4 InterProcessMutex (ZooKeeper standalone)', s.zk),
     curator('curator3', 'Apache Curator 5.4 InterProcessMutex (ZooKeeper 3-node ensemble)', s.zkEnsemble),
     latchkey('etcd', 'etcd', `etcd://${new URL(s.etcd).host}`),

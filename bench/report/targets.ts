@@ -56,6 +56,8 @@ function targets(s: Summaries): Target[] {
     rate(`ZooKeeper ${where}, uncontended c=1`, ours, theirs, 'c1', 1),
     rate(`ZooKeeper ${where}, uncontended c=50`, ours, theirs, 'c50', 1),
     gap(`ZooKeeper ${where}, 10 waiters`, ours, theirs, 'w10', 1),
+    // Curator's layout: its JVM runs the 10 waiters over 4 sessions in one process.
+    gap(`ZooKeeper ${where}, 10 waiters in one process (4 sessions)`, `${ours}-1p`, theirs, 'w10', 1),
   ]
   return [
     rate('Redis uncontended c=1', 'redis', bestPeer(s, 'c1') ?? 'redis-semaphore', 'c1', 1),
