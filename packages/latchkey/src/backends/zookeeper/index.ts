@@ -59,8 +59,9 @@ export interface ZookeeperBackendOptions {
  * than the session timeout, expiry). The backend runs its own liveness check, because the client does not
  * notice a silent partition: after 2/3 of the session timeout without a reply the session is suspect, after
  * the full timeout it is lost, renewals fail, and a new session is opened for later calls. The core watches
- * every lease it grants (`watchLease`), so a lost session or a node deleted behind the holder's back aborts
- * `lease.signal` at once, not at the next renewal, whatever `ttlMs`.
+ * every lease it grants (`watchLease`), so a lost session aborts `lease.signal` at once, and a node deleted
+ * behind the holder's back (forceRelease) at once or, on a lease younger than 100 ms, when it reaches that age (the
+ * holder watches its own node only then: a shorter hold costs no watch), not at the next renewal, whatever `ttlMs`.
  * Lock-delay is not supported: a crashed holder's session expiry deletes its node at once. Needs
  * `node-zookeeper-client` (1.x). Emptied lock nodes are deleted after `lockNodeIdleMs`.
  *
