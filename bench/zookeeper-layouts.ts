@@ -41,11 +41,24 @@ const targets = [
 type Layout = 'latchkey 4 processes' | 'latchkey 1 process' | 'Curator 1 JVM' | 'Curator 4 JVMs' | string
 interface Figures {
   gapP50: number
+  gapP99: number
+  /** The longest time nobody held the lock in the window, ms. */
+  longestIdle: number
   rate: number
   requests: number
   writes: number
   notifications: number
   cpuMs: number
+}
+
+/** The longest stretch between one holder's release call and the next acquisition (flat [at, released, id]). */
+function longestIdle(parts: readonly (readonly number[])[]): number {
+  const all: [number, number][] = []
+  for (const flat of parts) for (let i = 0; i + 2 < flat.length; i += 3) all.push([flat[i] ?? 0, flat[i + 1] ?? 0])
+  all.sort((a, b) => a[0] - b[0])
+  let longest = 0
+  for (let i = 1; i < all.length; i++) longest = Math.max(longest, (all[i]?.[0] ?? 0) - (all[i - 1]?.[1] ?? 0))
+  return longest
 }
 
 const share = (i: number, n: number) => Math.floor(WAITERS / n) + (i < WAITERS % n ? 1 : 0)
@@ -129,6 +142,8 @@ async function runCell(
     const ops = f.acquisitions
     return {
       gapP50: f.gapP50,
+      gapP99: f.gapP99,
+      longestIdle: longestIdle(parts.map((p) => p.intervals)),
       rate: ops / (WINDOW_MS / 1000),
       requests: (c.writes + c.reads) / ops,
       writes: c.writes / ops,
@@ -166,7 +181,7 @@ try {
           const f = await runCell(layout, target.connect, pool, jvm1, jvm4, `${stamp}-r${run}`)
           figures.set(layout, [...(figures.get(layout) ?? []), f])
           process.stderr.write(
-            `${target.id} run ${run + 1} ${layout}: gap p50 ${fmtAuto(f.gapP50)} ms, ${Math.round(f.rate)}/s, req ${fmtAuto(f.requests)} notes ${fmtAuto(f.notifications)} cpu ${fmtAuto(f.cpuMs)}\n`,
+            `${target.id} run ${run + 1} ${layout}: gap p50 ${fmtAuto(f.gapP50)} p99 ${fmtAuto(f.gapP99)} longest idle ${fmtAuto(f.longestIdle)} ms, ${Math.round(f.rate)}/s, req ${fmtAuto(f.requests)} notes ${fmtAuto(f.notifications)} cpu ${fmtAuto(f.cpuMs)}\n`,
           )
         }
       }
@@ -176,13 +191,13 @@ try {
     }
     console.log(`\n## ${target.id} (${target.connect})\n`)
     console.log(
-      '| layout | gap p50 ms | acq/s | requests/acq | writes/acq | notifications/acq | client CPU ms/acq |\n| --- | --- | --- | --- | --- | --- | --- |',
+      '| layout | gap p50 ms | gap p99 ms | acq/s | requests/acq | writes/acq | notifications/acq | client CPU ms/acq |\n| --- | --- | --- | --- | --- | --- | --- | --- |',
     )
     for (const layout of layouts) {
       const xs = figures.get(layout) ?? []
       const col = (f: (x: Figures) => number) => fmtSpread(spread(xs.map(f)))
       console.log(
-        `| ${layout} | ${col((x) => x.gapP50)} | ${col((x) => x.rate)} | ${col((x) => x.requests)} | ${col((x) => x.writes)} | ${col((x) => x.notifications)} | ${col((x) => x.cpuMs)} |`,
+        `| ${layout} | ${col((x) => x.gapP50)} | ${col((x) => x.gapP99)} | ${col((x) => x.rate)} | ${col((x) => x.requests)} | ${col((x) => x.writes)} | ${col((x) => x.notifications)} | ${col((x) => x.cpuMs)} |`,
       )
     }
   }
