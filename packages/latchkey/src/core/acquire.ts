@@ -3,15 +3,15 @@
  * holder's expiry, or a jittered backoff, whichever comes first. Never a busy spin.
  */
 import { randomUUID } from 'node:crypto'
-import type { AcquireRequest, AcquireResult, Backend } from '../backend/types.js'
+import type { AcquireRequest, AcquireResult, Backend, ReleaseSubscription } from '../backend/types.js'
 import { isLockError, LockTimeoutError, PermitsMismatchError } from '../errors.js'
 import { backendSilenceError, type Silence, unansweredCause } from './backend-silence.js'
 import { driftMs, jitter, monotonicNow, sleep } from './clock.js'
 import type { LockTarget } from './context.js'
 import { emitSafely } from './events.js'
 import { HeldLease } from './lease.js'
-import { settleWithin } from './settle-within.js'
-import { StopCheck } from './stop-check.js'
+import { type Settled, settleWithin } from './settle-within.js'
+import { isStopped, StopCheck, throwIfStopped } from './stop-check.js'
 
 /** Resolved acquire options. */
 export interface AcquireSettings {
@@ -57,12 +57,9 @@ interface Limit {
  */
 export async function acquireLease(target: LockTarget, settings: AcquireSettings): Promise<HeldLease | undefined> {
   const { ctx } = target
-  const backend = ctx.backend
   const started = monotonicNow()
-  const stop = new StopCheck(settings.signal, ctx.closing)
-  stop.throwIfStopped()
+  throwIfStopped(settings.signal, ctx.closing)
   const waiting = settings.waitMs > 0
-  const queue = waiting && (target.kind === 'fair' || target.kind === 'write')
   const request: AcquireRequest = {
     key: target.key,
     kind: target.kind,
@@ -70,10 +67,47 @@ export async function acquireLease(target: LockTarget, settings: AcquireSettings
     ttlMs: settings.ttlMs,
     permits: target.permits,
     lockDelayMs: ctx.lockDelayMs,
-    queue,
+    queue: waiting && (target.kind === 'fair' || target.kind === 'write'),
     queueTtlMs: ctx.queueTtlMs,
   }
-  const subscription = waiting ? backend.subscribe?.(request, request.owner) : undefined
+  const subscription = waiting ? ctx.backend.subscribe?.(request, request.owner) : undefined
+  // The first try, in a function of few locals and no closures over them: an uncontended acquire is this one try,
+  // and the loop below (a context, its closures, a suspended frame as large as all its locals) cost it about as
+  // much CPU as the rest of the core together. The try may not outlast the wait (when waiting) nor the patience
+  // for a silent backend; it goes out a few µs after `started`: timing its lease from `started` is the safe side.
+  const waitAt = started + settings.waitMs
+  const silenceAt = started + settings.unavailableMs
+  const first = await settleWithin(ctx.tries, waiting && waitAt <= silenceAt ? waitAt : silenceAt, (options) =>
+    ctx.backend.tryAcquire(request, options),
+  )
+  if (
+    first.state === 'answered' &&
+    first.value.acquired &&
+    !isStopped(settings.signal, ctx.closing) &&
+    monotonicNow() < leaseDeadline(first.value, started, settings.ttlMs)
+  ) {
+    subscription?.close()
+    return grantedLease(target, request.owner, first.value, started, settings, started)
+  }
+  return acquireAfterFirstTry(target, settings, started, request, subscription, first)
+}
+
+/**
+ * The rest of {@link acquireLease} once its first try (`first`, sent at `started`) did not simply grant: the try's
+ * outcome handled as any try's, then the wait, the tries after it, and on the way out whatever must be given back.
+ */
+async function acquireAfterFirstTry(
+  target: LockTarget,
+  settings: AcquireSettings,
+  started: number,
+  request: AcquireRequest,
+  subscription: ReleaseSubscription | undefined,
+  first: Settled<AcquireResult>,
+): Promise<HeldLease | undefined> {
+  const { ctx } = target
+  const backend = ctx.backend
+  const stop = new StopCheck(settings.signal, ctx.closing)
+  const waiting = settings.waitMs > 0
   const waitEnds: Limit = { at: started + settings.waitMs, option: 'waitMs', ms: settings.waitMs }
   // The backend's last answer of any kind ("held" included) in this acquire; the start until it answers.
   let answeredAt = started
@@ -102,18 +136,20 @@ export async function acquireLease(target: LockTarget, settings: AcquireSettings
   }
   try {
     for (let attempt = 0; ; attempt++) {
-      stop.throwIfStopped()
-      // The first try goes out a few µs after `started`: timing its lease from `started` is the safe side.
+      // The first try was sent by acquireLease: a stop since then is handled below, after its outcome.
+      if (attempt > 0) stop.throwIfStopped()
       const sentAt = attempt === 0 ? started : monotonicNow()
       let result: AcquireResult | undefined
       tried = true
-      // A try may not outlast the wait (when waiting) nor the patience for a silent backend. Numbers, not Limit
-      // objects, on this path: the uncontended acquire is one try and should allocate little.
+      // A try may not outlast the wait (when waiting) nor the patience for a silent backend.
       const silenceAt = answeredAt + settings.unavailableMs
       const boundIsWait = waiting && waitEnds.at <= silenceAt
-      const outcome = await settleWithin(ctx.tries, boundIsWait ? waitEnds.at : silenceAt, (options) =>
-        backend.tryAcquire(request, options),
-      )
+      const outcome =
+        attempt === 0
+          ? first
+          : await settleWithin(ctx.tries, boundIsWait ? waitEnds.at : silenceAt, (options) =>
+              backend.tryAcquire(request, options),
+            )
       if (outcome.state === 'answered') {
         result = outcome.value
         // When and how fast the backend answered matter only to the tries after this one.
@@ -162,19 +198,7 @@ export async function acquireLease(target: LockTarget, settings: AcquireSettings
       }
       if (result?.acquired === true) {
         granted = true
-        const leaseStart = Math.min(sentAt, result.grantedAt ?? sentAt)
-        const lease = new HeldLease(target, request.owner, result.token, leaseStart, settings.ttlMs, settings.autoRenew)
-        if (ctx.onEvent !== undefined) {
-          const waitedMs = monotonicNow() - started
-          emitSafely(ctx.onEvent, {
-            type: 'acquired',
-            ...describe(target),
-            token: result.token,
-            waitedMs,
-            reentrant: false,
-          })
-        }
-        return lease
+        return grantedLease(target, request.owner, result, sentAt, settings, started)
       }
       if (result?.permitsInForce !== undefined) {
         throw new PermitsMismatchError(target.name, target.permits, result.permitsInForce)
@@ -218,6 +242,25 @@ export async function acquireLease(target: LockTarget, settings: AcquireSettings
       else void leave()
     }
   }
+}
+
+/** The lease of a try sent at `sentAt` that `result` granted, reported as `acquired` (the acquire began at `started`). */
+function grantedLease(
+  target: LockTarget,
+  owner: string,
+  result: AcquireResult & { acquired: true },
+  sentAt: number,
+  settings: AcquireSettings,
+  started: number,
+): HeldLease {
+  const leaseStart = Math.min(sentAt, result.grantedAt ?? sentAt)
+  const lease = new HeldLease(target, owner, result.token, leaseStart, settings.ttlMs, settings.autoRenew)
+  const { onEvent } = target.ctx
+  if (onEvent !== undefined) {
+    const waitedMs = monotonicNow() - started
+    emitSafely(onEvent, { type: 'acquired', ...describe(target), token: result.token, waitedMs, reentrant: false })
+  }
+  return lease
 }
 
 /** Where a lease granted by `result` to a try sent at `sentAt` ends on this process's clock (as HeldLease times it). */

@@ -14,13 +14,12 @@ export class StopCheck {
   ) {}
 
   get stopped(): boolean {
-    return this.user?.aborted === true || this.closing.aborted
+    return isStopped(this.user, this.closing)
   }
 
   /** Rejects with the caller's reason, or `LocksClosedError` after `close()`. */
   throwIfStopped(): void {
-    if (this.user?.aborted) throw this.user.reason
-    if (this.closing.aborted) throw closedError()
+    throwIfStopped(this.user, this.closing)
   }
 
   /**
@@ -54,6 +53,17 @@ export class StopCheck {
     this.user?.removeEventListener('abort', this.link.onUser)
     this.closing.removeEventListener('abort', this.link.onClose)
   }
+}
+
+/** Whether the caller aborted (`user`) or `close()` was called (`closing`). */
+export function isStopped(user: AbortSignal | undefined, closing: AbortSignal): boolean {
+  return user?.aborted === true || closing.aborted
+}
+
+/** Throws the caller's reason, or `LocksClosedError` after `close()`; {@link StopCheck} without the object. */
+export function throwIfStopped(user: AbortSignal | undefined, closing: AbortSignal): void {
+  if (user?.aborted) throw user.reason
+  if (closing.aborted) throw closedError()
 }
 
 function closedError(): LocksClosedError {

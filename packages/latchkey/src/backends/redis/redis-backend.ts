@@ -17,7 +17,7 @@ import type {
 } from '../../backend/types.js'
 import { adaptClient, type RedisCommander } from './client-adapter.js'
 import { CommandDeadlines } from './command-deadlines.js'
-import { KeyCache, type KeyLayout, layoutNamed } from './key-layout.js'
+import { KeyCache, type KeyLayout, type LockKeys, layoutNamed } from './key-layout.js'
 import type { LuaScript } from './lua-script.js'
 import { RecentContention } from './recent-contention.js'
 import type { RedisBackendOptions } from './redis-backend-options.js'
@@ -35,6 +35,9 @@ import {
   type ReleaseReply,
   scriptsFor,
 } from './scripts/index.js'
+
+/** How a try stands with its wait: queued (`q`), not waiting (`-`), first (`f`) or later (`w`) try of a watcher. */
+type TryMode = 'q' | '-' | 'f' | 'w'
 
 /** How long a waiting process stays registered as a watcher of a lock after its last try. */
 export const WATCH_TTL_MS = 5_000
@@ -94,32 +97,63 @@ export class RedisBackend extends BackendBase {
     )
   }
 
-  async tryAcquire(request: AcquireRequest): Promise<AcquireResult> {
-    const lockKeys = this.keys.keysOf(request)
-    const { keys, channel, id } = lockKeys
-    const field = this.layout.fieldOf(request.owner)
-    const sub = this.notifier.claim(field, channel)
-    if (sub?.granted !== undefined) return this.takeHandoff(request, sub)
-    const mode = request.queue ? 'q' : sub === undefined ? '-' : sub.triedAt === 0 ? 'f' : 'w'
-    // Latchkey layout: a mutex's first try takes the short script unless the lock was lately seen contended here.
-    const watched = this.contention !== undefined && request.kind === 'mutex'
-    if (watched && (mode === '-' || mode === 'f') && !this.contention?.has(id)) {
-      // The common case: free. Only a held lock needs the full script below (one more round trip).
-      const sentAt = performance.now()
-      if (sub !== undefined) sub.triedAt = sentAt
-      // No lock-delay (the default) is no argument: each one costs the client more than Lua's `or 0` costs Redis.
-      const args =
-        request.lockDelayMs === 0
-          ? [field, String(request.ttlMs)]
-          : [field, String(request.ttlMs), String(request.lockDelayMs)]
-      const token = await this.calls.run(this.scripts.acquireMutex, lockKeys.shortAcquire, args, request, request)
-      if (token !== undefined) {
-        if (this.replicas !== undefined)
-          return this.granted(request, { granted: true, token, remainingMs: undefined }, sentAt)
-        return { acquired: true, token: BigInt(token) }
+  // Not async: the free mutex's first try (the uncontended acquire) and the rest each have a small async function
+  // of their own, so the common case does not pay for the suspended frame of the whole. A throw still rejects.
+  tryAcquire(request: AcquireRequest): Promise<AcquireResult> {
+    try {
+      const lockKeys = this.keys.keysOf(request)
+      const field = this.layout.fieldOf(request.owner)
+      const sub = this.notifier.claim(field, lockKeys.channel)
+      if (sub?.granted !== undefined) return Promise.resolve(this.takeHandoff(request, sub))
+      const mode = request.queue ? 'q' : sub === undefined ? '-' : sub.triedAt === 0 ? 'f' : 'w'
+      // Latchkey layout: a mutex's first try takes the short script unless the lock was lately seen contended here.
+      if (
+        this.contention !== undefined &&
+        request.kind === 'mutex' &&
+        (mode === '-' || mode === 'f') &&
+        !this.contention.has(lockKeys.id)
+      ) {
+        return this.tryFreeMutex(request, lockKeys, field, sub, mode)
       }
-      this.contention?.saw(id)
+      return this.tryFull(request, lockKeys, field, sub, mode)
+    } catch (error) {
+      return Promise.reject(error)
     }
+  }
+
+  /** The common case: a free mutex. Only a held lock needs the full script (one more round trip). */
+  private async tryFreeMutex(
+    request: AcquireRequest,
+    lockKeys: LockKeys,
+    field: string,
+    sub: RedisReleaseSubscription | undefined,
+    mode: TryMode,
+  ): Promise<AcquireResult> {
+    const sentAt = performance.now()
+    if (sub !== undefined) sub.triedAt = sentAt
+    // No lock-delay (the default) is no argument: each one costs the client more than Lua's `or 0` costs Redis.
+    const args =
+      request.lockDelayMs === 0
+        ? [field, String(request.ttlMs)]
+        : [field, String(request.ttlMs), String(request.lockDelayMs)]
+    const token = await this.calls.run(this.scripts.acquireMutex, lockKeys.shortAcquire, args, request, request)
+    if (token !== undefined) {
+      if (this.replicas !== undefined)
+        return this.granted(request, { granted: true, token: String(token), remainingMs: undefined }, sentAt)
+      return { acquired: true, token }
+    }
+    this.contention?.saw(lockKeys.id)
+    return this.tryFull(request, lockKeys, field, sub, mode)
+  }
+
+  /** acquire.lua: any kind, held or free; registers the wait of a try that may wait. */
+  private async tryFull(
+    request: AcquireRequest,
+    lockKeys: LockKeys,
+    field: string,
+    sub: RedisReleaseSubscription | undefined,
+    mode: TryMode,
+  ): Promise<AcquireResult> {
     const waitTtl = request.queue ? request.queueTtlMs : WATCH_TTL_MS
     // Packed into one argument: each argument costs the client more than Lua's string.match costs Redis.
     const spec = `${request.kind} ${request.ttlMs} ${request.lockDelayMs} ${request.permits} ${mode} ${waitTtl}`
@@ -129,10 +163,10 @@ export class RedisBackend extends BackendBase {
     const args = wake !== undefined && (mode === 'w' || mode === 'f') ? [field, spec, wake] : [field, spec]
     const sentAt = performance.now()
     if (sub !== undefined) sub.triedAt = sentAt
-    const reply = await this.calls.run(this.scripts.acquire, keys, args, request, request)
+    const reply = await this.calls.run(this.scripts.acquire, lockKeys.keys, args, request, request)
     if (!reply.granted) {
       if (reply.permitsInForce !== undefined) return { acquired: false, permitsInForce: reply.permitsInForce }
-      if (watched) this.contention?.saw(id)
+      if (this.contention !== undefined && request.kind === 'mutex') this.contention.saw(lockKeys.id)
       if (sub !== undefined) this.notifier.waiting(sub)
       return { acquired: false, retryAfterMs: reply.retryAfterMs }
     }
@@ -178,19 +212,34 @@ export class RedisBackend extends BackendBase {
     return ok
   }
 
-  async release(request: HolderRef): Promise<boolean> {
-    const lockKeys = this.keys.keysOf(request)
-    const { keys, channel, id } = lockKeys
-    const field = this.layout.fieldOf(request.owner)
-    // Latchkey layout: a mutex nobody waits for is released by the short script, unless the lock was lately seen
-    // contended here: then someone likely waits, and pass-mutex.lua hands the lock to the oldest watcher in one
-    // round trip (release.lua when that is not the plain case).
-    if (this.contention !== undefined && request.kind === 'mutex') {
-      if (!this.contention.has(id)) {
-        const done = await this.calls.run(this.scripts.releaseMutex, lockKeys.shortRelease, [field], request)
-        if (done !== 'waited') return done === 'released'
-        this.contention.saw(id)
+  // Not async, as tryAcquire: the short release of a mutex nobody waits for has a small async function of its own.
+  release(request: HolderRef): Promise<boolean> {
+    try {
+      const lockKeys = this.keys.keysOf(request)
+      const field = this.layout.fieldOf(request.owner)
+      // Latchkey layout: a mutex nobody waits for is released by the short script, unless the lock was lately seen
+      // contended here: then someone likely waits, and pass-mutex.lua hands the lock to the oldest watcher in one
+      // round trip (release.lua when that is not the plain case).
+      if (this.contention !== undefined && request.kind === 'mutex' && !this.contention.has(lockKeys.id)) {
+        return this.releaseFreeMutex(request, lockKeys, field)
       }
+      return this.releaseFull(request, lockKeys, field)
+    } catch (error) {
+      return Promise.reject(error)
+    }
+  }
+
+  private async releaseFreeMutex(request: HolderRef, lockKeys: LockKeys, field: string): Promise<boolean> {
+    const done = await this.calls.run(this.scripts.releaseMutex, lockKeys.shortRelease, [field], request)
+    if (done !== 'waited') return done === 'released'
+    this.contention?.saw(lockKeys.id)
+    return this.releaseFull(request, lockKeys, field)
+  }
+
+  /** pass-mutex.lua (a latchkey-layout mutex), else, or when that is not the plain case, release.lua. */
+  private async releaseFull(request: HolderRef, lockKeys: LockKeys, field: string): Promise<boolean> {
+    const { keys, channel } = lockKeys
+    if (this.contention !== undefined && request.kind === 'mutex') {
       const args = [field, this.notifier.wakeChannel ?? '-', channel]
       const reply = await this.calls.run(this.scripts.passMutex, lockKeys.passKeys, args, request)
       const outcome = passed(this.notifier, reply)
@@ -268,10 +317,11 @@ export class RedisBackend extends BackendBase {
    */
   private lateReply(script: LuaScript<unknown>, reply: unknown, grantTo: HolderRef | undefined): void {
     if (grantTo !== undefined) {
+      // acquire.lua's reply, or acquire-mutex.lua's token (a bigint; undefined when it was held).
       const token =
-        typeof reply === 'string'
-          ? reply
-          : (reply as AcquireReply).granted
+        typeof reply === 'string' || typeof reply === 'bigint'
+          ? String(reply)
+          : reply !== undefined && (reply as AcquireReply).granted
             ? (reply as { token: string }).token
             : undefined
       if (token !== undefined) this.releaseGrant(grantTo, token).catch(() => undefined)
