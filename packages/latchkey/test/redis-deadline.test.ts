@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import { redisBackend } from '../src/backends/redis/index.js'
 import { createLocks, type Locks } from '../src/core/locks.js'
+import type { Lease } from '../src/core/lease.js'
 import { BackendUnavailableError } from '../src/errors.js'
 import { eventually } from './support/eventually.js'
 import { clientFlavours, ioredisClient, type OpenedClient } from './support/redis-backend-module.js'
@@ -104,4 +105,51 @@ describe('a try abandoned at the deadline', () => {
       await client.quit().catch(() => client.disconnect())
     }
   }, 30_000)
+})
+
+describe('a reply that comes after commandTimeoutMs (a paused Redis)', () => {
+  /** A backend with a short command timeout, its Locks, and `run` timed while CLIENT PAUSE holds the commands. */
+  async function whilePaused(run: (locks: Locks) => Promise<void>, before?: (locks: Locks) => Promise<void>) {
+    const client = ioredisClient(server.url)
+    const admin = ioredisClient(server.url)
+    const backend = redisBackend({ client, commandTimeoutMs: 100 })
+    const locks = createLocks({ backend, namespace: `late-reply-${randomUUID()}` })
+    try {
+      await (await locks.mutex('warm').acquire()).release()
+      await before?.(locks)
+      await admin.call('CLIENT', 'PAUSE', '600', 'ALL')
+      await run(locks)
+    } finally {
+      await admin.call('CLIENT', 'UNPAUSE').catch(() => undefined)
+      await admin.quit()
+      await locks.close()
+      await backend.close()
+      await client.quit().catch(() => client.disconnect())
+    }
+  }
+
+  it('a short acquire granted after its command timed out is given back', async () => {
+    await whilePaused(async (locks) => {
+      const lock = locks.mutex('late-free')
+      await expect(lock.tryAcquire()).rejects.toBeInstanceOf(BackendUnavailableError)
+      // The pause ends and the grant arrives: nobody holds it, so the backend releases it at once.
+      await eventually('the late grant given back', async () => !(await lock.isLocked().catch(() => true)), 8_000)
+    })
+  }, 20_000)
+
+  it('a short acquire of a held lock answered after its command timed out is ignored', async () => {
+    let held: Lease | undefined
+    await whilePaused(
+      async (locks) => {
+        const lock = locks.mutex('late-held')
+        await expect(lock.tryAcquire()).rejects.toBeInstanceOf(BackendUnavailableError)
+        // Its "held" reply comes once the pause ends; the lock stays with its holder, who releases it.
+        await eventually('the pause over', async () => (await lock.isLocked().catch(() => false)) === true, 8_000)
+        await held?.release()
+      },
+      async (locks) => {
+        held = await locks.mutex('late-held').acquire()
+      },
+    )
+  }, 20_000)
 })
