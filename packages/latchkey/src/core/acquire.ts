@@ -72,9 +72,10 @@ export async function acquireLease(target: LockTarget, settings: AcquireSettings
   }
   const subscription = waiting ? ctx.backend.subscribe?.(request, request.owner) : undefined
   // The first try, in a function of few locals and no closures over them: an uncontended acquire is this one try,
-  // and the loop below (a context, its closures, a suspended frame as large as all its locals) cost it about as
-  // much CPU as the rest of the core together. The try may not outlast the wait (when waiting) nor the patience
-  // for a silent backend; it goes out a few µs after `started`: timing its lease from `started` is the safe side.
+  // and the loop below (a context, its closures, a suspended frame as large as all its locals) allocated 1.4 of the
+  // 7.8 kB of an uncontended Redis lock+unlock (heap sampling; 0.7 kB now). The try may not outlast the wait (when
+  // waiting) nor the patience for a silent backend; it goes out a few µs after `started`: timing its lease from
+  // `started` is the safe side.
   const waitAt = started + settings.waitMs
   const silenceAt = started + settings.unavailableMs
   const first = await settleWithin(ctx.tries, waiting && waitAt <= silenceAt ? waitAt : silenceAt, (options) =>
