@@ -81,14 +81,12 @@ export async function acquireLease(target: LockTarget, settings: AcquireSettings
   const first = await settleWithin(ctx.tries, waiting && waitAt <= silenceAt ? waitAt : silenceAt, (options) =>
     ctx.backend.tryAcquire(request, options),
   )
-  if (
-    first.state === 'answered' &&
-    first.value.acquired &&
-    !isStopped(settings.signal, ctx.closing) &&
-    monotonicNow() < leaseDeadline(first.value, started, settings.ttlMs)
-  ) {
-    subscription?.close()
-    return grantedLease(target, request.owner, first.value, started, settings, started)
+  if (first.state === 'answered' && first.value.acquired && !isStopped(settings.signal, ctx.closing)) {
+    const now = monotonicNow()
+    if (now < leaseDeadline(first.value, started, settings.ttlMs)) {
+      subscription?.close()
+      return grantedLease(target, request.owner, first.value, started, settings, started, now)
+    }
   }
   return acquireAfterFirstTry(target, settings, started, request, subscription, first)
 }
@@ -199,7 +197,7 @@ async function acquireAfterFirstTry(
       }
       if (result?.acquired === true) {
         granted = true
-        return grantedLease(target, request.owner, result, sentAt, settings, started)
+        return grantedLease(target, request.owner, result, sentAt, settings, started, monotonicNow())
       }
       if (result?.permitsInForce !== undefined) {
         throw new PermitsMismatchError(target.name, target.permits, result.permitsInForce)
@@ -245,7 +243,10 @@ async function acquireAfterFirstTry(
   }
 }
 
-/** The lease of a try sent at `sentAt` that `result` granted, reported as `acquired` (the acquire began at `started`). */
+/**
+ * The lease of a try sent at `sentAt` that `result` granted, reported as `acquired` (the acquire began at
+ * `started`; `now` is when the grant was taken, read once by the caller: the clock is not free).
+ */
 function grantedLease(
   target: LockTarget,
   owner: string,
@@ -253,13 +254,19 @@ function grantedLease(
   sentAt: number,
   settings: AcquireSettings,
   started: number,
+  now: number,
 ): HeldLease {
   const leaseStart = Math.min(sentAt, result.grantedAt ?? sentAt)
-  const lease = new HeldLease(target, owner, result.token, leaseStart, settings.ttlMs, settings.autoRenew)
+  const lease = new HeldLease(target, owner, result.token, leaseStart, settings.ttlMs, settings.autoRenew, now)
   const { onEvent } = target.ctx
   if (onEvent !== undefined) {
-    const waitedMs = monotonicNow() - started
-    emitSafely(onEvent, { type: 'acquired', ...describe(target), token: result.token, waitedMs, reentrant: false })
+    emitSafely(onEvent, {
+      type: 'acquired',
+      ...describe(target),
+      token: result.token,
+      waitedMs: now - started,
+      reentrant: false,
+    })
   }
   return lease
 }

@@ -43,7 +43,6 @@ export class HeldLease implements Lease, TimedEntry, ActiveEntry {
   private controller: AbortController | undefined
   /** Why the lease was lost, kept for a `signal` first read after the loss. */
   private lostReason: LockLostError | undefined
-  private readonly acquiredAt = monotonicNow()
   private state: LeaseState = 'held'
   private deadline: number
   /** When the watchdog renews next (monotonic ms); Infinity while a renewal is in flight or autoRenew is off. */
@@ -63,6 +62,8 @@ export class HeldLease implements Lease, TimedEntry, ActiveEntry {
     sentAt: number,
     private ttlMs: number,
     private readonly autoRenew: boolean,
+    /** When the grant was taken (monotonic ms), for the `released` event's `heldMs`. */
+    private readonly acquiredAt = monotonicNow(),
   ) {
     this.name = target.name
     this.token = token

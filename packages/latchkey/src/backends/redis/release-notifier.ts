@@ -65,7 +65,8 @@ export class ReleaseNotifier {
    * and returns it, or undefined when this attempt does not wait. A returned subscription has retried now.
    */
   claim(field: string, channel: string): RedisReleaseSubscription | undefined {
-    let sub = this.links.get(field)
+    // No linked waiter at all (the uncontended case) needs no lookup of a fresh owner's field.
+    let sub = this.links.size === 0 ? undefined : this.links.get(field)
     if (sub === undefined && this.unlinked?.channel === channel && !this.unlinked.closed) {
       sub = this.unlinked
       this.unlinked = undefined
