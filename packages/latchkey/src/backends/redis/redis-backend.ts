@@ -1,12 +1,5 @@
 import { ALL_KINDS, BackendBase, defineCapabilities } from '../../backend/backend-base.js'
-import {
-  inspection,
-  type ListRequest,
-  type LockInspection,
-  type LockSummary,
-  lockKeysOf,
-  summariesOf,
-} from '../../backend/inspection.js'
+import type { ListRequest, LockInspection, LockSummary } from '../../backend/inspection.js'
 import type {
   AcquireRequest,
   AcquireResult,
@@ -15,13 +8,14 @@ import type {
   ReleaseSubscription,
   RenewRequest,
 } from '../../backend/types.js'
+import { grantResult, lateGrantToken } from './acquire-replies.js'
 import { adaptClient, type RedisCommander } from './client-adapter.js'
 import { CommandDeadlines } from './command-deadlines.js'
 import { KeyCache, type KeyLayout, type LockKeys, layoutNamed } from './key-layout.js'
 import type { LuaScript } from './lua-script.js'
+import { inspectLock, listLocks, type OperatorReadDeps } from './operator-reads.js'
 import { RecentContention } from './recent-contention.js'
 import type { RedisBackendOptions } from './redis-backend-options.js'
-import { holdersFrom, lockKeysFromScan, waitersFrom } from './redis-inspect.js'
 import { ReleaseNotifier } from './release-notifier.js'
 import { answer, passed, released } from './release-replies.js'
 import type { RedisReleaseSubscription } from './release-subscription.js'
@@ -74,6 +68,7 @@ export class RedisBackend extends BackendBase {
    * take the short scripts. Undefined for the Redisson layout, whose hash Java clients share.
    */
   private readonly contention: RecentContention | undefined
+  private readonly operatorReads: OperatorReadDeps
 
   constructor(options: RedisBackendOptions) {
     super()
@@ -90,6 +85,8 @@ export class RedisBackend extends BackendBase {
     const fenceIdleMs = this.layout.name === 'redisson' ? 0 : (options.fenceIdleTtlMs ?? DEFAULT_FENCE_IDLE_MS)
     this.scripts = scriptsFor(fenceIdleMs)
     this.contention = this.layout.name === 'latchkey' ? new RecentContention(WATCH_TTL_MS) : undefined
+    const { calls, keys, layout, commander } = this
+    this.operatorReads = { calls, script: this.scripts.inspect, keys, layout, commander }
     this.notifier = new ReleaseNotifier(
       this.commander,
       options.subscriberLingerMs ?? 10_000,
@@ -280,26 +277,13 @@ export class RedisBackend extends BackendBase {
   }
 
   /** The holders and waiters of both families of `key` (scripts/inspect.lua, read-only). */
-  override async inspect(key: string): Promise<LockInspection> {
-    const families = (['mutex', 'semaphore'] as const).map(async (kind) => {
-      const ref = { key, kind }
-      const keys = this.keys.keysOf(ref).stateKeys
-      const reply = await this.calls.run(this.scripts.inspect, keys, [], ref)
-      return { holders: holdersFrom(reply, keys[0] !== keys[1]), waiters: waitersFrom(reply) }
-    })
-    const states = await Promise.all(families)
-    return inspection(
-      key,
-      states.flatMap((s) => s.holders),
-      states.flatMap((s) => s.waiters),
-    )
+  override inspect(key: string): Promise<LockInspection> {
+    return inspectLock(this.operatorReads, key)
   }
 
   /** SCANs for the layout's keys under `prefix` (each master of an ioredis Cluster), then inspects each lock. */
-  override async list(request: ListRequest): Promise<LockSummary[]> {
-    const found = await Promise.all(this.layout.patternsFor(request.prefix).map((p) => this.commander.scan(p)))
-    const keys = lockKeysOf(lockKeysFromScan(found.flat(), this.layout), request)
-    return summariesOf(keys, request.limit, (key) => this.inspect(key))
+  override list(request: ListRequest): Promise<LockSummary[]> {
+    return listLocks(this.operatorReads, request, (key) => this.inspect(key))
   }
 
   subscribe(ref: LockRef): ReleaseSubscription {
@@ -317,13 +301,7 @@ export class RedisBackend extends BackendBase {
    */
   private lateReply(script: LuaScript<unknown>, reply: unknown, grantTo: HolderRef | undefined): void {
     if (grantTo !== undefined) {
-      // acquire.lua's reply, or acquire-mutex.lua's token (a bigint; undefined when it was held).
-      const token =
-        typeof reply === 'string' || typeof reply === 'bigint'
-          ? String(reply)
-          : reply !== undefined && (reply as AcquireReply).granted
-            ? (reply as { token: string }).token
-            : undefined
+      const token = lateGrantToken(reply)
       if (token !== undefined) this.releaseGrant(grantTo, token).catch(() => undefined)
     } else if (typeof reply === 'string' && script === this.scripts.release)
       released(this.notifier, reply as ReleaseReply)
@@ -334,14 +312,4 @@ export class RedisBackend extends BackendBase {
   private replicated(ref: LockRef, undo?: () => Promise<unknown>): Promise<void> {
     return waitForReplicas(this.commander, this.deadlines, this.replicas as ReplicaWait, ref, undo)
   }
-}
-
-/**
- * A grant as the core sees it. Granted earlier by a release (see handoff in scripts/handoff.lua): the lease started
- * `ttl - remaining` before this try ran (in whole server milliseconds, hence one more).
- */
-function grantResult(request: AcquireRequest, reply: AcquireReply & { granted: true }, sentAt: number): AcquireResult {
-  const token = BigInt(reply.token)
-  if (reply.remainingMs === undefined) return { acquired: true, token }
-  return { acquired: true, token, grantedAt: sentAt - (request.ttlMs - reply.remainingMs) - 1 }
 }
