@@ -1,5 +1,6 @@
 import { join } from 'node:path'
-import { isLockError, type Locks, LockTimeoutError } from 'latchkey'
+import { createLocks, isLockError, type LockEvent, type Locks, LockTimeoutError } from 'latchkey'
+import { memoryBackend } from 'latchkey/memory'
 import { afterEach, describe, expect, it } from 'vitest'
 import { sqliteStore } from '../src/store/sqlite-store.js'
 import type { BuyOutcome, Sale, SaleStore } from '../src/store/types.js'
@@ -27,15 +28,15 @@ function countingLocks(): { locks: Locks; tokens: bigint[]; lose: () => void } {
   return { locks, tokens, lose: () => lost.abort() }
 }
 
-/** `store` with `after(n, args)` run after its n-th commitFenced (1-based). */
-function afterCommits(store: SaleStore, after: (n: number, args: unknown[]) => Promise<void> | void): SaleStore {
+/** `store` with `after(n, args)` run after its n-th sellRun (1-based), before the seller hears the result. */
+function afterRuns(store: SaleStore, after: (n: number, args: unknown[]) => Promise<void> | void): SaleStore {
   let commits = 0
   return new Proxy(store, {
     get(target, key) {
       const value = Reflect.get(target, key, target) as unknown
       if (typeof value !== 'function') return value
       const method = value.bind(target) as (...args: unknown[]) => Promise<unknown>
-      if (key !== 'commitFenced') return method
+      if (key !== 'sellRun') return method
       return async (...args: unknown[]) => {
         const result = await method(...args)
         await after(++commits, args)
@@ -84,37 +85,76 @@ describe('bucket sellers: one lock hold serves a run of the buyers lined up in t
     expect(await real.audit(sale.id)).toMatchObject({ sold: 5, remaining: 0, orders: 5 })
   })
 
-  it('a writer with a higher token between two writes of a hold ends it; the next hold reads the stock again', async () => {
+  it('a writer with a higher token between two runs of a hold ends it; the next hold reads the stock again', async () => {
     // Another process's seller (a lease of ours lost unnoticed) claims the bucket with a higher token and sells
-    // one unit after our 3rd write: the stock our hold knows is one too high from then on.
+    // one unit after our first run, while 5 more buyers line up: the stock our hold knows is one too high.
     const { locks, tokens } = countingLocks()
+    const late: Array<Promise<BuyOutcome>> = []
+    let more: () => void = () => undefined
     const sneak = (store: SaleStore) =>
-      afterCommits(store, async (n, [saleId]) => {
-        if (n !== 3) return
+      afterRuns(store, async (n, [saleId]) => {
+        if (n !== 1) return
         const token = (tokens.at(-1) as bigint) + 1n
         const remain = (await store.claimBucket(saleId as string, 0, token)) as number
         await store.commitFenced(saleId as string, 0, remain - 1, token, 'other-process', 1)
+        more()
       })
-    const { real, sale, buy } = await setup(20, locks, sneak)
-    const outcomes = await buy(10)
-    // Our 4th write was refused by the fence (stale): the hold ended there, and the next one claimed and read
-    // the stock again before selling the rest.
+    const { real, sale, ctx, buy } = await setup(20, locks, sneak)
+    more = () => {
+      for (let i = 5; i < 10; i++) late.push(ctx.sellers.buy(ctx, sale, 0, `u${i}`, 1))
+    }
+    const outcomes = [...(await buy(5)), ...(await Promise.all(late))]
+    // Our second run was refused by the fence (stale) and wrote nothing: the hold ended there, and the next one
+    // claimed and read the stock again before selling the rest.
+    expect(outcomes).toHaveLength(10)
     expect(outcomes.every((o) => o.status === 'ordered')).toBe(true)
     expect(tokens).toHaveLength(2)
     expect(await real.audit(sale.id)).toMatchObject({ sold: 11, remaining: 9, orders: 11 })
   })
 
-  it('a lease lost in a hold ends it before the next write; the next hold sells the rest', async () => {
+  it('a lease lost in a hold ends it before the next run; the next hold sells the rest', async () => {
     const { locks, tokens, lose } = countingLocks()
-    const { real, sale, buy } = await setup(50, locks, (store) =>
-      afterCommits(store, (n) => {
-        if (n === 2) lose()
+    const late: Array<Promise<BuyOutcome>> = []
+    let more: () => void = () => undefined
+    const { real, sale, ctx, buy } = await setup(50, locks, (store) =>
+      afterRuns(store, (n) => {
+        if (n !== 1) return
+        lose()
+        more()
       }),
     )
-    const outcomes = await buy(10)
+    more = () => {
+      for (let i = 5; i < 10; i++) late.push(ctx.sellers.buy(ctx, sale, 0, `u${i}`, 1))
+    }
+    const outcomes = [...(await buy(5)), ...(await Promise.all(late))]
     expect(outcomes.every((o) => o.status === 'ordered')).toBe(true)
     expect(tokens).toHaveLength(2)
     expect(await real.audit(sale.id)).toMatchObject({ sold: 10, remaining: 40, orders: 10 })
+  })
+
+  it('buyers whose requests arrive in one turn of the event loop share one hold', async () => {
+    // As HTTP requests do: each buyer in a callback of its own. With the seller started at once, the first
+    // buyer's hold (a memory lock: no I/O) was over before the second buyer's callback ran: a hold per buyer.
+    const backend = memoryBackend()
+    const acquired: LockEvent[] = []
+    const locks = createLocks({ backend, onEvent: (e) => void (e.type === 'acquired' && acquired.push(e)) })
+    cleanups.push(
+      () => backend.close(),
+      () => locks.close(),
+    )
+    const { real, sale, ctx } = await setup(100, locks)
+    const outcomes = await Promise.all(
+      Array.from(
+        { length: 10 },
+        (_, i) =>
+          new Promise<BuyOutcome>((resolve, reject) =>
+            setImmediate(() => ctx.sellers.buy(ctx, sale, 0, `u${i}`, 1).then(resolve, reject)),
+          ),
+      ),
+    )
+    expect(outcomes.every((o) => o.status === 'ordered')).toBe(true)
+    expect(acquired).toHaveLength(1)
+    expect(await real.audit(sale.id)).toMatchObject({ sold: 10, remaining: 90, orders: 10 })
   })
 
   it('buyers whose wait ran out are refused with the lock error; the line empties', async () => {

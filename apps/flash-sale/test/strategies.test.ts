@@ -83,6 +83,51 @@ describe.each(['sqlite', 'postgres', 'mysql'] as const)('fenced stock writes (%s
       expect(await store.buyAtomic(sale.id, 'alice', 1)).toEqual({ status: 'duplicate' })
       expect(await store.audit(sale.id)).toMatchObject({ remaining: 4, sold: 1, orders: 1 })
     }))
+
+  it('a run sells from the stock it claims: short buyers sold out, a second order of a user refused', () =>
+    withStore(async (store) => {
+      const sale = await store.createSale({ item: 'x', stock: 4, startsAt: 0, strategy: 'lock', buckets: 1 })
+      const buyers = [
+        { userId: 'alice', quantity: 1 },
+        { userId: 'bob', quantity: 2 },
+        { userId: 'alice', quantity: 1 },
+        { userId: 'carol', quantity: 3 },
+        { userId: 'dave', quantity: 1 },
+      ]
+      const { outcomes, remain } = await store.sellRun(sale.id, 0, 5n, undefined, buyers)
+      expect(outcomes.map((o) => o.status)).toEqual(['ordered', 'ordered', 'duplicate', 'sold-out', 'ordered'])
+      expect(remain).toBe(0)
+      const audit = await store.audit(sale.id)
+      expect(audit).toMatchObject({ remaining: 0, sold: 4, orders: 3 })
+      const ids = outcomes.flatMap((o) => (o.status === 'ordered' ? [o.orderId] : []))
+      expect([...(audit?.orderIds ?? [])].sort()).toEqual(ids.sort())
+    }))
+
+  it('a run under a token overtaken since its claim writes nothing', () =>
+    withStore(async (store) => {
+      const sale = await store.createSale({ item: 'x', stock: 5, startsAt: 0, strategy: 'lock', buckets: 1 })
+      expect(await store.claimBucket(sale.id, 0, 7n)).toBe(5)
+      expect(await store.claimBucket(sale.id, 0, 8n)).toBe(5)
+      const buyers = [
+        { userId: 'alice', quantity: 1 },
+        { userId: 'bob', quantity: 1 },
+      ]
+      // With the stock it knows from its claim, and claiming again: refused both ways.
+      expect(await store.sellRun(sale.id, 0, 7n, 5, buyers)).toEqual({
+        outcomes: [{ status: 'stale' }],
+        remain: undefined,
+      })
+      expect(await store.sellRun(sale.id, 0, 7n, undefined, buyers)).toEqual({
+        outcomes: [{ status: 'stale' }],
+        remain: undefined,
+      })
+      expect(await store.audit(sale.id)).toMatchObject({ remaining: 5, sold: 0, orders: 0 })
+      expect((await store.sellRun(sale.id, 0, 8n, 5, buyers)).outcomes.map((o) => o.status)).toEqual([
+        'ordered',
+        'ordered',
+      ])
+      expect(await store.audit(sale.id)).toMatchObject({ remaining: 3, sold: 2, orders: 2 })
+    }))
 })
 
 describe('fencing alone, under a lock that fails to exclude', () => {

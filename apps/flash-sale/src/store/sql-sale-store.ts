@@ -13,6 +13,9 @@ import type {
   BucketStock,
   BuyOutcome,
   OrderToWrite,
+  RunBuyer,
+  RunOutcome,
+  RunResult,
   Sale,
   SaleAudit,
   SaleInput,
@@ -150,6 +153,42 @@ export abstract class SqlSaleStore implements SaleStore {
     quantity: number,
   ): Promise<BuyOutcome> {
     return this.writeFenced({ saleId, bucket, remain, token, userId, quantity, order: orderToWrite(undefined) })
+  }
+
+  /**
+   * Order by order, a transaction each (the network stores): the claim when `known` is undefined, then each
+   * buyer's fenced write. Stops before the next write once `signal` is aborted (a lost lease), and at the first
+   * stale or failed write; after a duplicate or a failed write the stock is claimed and read again (a write
+   * that failed on the network may have committed).
+   */
+  async sellRun(
+    saleId: string,
+    bucket: number,
+    token: bigint,
+    known: number | undefined,
+    buyers: readonly RunBuyer[],
+    signal?: AbortSignal,
+  ): Promise<RunResult> {
+    const outcomes: RunOutcome[] = []
+    let remain = known
+    for (const { userId, quantity } of buyers) {
+      if (signal?.aborted === true) break
+      let outcome: BuyOutcome
+      try {
+        remain ??= await this.claimBucket(saleId, bucket, token)
+        if (remain === undefined) outcome = { status: 'stale' }
+        else if (remain < quantity) outcome = { status: 'sold-out' }
+        else outcome = await this.commitFenced(saleId, bucket, remain - quantity, token, userId, quantity)
+      } catch (error) {
+        outcomes.push({ status: 'error', error })
+        return { outcomes, remain: undefined }
+      }
+      outcomes.push(outcome)
+      if (outcome.status === 'stale') return { outcomes, remain: undefined }
+      if (outcome.status === 'ordered') remain = (remain as number) - quantity
+      else if (outcome.status === 'duplicate') remain = undefined
+    }
+    return { outcomes, remain }
   }
 
   private async summarize(row: SaleRow): Promise<SaleSummary> {

@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3'
 import { auditFromOrders, type OrderRow, orderToWrite, type SaleRow, saleValues } from './rows.js'
 import { type FencedOrder, SqlSaleStore, STATEMENTS } from './sql-sale-store.js'
-import type { BuyOutcome, OrderToWrite, Sale, SaleAudit, SaleStore } from './types.js'
+import type { BuyOutcome, OrderToWrite, RunBuyer, RunOutcome, RunResult, Sale, SaleAudit, SaleStore } from './types.js'
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS fs_sales (
@@ -23,6 +23,9 @@ function isUniqueViolation(error: unknown): boolean {
 
 /** Marks a transaction to roll back because the order already exists. */
 class Duplicate extends Error {}
+
+/** Marks a run's transaction to roll back because the fence refused its stock write. */
+class Stale extends Error {}
 
 /**
  * The embedded store: one SQLite file in WAL mode shared by every service process on this host.
@@ -48,10 +51,18 @@ class SqliteStore extends SqlSaleStore {
   protected override readonly recent = 'SELECT * FROM fs_sales ORDER BY created_at DESC, rowid DESC LIMIT ?'
   private readonly prepared = new Map<string, Database.Statement>()
   private readonly claim: Database.Statement
+  /** Built once: better-sqlite3's `transaction()` makes a new wrapper (five functions) on every call. */
+  private readonly sellTransaction: Database.Transaction<
+    (saleId: string, bucket: number, token: bigint, known: number | undefined, buyers: readonly RunBuyer[]) => RunResult
+  >
 
   constructor(private readonly db: Database.Database) {
     super()
     this.claim = db.prepare(`${STATEMENTS.claim} RETURNING remain`)
+    this.sellTransaction = db.transaction(
+      (saleId: string, bucket: number, token: bigint, known: number | undefined, buyers: readonly RunBuyer[]) =>
+        this.sellInTransaction(saleId, bucket, token, known, buyers),
+    )
   }
 
   protected async rows<T>(sql: string, params: readonly unknown[]): Promise<T[]> {
@@ -85,6 +96,63 @@ class SqliteStore extends SqlSaleStore {
       if (isUniqueViolation(error)) return { status: 'duplicate' }
       throw error
     }
+  }
+
+  /**
+   * The whole run in one IMMEDIATE transaction, so one commit (one WAL append) pays for every order of it instead
+   * of one each, and the claim of a new lease shares it too. All or nothing: a fence that refuses the stock write
+   * rolls the run back (`stale` for its first buyer), and so does an error (each buyer gets it).
+   */
+  override async sellRun(
+    saleId: string,
+    bucket: number,
+    token: bigint,
+    known: number | undefined,
+    buyers: readonly RunBuyer[],
+  ): Promise<RunResult> {
+    try {
+      return this.sellTransaction.immediate(saleId, bucket, token, known, buyers)
+    } catch (error) {
+      if (error instanceof Stale) return { outcomes: [{ status: 'stale' }], remain: undefined }
+      return { outcomes: buyers.map(() => ({ status: 'error', error })), remain: undefined }
+    }
+  }
+
+  /** The body of {@link sellRun}: claim (unless `known`), the orders, then one fenced stock write. */
+  private sellInTransaction(
+    saleId: string,
+    bucket: number,
+    token: bigint,
+    known: number | undefined,
+    buyers: readonly RunBuyer[],
+  ): RunResult {
+    const claimed = known ?? (this.claim.get(token, saleId, bucket, token) as { remain: number } | undefined)?.remain
+    if (claimed === undefined) throw new Stale()
+    let remain = claimed
+    const outcomes: RunOutcome[] = []
+    for (const { userId, quantity } of buyers) {
+      if (remain < quantity) {
+        outcomes.push({ status: 'sold-out' })
+        continue
+      }
+      const order = orderToWrite(undefined)
+      try {
+        this.statement(STATEMENTS.insertOrder).run(order.id, saleId, userId, quantity, bucket, order.createdAt)
+      } catch (error) {
+        // A failed statement is undone alone (SQLite's ABORT), the transaction goes on with the next buyer.
+        if (!isUniqueViolation(error)) throw error
+        outcomes.push({ status: 'duplicate' })
+        continue
+      }
+      remain -= quantity
+      outcomes.push({ status: 'ordered', orderId: order.id, bucket })
+    }
+    // One stock write for the run, fenced: with a `known` stock, a higher token may have claimed the bucket since.
+    const written =
+      remain === claimed ||
+      this.statement(STATEMENTS.fencedWrite).run(remain, token, saleId, bucket, token).changes === 1
+    if (!written) throw new Stale()
+    return { outcomes, remain }
   }
 
   async claimBucket(saleId: string, bucket: number, token: bigint): Promise<number | undefined> {

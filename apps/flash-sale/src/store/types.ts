@@ -40,6 +40,26 @@ export type BuyOutcome =
   /** A fenced write was refused: a holder with a higher token touched the stock since our read. */
   | { readonly status: 'stale' }
 
+/** One buyer of a run sold under one lease (see {@link SaleStore.sellRun}). */
+export interface RunBuyer {
+  readonly userId: string
+  readonly quantity: number
+}
+
+/** What one buyer of a run was sold: an outcome, or the error its write failed with (nothing of it written). */
+export type RunOutcome = BuyOutcome | { readonly status: 'error'; readonly error: unknown }
+
+/** What {@link SaleStore.sellRun} did. */
+export interface RunResult {
+  /**
+   * One per buyer served, in order. It may end early: at a `stale` (the fence refused that buyer's write;
+   * nothing of it or of the buyers after it was written), or after an `error`.
+   */
+  readonly outcomes: readonly RunOutcome[]
+  /** The bucket's stock after the run; undefined when it must be claimed and read again (a stale, an error). */
+  readonly remain: number | undefined
+}
+
 /** The id and time of an order to write. */
 export interface OrderToWrite {
   readonly id: string
@@ -96,6 +116,21 @@ export interface SaleStore {
    * write the value they read).
    */
   claimBucket(saleId: string, bucket: number, token: bigint): Promise<number | undefined>
+  /**
+   * Sells `buyers` in turn from one bucket under `token`: claims the bucket and reads its stock first when
+   * `known` is undefined (else `known` is the stock as of this lease's last claim or write), then each buyer
+   * gets `sold-out` (short), `duplicate` (has an order) or `ordered`, every stock write fenced by `token`.
+   * A store may write the whole run in one transaction (SQLite: one commit for the run) or order by order; the
+   * latter stops before its next write once `signal` (the lease's) is aborted.
+   */
+  sellRun(
+    saleId: string,
+    bucket: number,
+    token: bigint,
+    known: number | undefined,
+    buyers: readonly RunBuyer[],
+    signal?: AbortSignal,
+  ): Promise<RunResult>
   /** Fenced write of `remain` plus the order insert, in one transaction; `stale` if the fence refused it. */
   commitFenced(
     saleId: string,
