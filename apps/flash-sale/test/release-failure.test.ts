@@ -11,7 +11,7 @@ import { type RedisServerProcess, startRedisServer } from './redis-server.js'
 import { ADMIN_TOKEN, adminPost, post, tempDir } from './support.js'
 
 /**
- * A store whose `commitFenced` stops Redis once the order row is committed and before returning: the lock
+ * A store whose `sellRun` stops Redis once the order row is committed and before returning: the lock
  * around it is then released against a dead server. The buyer's order is stored; its answer must say so.
  */
 function stopRedisAfterCommit(store: SaleStore, redis: RedisServerProcess): SaleStore {
@@ -20,7 +20,7 @@ function stopRedisAfterCommit(store: SaleStore, redis: RedisServerProcess): Sale
       const value = Reflect.get(target, key, target) as unknown
       if (typeof value !== 'function') return value
       const method = value.bind(target) as (...args: unknown[]) => Promise<unknown>
-      if (key !== 'commitFenced') return method
+      if (key !== 'sellRun') return method
       return async (...args: unknown[]) => {
         const outcome = await method(...args)
         await redis.stop()
