@@ -84,6 +84,21 @@ describe.each(['sqlite', 'postgres', 'mysql'] as const)('fenced stock writes (%s
       expect(await store.audit(sale.id)).toMatchObject({ remaining: 4, sold: 1, orders: 1 })
     }))
 
+  it("a buyer's view: the user's order id and every bucket, in one read", () =>
+    withStore(async (store) => {
+      const sale = await store.createSale({ item: 'x', stock: 5, startsAt: 0, strategy: 'sharded', buckets: 2 })
+      const ordered = await store.sellRun(sale.id, 1, 1n, undefined, [{ userId: 'alice', quantity: 1 }])
+      const [outcome] = ordered.outcomes
+      expect(outcome?.status).toBe('ordered')
+      const alice = await store.buyerView(sale.id, 'alice')
+      expect(alice.orderId).toBe(outcome?.status === 'ordered' ? outcome.orderId : 'none')
+      expect(alice.buckets).toEqual([
+        { bucket: 0, remain: 3 },
+        { bucket: 1, remain: 1 },
+      ])
+      expect(await store.buyerView(sale.id, 'bob')).toEqual({ orderId: undefined, buckets: alice.buckets })
+    }))
+
   it('a run sells from the stock it claims: short buyers sold out, a second order of a user refused', () =>
     withStore(async (store) => {
       const sale = await store.createSale({ item: 'x', stock: 4, startsAt: 0, strategy: 'lock', buckets: 1 })

@@ -39,7 +39,15 @@ export function tempDir(): { path: string; remove(): void } {
 export function jitterStore(store: SaleStore): SaleStore {
   const pause = (): Promise<void> =>
     new Promise((resolve) => (Math.random() < 0.8 ? setImmediate(resolve) : setTimeout(resolve, 1)))
-  const jittered = new Set<PropertyKey>(['orderIdOf', 'buckets', 'buyAtomic', 'claimBucket', 'commitFenced', 'sellRun'])
+  const jittered = new Set<PropertyKey>([
+    'orderIdOf',
+    'buckets',
+    'buyerView',
+    'buyAtomic',
+    'claimBucket',
+    'commitFenced',
+    'sellRun',
+  ])
   // A proxy, not a copy: the stores are class instances whose methods live on the prototype.
   return new Proxy(store, {
     get(target, key) {

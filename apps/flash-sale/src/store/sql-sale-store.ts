@@ -35,6 +35,9 @@ export const STATEMENTS = {
   recent: 'SELECT * FROM fs_sales ORDER BY created_at DESC, id LIMIT ?',
   orderIdOf: 'SELECT id FROM fs_orders WHERE sale_id = ? AND user_id = ?',
   buckets: 'SELECT bucket, remain FROM fs_stock WHERE sale_id = ? ORDER BY bucket',
+  /** The buckets, each row with the user's order id (a scalar subquery, run once). Parameters: sale, user, sale. */
+  buyerView:
+    'SELECT bucket, remain, (SELECT id FROM fs_orders WHERE sale_id = ? AND user_id = ?) AS order_id FROM fs_stock WHERE sale_id = ? ORDER BY bucket',
   counts: 'SELECT COUNT(*) AS orders, COALESCE(SUM(quantity), 0) AS sold FROM fs_orders WHERE sale_id = ?',
   totals:
     'SELECT COALESCE(SUM(remain), 0) AS remaining, COALESCE(MIN(remain), 0) AS min_remain FROM fs_stock WHERE sale_id = ?',
@@ -142,6 +145,15 @@ export abstract class SqlSaleStore implements SaleStore {
 
   buckets(saleId: string): Promise<BucketStock[]> {
     return this.rows<BucketStock>(STATEMENTS.buckets, [saleId])
+  }
+
+  async buyerView(saleId: string, userId: string): Promise<{ orderId: string | undefined; buckets: BucketStock[] }> {
+    const rows = await this.rows<BucketStock & { order_id: string | null }>(STATEMENTS.buyerView, [
+      saleId,
+      userId,
+      saleId,
+    ])
+    return { orderId: rows[0]?.order_id ?? undefined, buckets: rows.map(({ bucket, remain }) => ({ bucket, remain })) }
   }
 
   commitFenced(

@@ -103,6 +103,8 @@ export interface SaleStore {
   orderIdOf(saleId: string, userId: string): Promise<string | undefined>
   /** Unlocked read of every bucket. Stock only ever decreases, so a bucket seen short stays short. */
   buckets(saleId: string): Promise<BucketStock[]>
+  /** {@link orderIdOf} and {@link buckets} in one read (one statement): what a buyer's pre-check needs. */
+  buyerView(saleId: string, userId: string): Promise<{ orderId: string | undefined; buckets: BucketStock[] }>
   /**
    * The conditional decrement (`remain = remain - 1 WHERE remain >= 1`, no lock needed) plus the order insert, in one transaction: `sold-out` when the stock is
    * short, `duplicate` when the user has an order (or `order.id` exists). `order` defaults to a new id and now;

@@ -30,8 +30,9 @@ async function precheck(
   userId: string,
   quantity: number,
 ): Promise<{ readonly early?: BuyOutcome; readonly buckets: readonly BucketStock[] }> {
-  if ((await ctx.store.orderIdOf(sale.id, userId)) !== undefined) return { early: { status: 'duplicate' }, buckets: [] }
-  const buckets = await ctx.store.buckets(sale.id)
+  // One read for both answers (it was two: the order, then the buckets).
+  const { orderId, buckets } = await ctx.store.buyerView(sale.id, userId)
+  if (orderId !== undefined) return { early: { status: 'duplicate' }, buckets: [] }
   if (buckets.every((b) => b.remain < quantity)) return { early: { status: 'sold-out' }, buckets }
   return { buckets }
 }
