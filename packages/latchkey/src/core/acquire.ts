@@ -3,13 +3,14 @@
  * holder's expiry, or a jittered backoff, whichever comes first. Never a busy spin.
  */
 import { randomUUID } from 'node:crypto'
-import type { AcquireRequest, AcquireResult, Backend, ReleaseSubscription } from '../backend/types.js'
+import type { AcquireRequest, AcquireResult, ReleaseSubscription } from '../backend/types.js'
 import { isLockError, LockTimeoutError, PermitsMismatchError } from '../errors.js'
+import { describe, giveBack, grantedLease, leaseDeadline, nextPause, releaseQuietly } from './acquire-steps.js'
 import { backendSilenceError, type Silence, unansweredCause } from './backend-silence.js'
-import { driftMs, jitter, monotonicNow, sleep } from './clock.js'
+import { monotonicNow, sleep } from './clock.js'
 import type { LockTarget } from './context.js'
 import { emitSafely } from './events.js'
-import { HeldLease } from './lease.js'
+import type { HeldLease } from './lease.js'
 import { type Settled, settleWithin } from './settle-within.js'
 import { isStopped, StopCheck, throwIfStopped } from './stop-check.js'
 
@@ -24,11 +25,6 @@ export interface AcquireSettings {
   /** `tryAcquire`: resolve `undefined` instead of rejecting with `LockTimeoutError` when the lock is taken. */
   readonly orUndefined: boolean
 }
-
-/** The first poll interval when the backend does not push releases; it doubles up to `maxPollMs`. */
-const FIRST_POLL_MS = 2
-/** Longest sleep between tries when releases are pushed: a bound on how long a lost message can cost. */
-const PUSHED_FALLBACK_MS = 2_000
 
 /**
  * The least time a try may have been out when a wait ends, after the backend's last word was "held", and still be
@@ -241,81 +237,4 @@ async function acquireAfterFirstTry(
       else void leave()
     }
   }
-}
-
-/**
- * The lease of a try sent at `sentAt` that `result` granted, reported as `acquired` (the acquire began at
- * `started`; `now` is when the grant was taken, read once by the caller: the clock is not free).
- */
-function grantedLease(
-  target: LockTarget,
-  owner: string,
-  result: AcquireResult & { acquired: true },
-  sentAt: number,
-  settings: AcquireSettings,
-  started: number,
-  now: number,
-): HeldLease {
-  const leaseStart = Math.min(sentAt, result.grantedAt ?? sentAt)
-  const lease = new HeldLease(target, owner, result.token, leaseStart, settings.ttlMs, settings.autoRenew, now)
-  const { onEvent } = target.ctx
-  if (onEvent !== undefined) {
-    emitSafely(onEvent, {
-      type: 'acquired',
-      ...describe(target),
-      token: result.token,
-      waitedMs: now - started,
-      reentrant: false,
-    })
-  }
-  return lease
-}
-
-/** Where a lease granted by `result` to a try sent at `sentAt` ends on this process's clock (as HeldLease times it). */
-function leaseDeadline(result: { grantedAt?: number | undefined }, sentAt: number, ttlMs: number): number {
-  return Math.min(sentAt, result.grantedAt ?? sentAt) + ttlMs - driftMs(ttlMs)
-}
-
-/** Releases the grant of a try abandoned at a deadline, should it answer `acquired` later. */
-function giveBack(
-  target: LockTarget,
-  owner: string,
-  pending: Promise<AcquireResult>,
-  abortReason: unknown,
-): Promise<void> {
-  return pending.then(
-    async (result) => {
-      if (result.acquired) await releaseQuietly(target, owner)
-    },
-    (error: unknown) => {
-      // A backend that honoured the abort has stopped, which is what the core asked for.
-      if (error === abortReason) return
-      emitSafely(target.ctx.onEvent, { type: 'backend-error', ...describe(target), error })
-    },
-  )
-}
-
-/** How long to sleep before the next try. */
-function nextPause(target: LockTarget, attempt: number, remaining: number, result: AcquireResult | undefined): number {
-  const { ctx } = target
-  const retryAfter = result !== undefined && !result.acquired ? result.retryAfterMs : undefined
-  let pause: number
-  if (result === undefined) pause = jitter(Math.min(1_000, 25 * 2 ** attempt))
-  else if (ctx.backend.capabilities.notifications === 'global') pause = PUSHED_FALLBACK_MS
-  else pause = jitter(Math.min(ctx.maxPollMs, FIRST_POLL_MS * 2 ** Math.min(attempt, 20)))
-  // A queued waiter must come back before its place in line expires.
-  if (target.kind === 'fair' || target.kind === 'write') pause = Math.min(pause, ctx.queueTtlMs / 3)
-  return Math.max(0, Math.min(pause, remaining, retryAfter ?? Number.POSITIVE_INFINITY))
-}
-
-async function releaseQuietly(target: LockTarget, owner: string): Promise<void> {
-  try {
-    await target.ctx.backend.release({ key: target.key, kind: target.kind, owner })
-  } catch (error) {
-    emitSafely(target.ctx.onEvent, { type: 'backend-error', ...describe(target), error })
-  }
-}
-
-function describe(target: LockTarget): { name: string; kind: LockTarget['kind']; backend: string } {
-  return { name: target.name, kind: target.kind, backend: (target.ctx.backend as Backend).name }
 }
