@@ -1,7 +1,9 @@
 /**
  * Where a contended etcd acquisition's client CPU goes: `waiters` mutex waiters on one lock spread over `procs`
  * processes (as the bench's contended cells: hold 1 ms, think 5 ms), each process reporting its acquisitions,
- * its CPU over the window and the gRPC calls it sent (per path) and watch responses it decoded. With
+ * its CPU over the window and the gRPC calls it sent (per path) and watch responses it decoded, socket writes and
+ * reads, timers and immediates set (the harness's two sleeps per acquisition included) and PINGs received, and the
+ * handoff gap (a release() call to the next acquire() returning, in any process). With
  * PROF_DIR=<dir> each child runs under --cpu-prof and writes its profile there.
  *
  *   npx tsx bench/etcd-contended-cpu.ts [waiters=10] [procs=4] [seconds=5] [dist=packages/latchkey/dist]
@@ -15,7 +17,14 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 const ETCD = process.env.LATCHKEY_ETCD_URL ?? 'http://127.0.0.1:2379'
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
-type Report = { acq: number; cpuMs: number; systemMs: number; calls: Record<string, number> }
+type Report = {
+  acq: number
+  cpuMs: number
+  systemMs: number
+  calls: Record<string, number>
+  /** Per acquisition in the window: when acquire() returned and when release() was called (epoch ms). */
+  holds: [number, number][]
+}
 
 /** utime + stime clock ticks per thread name of this process (empty where /proc is not there). */
 function threadTicks(): Map<string, number> {
@@ -70,6 +79,27 @@ async function child(): Promise<void> {
       count('socket write: PING ACKs alone')
     return (socketWrite as (...a: unknown[]) => boolean).apply(this, args)
   }
+  // Timers and immediates set by anything in the process (the harness's own two sleeps per acquisition included).
+  const realSetTimeout = globalThis.setTimeout
+  globalThis.setTimeout = function (this: unknown, ...args: unknown[]) {
+    count('timer set')
+    // TIMER_SITES=1: by the caller's file and line too.
+    if (process.env.TIMER_SITES !== undefined)
+      count(`timer set at ${(new Error().stack?.split('\n')[2] ?? '').trim().replace(/^at .*\/(dist|bench)\//, '$1/')}`)
+    return (realSetTimeout as (...a: unknown[]) => NodeJS.Timeout).apply(this, args)
+  } as typeof setTimeout
+  const realSetImmediate = globalThis.setImmediate
+  globalThis.setImmediate = function (this: unknown, ...args: unknown[]) {
+    count('immediate set')
+    return (realSetImmediate as (...a: unknown[]) => NodeJS.Immediate).apply(this, args)
+  } as typeof setImmediate
+  // PINGs the server sent (each answered by an ACK, alone or in front of the next write).
+  const pings = await import(pathToFileURL(resolve(dist as string, 'backends/etcd/wire/ping-acks.js')).href)
+  const pingAdd = pings.PingAcks.prototype.add
+  pings.PingAcks.prototype.add = function (this: unknown, ...args: unknown[]) {
+    count('PING received')
+    return pingAdd.apply(this, args)
+  }
   // Chunks read: every socket read of the HTTP/2 sessions reaches their frame reader.
   const frames = await import(pathToFileURL(resolve(dist as string, 'backends/etcd/wire/h2-frames.js')).href)
   const framePush = frames.FrameReader.prototype.push
@@ -88,6 +118,7 @@ async function child(): Promise<void> {
   const warmEnd = performance.now() + 1_500
   const end = warmEnd + Number(secondsArg) * 1_000
   let acq = 0
+  const holds: [number, number][] = []
   let cpu0 = process.cpuUsage()
   let calls0: Record<string, number> = {}
   let threads0 = threadTicks()
@@ -123,8 +154,10 @@ async function child(): Promise<void> {
           continue
         }
         const at = performance.now()
-        if (at >= warmEnd && at < end) acq++
+        const counted = at >= warmEnd && at < end
+        if (counted) acq++
         await sleep(1)
+        if (counted) holds.push([performance.timeOrigin + at, performance.timeOrigin + performance.now()])
         await held.release()
         await sleep(5)
       }
@@ -141,6 +174,7 @@ async function child(): Promise<void> {
     cpuMs: (used.user + used.system) / 1_000,
     systemMs: used.system / 1_000,
     calls: delta,
+    holds,
   } satisfies Report)
   await locks.close()
   await backend.close()
@@ -155,7 +189,8 @@ async function parent(): Promise<void> {
     Array.from({ length: p }, (_, i) => {
       const n = Math.floor(Number(waiters) / p) + (i < Number(waiters) % p ? 1 : 0)
       const c = fork(fileURLToPath(import.meta.url), ['child', String(n), key, seconds, resolve(dist)], {
-        execArgv: ['--import', 'tsx'],
+        // CHILD_FLAGS: more node/V8 flags for the children (e.g. --trace-deopt).
+        execArgv: ['--import', 'tsx', ...(process.env.CHILD_FLAGS?.split(' ').filter(Boolean) ?? [])],
       })
       return new Promise<Report>((ok) => c.once('message', (m) => ok(m as Report)))
     }),
@@ -168,6 +203,14 @@ async function parent(): Promise<void> {
   console.log(
     `${waiters} waiters x ${p} procs, ${seconds}s: ${acq} acq (${(acq / Number(seconds)).toFixed(0)}/s), client CPU ${(cpu / acq).toFixed(3)} ms/acq (system ${(system / acq).toFixed(3)})`,
   )
+  // Handoff gap: from a holder's release() call to the next acquire() returning, in any process.
+  const holds = reports.flatMap((r) => r.holds).sort((a, b) => a[0] - b[0])
+  const gaps = holds
+    .slice(1)
+    .map((h, i) => h[0] - (holds[i] as [number, number])[1])
+    .sort((a, b) => a - b)
+  const pct = (q: number) => (gaps[Math.min(gaps.length - 1, Math.floor(q * gaps.length))] ?? Number.NaN).toFixed(2)
+  console.log(`  gap p50 ${pct(0.5)} ms, p99 ${pct(0.99)} ms`)
   for (const [k, v] of Object.entries(calls).sort()) console.log(`  ${k}: ${(v / acq).toFixed(2)} per acq`)
 }
 
