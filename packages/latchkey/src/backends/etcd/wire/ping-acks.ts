@@ -5,25 +5,34 @@
  * also runs etcd's receive and wakes it). Riding on the next call's write only makes the server's estimate later;
  * a connection with nothing to send still answers within {@link PING_ACK_MS}.
  *
- * Such a bandwidth-delay PING (grpc-go marks it with its own payload, {@link BDP_PING}) may wait longer: until its
+ * Such a bandwidth-delay PING (grpc-go marks it with its own payload, {@link BDP_PING}) is held longer: until its
  * ACK, grpc-go sends no other one (its estimator samples one PING at a time), so an ACK held back costs the server
- * nothing but that estimate of a window that small gRPC messages never fill. A waiting process writes a txn
- * about every 25 ms at 10 waiters over 4 processes: a 10 ms wait sent 0.9 lone ACK writes per acquisition
- * there, 45% of the writes. Any other PING (a keepalive, grpc-go's shutdown PING) is answered within 10 ms.
+ * nothing but that estimate of a window that small gRPC messages never fill. It is held at least
+ * {@link BDP_PING_HOLD_MS}, then rides on the next frame out, or goes alone at {@link BDP_PING_ACK_MS}: grpc-go then
+ * pings about twice a second per connection, where an ACK riding on the very next frame drew a PING per call
+ * (1.13 per acquisition at 10 waiters over 4 processes: a frame to read, often a socket read and a wake-up of its
+ * own, and a timer each). Any other PING (a keepalive, grpc-go's shutdown PING) is answered within 10 ms, and
+ * brings a held bandwidth-delay ACK with it.
  */
 import { ACK, frame, PING } from './h2-frames.js'
 
 /** How long an ACK may wait for a frame to go out with. */
 export const PING_ACK_MS = 10
-/** How long the ACK of grpc-go's bandwidth-delay PING may wait for a frame to go out with. */
+/** How long the ACK of grpc-go's bandwidth-delay PING is held before a frame out may carry it. */
+export const BDP_PING_HOLD_MS = 500
+/** How long the ACK of grpc-go's bandwidth-delay PING may wait in all: then it goes alone. */
 export const BDP_PING_ACK_MS = 1_000
 /** The payload of grpc-go's bandwidth-delay PING (`bdpPing` in grpc-go's bdp_estimator.go). */
 export const BDP_PING = Buffer.from([2, 4, 16, 16, 9, 14, 7, 7])
 
 export class PingAcks {
+  /** ACKs due within {@link PING_ACK_MS}. */
   private acks: Buffer[] = []
+  /** The held ACK of a bandwidth-delay PING, and whether its hold is over (the next frame out may carry it). */
+  private bdp: Buffer | undefined
+  private bdpRipe = false
   private timer: NodeJS.Timeout | undefined
-  /** Whether the pending timer is the long one of a bandwidth-delay PING (another PING brings it forward). */
+  /** Whether the pending timer is one of a held bandwidth-delay ACK (another PING brings it forward). */
   private isLong = false
 
   /** `write`: sends ACKs on their own once their wait passed without another write. */
@@ -31,24 +40,22 @@ export class PingAcks {
 
   /** A PING with `payload` came in. */
   add(payload: Buffer): void {
-    this.acks.push(frame(PING, ACK, 0, payload))
-    const isLong = payload.equals(BDP_PING)
-    if (this.timer !== undefined && (isLong || !this.isLong)) return
-    clearTimeout(this.timer)
-    this.isLong = isLong
-    this.timer = setTimeout(
-      () => {
-        this.timer = undefined
-        if (this.acks.length > 0) this.write(this.take(undefined))
-      },
-      isLong ? BDP_PING_ACK_MS : PING_ACK_MS,
-    )
-    this.timer.unref()
+    const ack = frame(PING, ACK, 0, payload)
+    if (payload.equals(BDP_PING) && this.bdp === undefined) {
+      this.bdp = ack
+      this.bdpRipe = false
+      // Behind a short wait, the held ACK goes with the others.
+      if (this.timer === undefined) this.arm(BDP_PING_HOLD_MS, true)
+      return
+    }
+    this.acks.push(ack)
+    if (this.timer !== undefined && !this.isLong) return
+    this.arm(PING_ACK_MS, false)
   }
 
-  /** `out` with the waiting ACKs in front of it (`out` alone when none wait). */
+  /** `out` with the ACKs due in front of it (`out` alone when none are). */
   before(out: Buffer): Buffer {
-    return this.acks.length === 0 ? out : this.take(out)
+    return this.acks.length === 0 && !this.bdpRipe ? out : this.take(out)
   }
 
   /** Drops the timer (the connection is gone). */
@@ -56,14 +63,37 @@ export class PingAcks {
     clearTimeout(this.timer)
     this.timer = undefined
     this.acks = []
+    this.bdp = undefined
+    this.bdpRipe = false
+  }
+
+  private arm(ms: number, isLong: boolean): void {
+    clearTimeout(this.timer)
+    this.isLong = isLong
+    this.timer = setTimeout(() => this.due(), ms)
+    this.timer.unref()
+  }
+
+  private due(): void {
+    this.timer = undefined
+    if (this.acks.length === 0 && this.bdp !== undefined && !this.bdpRipe) {
+      // The hold is over: the next frame out carries it, or it goes alone when the rest of its wait passes.
+      this.bdpRipe = true
+      this.arm(BDP_PING_ACK_MS - BDP_PING_HOLD_MS, true)
+      return
+    }
+    if (this.acks.length > 0 || this.bdp !== undefined) this.write(this.take(undefined))
   }
 
   private take(out: Buffer | undefined): Buffer {
-    if (out !== undefined) this.acks.push(out)
-    const all = this.acks.length === 1 ? (this.acks[0] as Buffer) : Buffer.concat(this.acks)
+    const all = this.bdp === undefined ? this.acks : [this.bdp, ...this.acks]
+    if (out !== undefined) all.push(out)
+    const joined = all.length === 1 ? (all[0] as Buffer) : Buffer.concat(all)
     this.acks = []
+    this.bdp = undefined
+    this.bdpRipe = false
     clearTimeout(this.timer)
     this.timer = undefined
-    return all
+    return joined
   }
 }
