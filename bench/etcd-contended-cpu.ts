@@ -3,7 +3,8 @@
  * processes (as the bench's contended cells: hold 1 ms, think 5 ms), each process reporting its acquisitions,
  * its CPU over the window and the gRPC calls it sent (per path) and watch responses it decoded, socket writes and
  * reads, timers and immediates set (the harness's two sleeps per acquisition included) and PINGs received, and the
- * handoff gap (a release() call to the next acquire() returning, in any process). With
+ * handoff gap (a release() call to the next acquire() returning, in any process). BYSTANDERS=n adds n processes
+ * that only follow the name's deletes, and prints their CPU per watch response. With
  * PROF_DIR=<dir> each child runs under --cpu-prof and writes its profile there.
  *
  *   npx tsx bench/etcd-contended-cpu.ts [waiters=10] [procs=4] [seconds=5] [dist=packages/latchkey/dist]
@@ -181,10 +182,45 @@ async function child(): Promise<void> {
   process.exit(0)
 }
 
+/**
+ * A process that only follows the lock's deletes (BYSTANDERS=n): the backend's shared watch of the name, opened by
+ * one subscription that never waits, as a process with a waiter further back in line has it. Its CPU over the
+ * window per delete it decoded is what each delete costs a process it does not concern.
+ */
+async function bystander(): Promise<void> {
+  const [, , , key, secondsArg, dist] = process.argv
+  const grpc = await import(pathToFileURL(resolve(dist as string, 'backends/etcd/wire/grpc-http2.js')).href)
+  let messages = 0
+  const stream = grpc.GrpcConnection.prototype.stream
+  grpc.GrpcConnection.prototype.stream = function (this: unknown, path: string) {
+    const s = stream.call(this, path)
+    s.on('message', () => messages++)
+    return s
+  }
+  const lib = await import(pathToFileURL(resolve(dist as string, 'index.js')).href)
+  const backend = await lib.backendFromUrl(`etcd://${new URL(ETCD).host}`)
+  const sub = backend.subscribe({ key: `cpuprof:${key}`, kind: 'mutex' })
+  await sleep(1_500)
+  const cpu0 = process.cpuUsage()
+  const messages0 = messages
+  await sleep(Number(secondsArg) * 1_000)
+  const used = process.cpuUsage(cpu0)
+  process.send?.({ cpuMs: (used.user + used.system) / 1_000, messages: messages - messages0 })
+  sub.close()
+  await backend.close()
+  process.exit(0)
+}
+
 async function parent(): Promise<void> {
   const [waiters = '10', procs = '4', seconds = '5', dist = 'packages/latchkey/dist'] = process.argv.slice(2)
   const p = Number(procs)
   const key = `k${Date.now()}`
+  const bystanders = Array.from({ length: Number(process.env.BYSTANDERS ?? 0) }, () => {
+    const c = fork(fileURLToPath(import.meta.url), ['bystander', key, seconds, resolve(dist)], {
+      execArgv: ['--import', 'tsx'],
+    })
+    return new Promise<{ cpuMs: number; messages: number }>((ok) => c.once('message', (m) => ok(m as never)))
+  })
   const reports = await Promise.all(
     Array.from({ length: p }, (_, i) => {
       const n = Math.floor(Number(waiters) / p) + (i < Number(waiters) % p ? 1 : 0)
@@ -211,8 +247,13 @@ async function parent(): Promise<void> {
     .sort((a, b) => a - b)
   const pct = (q: number) => (gaps[Math.min(gaps.length - 1, Math.floor(q * gaps.length))] ?? Number.NaN).toFixed(2)
   console.log(`  gap p50 ${pct(0.5)} ms, p99 ${pct(0.99)} ms`)
+  for (const b of await Promise.all(bystanders))
+    console.log(
+      `  bystander: ${b.messages} watch responses, CPU ${b.cpuMs.toFixed(0)} ms, ${((b.cpuMs * 1_000) / Math.max(1, b.messages)).toFixed(0)} µs per response`,
+    )
   for (const [k, v] of Object.entries(calls).sort()) console.log(`  ${k}: ${(v / acq).toFixed(2)} per acq`)
 }
 
 if (process.argv[2] === 'child') await child()
+else if (process.argv[2] === 'bystander') await bystander()
 else await parent()
