@@ -4,7 +4,8 @@
  * its CPU over the window and the gRPC calls it sent (per path) and watch responses it decoded, socket writes and
  * reads, timers and immediates set (the harness's two sleeps per acquisition included) and PINGs received, and the
  * handoff gap (a release() call to the next acquire() returning, in any process). BYSTANDERS=n adds n processes
- * that only follow the name's deletes, and prints their CPU per watch response. With
+ * that only follow the name's deletes, and prints their CPU per watch response. HEAP_DIR=<dir> writes a sampling
+ * allocation profile of each child's window there (collected objects included). With
  * PROF_DIR=<dir> each child runs under --cpu-prof and writes its profile there.
  *
  *   npx tsx bench/etcd-contended-cpu.ts [waiters=10] [procs=4] [seconds=5] [dist=packages/latchkey/dist]
@@ -124,12 +125,22 @@ async function child(): Promise<void> {
   let calls0: Record<string, number> = {}
   let threads0 = threadTicks()
   const prof = process.env.PROF_DIR
-  const session = prof === undefined ? undefined : new Session()
+  // HEAP_DIR=<dir>: a sampling allocation profile over the window (objects a GC collected since included).
+  const heap = process.env.HEAP_DIR
+  const session = prof === undefined && heap === undefined ? undefined : new Session()
   session?.connect()
   setTimeout(async () => {
-    if (session !== undefined) {
+    if (session !== undefined && prof !== undefined) {
       await session.post('Profiler.enable')
       await session.post('Profiler.start')
+    }
+    if (session !== undefined && heap !== undefined) {
+      await session.post('HeapProfiler.enable')
+      await session.post('HeapProfiler.startSampling', {
+        samplingInterval: 1024,
+        includeObjectsCollectedByMajorGC: true,
+        includeObjectsCollectedByMinorGC: true,
+      })
     }
     cpu0 = process.cpuUsage()
     threads0 = threadTicks()
@@ -137,9 +148,13 @@ async function child(): Promise<void> {
   }, warmEnd - performance.now())
   const profiled = new Promise<void>((ok) =>
     setTimeout(async () => {
-      if (session !== undefined) {
+      if (session !== undefined && prof !== undefined) {
         const { profile } = await session.post('Profiler.stop')
         writeFileSync(`${prof}/${process.pid}.cpuprofile`, JSON.stringify(profile))
+      }
+      if (session !== undefined && heap !== undefined) {
+        const { profile } = await session.post('HeapProfiler.stopSampling')
+        writeFileSync(`${heap}/${process.pid}.heapprofile`, JSON.stringify(profile))
       }
       ok()
     }, end - performance.now()),
