@@ -42,6 +42,22 @@ describe('protobuf', () => {
     expect(r.next() && r.field === 2 && r.int64()).toBe('9223372036854775807')
     expect(r.next()).toBe(false)
   })
+
+  it('decodes every int64 varint length the same as BigInt arithmetic (2^k, 2^k - 1, their negatives, lease ids)', () => {
+    const values: bigint[] = [7587869930281478000n, 0x694d9a8f2c1b3e57n, -(2n ** 63n)]
+    for (let k = 0n; k < 64n; k++) values.push(2n ** k, 2n ** k - 1n, -(2n ** k), -(2n ** k) + 1n)
+    const w = new ProtoWriter()
+    for (const v of values) w.int64(1, v)
+    const r = new ProtoReader(w.finish())
+    const decoded: string[] = []
+    for (const v of values) {
+      if (v === 0n) continue // a zero field is omitted
+      expect(r.next()).toBe(true)
+      decoded.push(r.int64())
+    }
+    expect(r.next()).toBe(false)
+    expect(decoded).toEqual(values.filter((v) => v !== 0n).map((v) => BigInt.asIntN(64, v).toString()))
+  })
 })
 
 describe('http2 etcd client', () => {

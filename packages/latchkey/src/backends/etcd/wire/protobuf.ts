@@ -191,15 +191,21 @@ export class ProtoReader {
       if (b < 0x80) break
     }
     if (small) return String(this.varint())
-    let v = 0n
-    let shift = 0n
-    for (;;) {
+    // Eight bytes or more (lease ids, negative values): the 64 bits gathered as two 32-bit halves, so that three
+    // BigInt operations make the value instead of three per byte (a line read decodes a lease id per key).
+    let lo = 0
+    let hi = 0
+    for (let i = 0; i < 10; i++) {
       const b = this.buf[this.pos++] as number
-      v |= BigInt(b & 0x7f) << shift
+      const bits = b & 0x7f
+      if (i < 4) lo |= bits << (7 * i)
+      else if (i === 4) {
+        lo |= bits << 28 // its low 4 bits fill lo; the shift drops the rest
+        hi = bits >>> 4
+      } else hi |= bits << (7 * i - 32) // past bit 63 the shift drops the excess, as int64 does
       if (b < 0x80) break
-      shift += 7n
     }
-    return BigInt.asIntN(64, v).toString()
+    return BigInt.asIntN(64, (BigInt(hi >>> 0) << 32n) | BigInt(lo >>> 0)).toString()
   }
 
   bool(): boolean {
