@@ -17,42 +17,17 @@
  */
 import { randomUUID } from 'node:crypto'
 import { Redis } from 'ioredis'
-import { redisBackend } from 'latchkey/redis'
 import { SCRIPTS } from '../packages/latchkey/dist/backends/redis/scripts/index.js'
 import { startRedisServer } from '../packages/latchkey/test/support/redis-server-process.js'
 import type { Contender } from './lib/contender.js'
 import { type LatchkeyRedisLib, latchkeyRedisContender } from './lib/latchkey-redis-contender.js'
+import { backendOnly, fencedFloor } from './lib/redis-layer-contenders.js'
 import { openPeer } from './redis-peers.js'
 
 const rounds = Number(process.argv[2] ?? 9)
 const pairs = Number(process.argv[3] ?? 2_500)
 const server = await startRedisServer()
 const ns = `c1-layers-${randomUUID().slice(0, 8)}`
-
-type Scripted = Redis & {
-  take(key: string, fence: string, ttl: number): Promise<number>
-  give(key: string, token: string): Promise<number>
-}
-
-function fencedFloor(): Contender {
-  const client = new Redis(server.url) as Scripted
-  client.defineCommand('take', {
-    numberOfKeys: 2,
-    lua: "local n = redis.call('INCR', KEYS[2]) if redis.call('SET', KEYS[1], n, 'NX', 'PX', ARGV[1]) then return n end return 0",
-  })
-  client.defineCommand('give', {
-    numberOfKeys: 1,
-    lua: "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0",
-  })
-  return {
-    async acquire(key) {
-      const k = `${ns}-floor:{${key}}`
-      const token = await client.take(k, `${k}:fence`, 10_000)
-      return token === 0 ? undefined : { release: () => client.give(k, String(token)) }
-    },
-    close: async () => void client.disconnect(),
-  }
-}
 
 /** The EVALSHAs latchkey's backend sends for a free mutex (acquire-mutex.lua, release-mutex.lua), sent directly. */
 function latchkeyCommands(): Contender {
@@ -72,38 +47,10 @@ function latchkeyCommands(): Contender {
   }
 }
 
-/** The backend contract's calls as the core makes them for an uncontended acquire (subscribed, first try). */
-function backendOnly(): Contender {
-  const client = new Redis(server.url)
-  const backend = redisBackend({ client })
-  return {
-    async acquire(key) {
-      const request = {
-        key: `${ns}-backend:${key}`,
-        kind: 'mutex' as const,
-        owner: randomUUID(),
-        ttlMs: 10_000,
-        permits: 1,
-        lockDelayMs: 0,
-        queue: false,
-        queueTtlMs: 30_000,
-      }
-      const sub = backend.subscribe?.(request)
-      const result = await backend.tryAcquire(request)
-      sub?.close()
-      return result.acquired ? { release: () => backend.release(request) } : undefined
-    },
-    close: async () => {
-      await backend.close()
-      client.disconnect()
-    },
-  }
-}
-
 const contenders: Record<string, Contender> = {
-  'fenced floor': fencedFloor(),
+  'fenced floor': fencedFloor(server.url, ns),
   "latchkey's commands": latchkeyCommands(),
-  'latchkey backend': backendOnly(),
+  'latchkey backend': backendOnly(server.url, ns),
   latchkey: latchkeyRedisContender(server.url, `${ns}-latchkey`),
   'redis-semaphore': openPeer('redis-semaphore', server.url, `${ns}-sem`, 10_000),
 }

@@ -17,10 +17,10 @@
 import { randomUUID } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { Redis } from 'ioredis'
-import { redisBackend } from 'latchkey/redis'
 import { startRedisServer } from '../packages/latchkey/test/support/redis-server-process.js'
 import type { Contender } from './lib/contender.js'
 import { type LatchkeyRedisLib, latchkeyRedisContender } from './lib/latchkey-redis-contender.js'
+import { backendOnly, fencedFloor } from './lib/redis-layer-contenders.js'
 import { openPeer } from './redis-peers.js'
 
 const [roundsArg, windowArg, ...concArgs] = process.argv.slice(2)
@@ -37,68 +37,15 @@ function serverCpuUs(): number {
   return (Number(fields[11]) + Number(fields[12])) * 10_000
 }
 
-/** INCR a counter and SET NX PX the lock to the token; release: DEL if the lock still holds the token. */
-function fencedFloor(): Contender {
-  const client = new Redis(server.url)
-  client.defineCommand('take', {
-    numberOfKeys: 2,
-    lua: "local n = redis.call('INCR', KEYS[2]) if redis.call('SET', KEYS[1], n, 'NX', 'PX', ARGV[1]) then return n end return 0",
-  })
-  client.defineCommand('give', {
-    numberOfKeys: 1,
-    lua: "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0",
-  })
-  const c = client as Redis & {
-    take(key: string, fence: string, ttl: number): Promise<number>
-    give(key: string, token: string): Promise<number>
-  }
-  return {
-    async acquire(key) {
-      const k = `${ns}-floor:{${key}}`
-      const token = await c.take(k, `${k}:fence`, 10_000)
-      return token === 0 ? undefined : { release: () => c.give(k, String(token)) }
-    },
-    close: async () => void client.disconnect(),
-  }
-}
-
-/** The backend contract's calls alone, as the core makes them for an uncontended acquire (subscribed, first try). */
-function backendOnly(): Contender {
-  const client = new Redis(server.url)
-  const backend = redisBackend({ client })
-  return {
-    async acquire(key) {
-      const request = {
-        key: `${ns}-backend:${key}`,
-        kind: 'mutex' as const,
-        owner: randomUUID(),
-        ttlMs: 10_000,
-        permits: 1,
-        lockDelayMs: 0,
-        queue: false,
-        queueTtlMs: 30_000,
-      }
-      const sub = backend.subscribe?.(request)
-      const result = await backend.tryAcquire(request)
-      sub?.close()
-      return result.acquired ? { release: () => backend.release(request) } : undefined
-    },
-    close: async () => {
-      await backend.close()
-      client.disconnect()
-    },
-  }
-}
-
 const contenders: Record<string, Contender> = {
   raw: openPeer('raw', server.url, `${ns}-raw`, 10_000),
-  'fenced floor': fencedFloor(),
+  'fenced floor': fencedFloor(server.url, ns),
   latchkey: latchkeyRedisContender(server.url, `${ns}-latchkey`, { layout: 'latchkey' }),
   'redis-semaphore': openPeer('redis-semaphore', server.url, `${ns}-sem`, 10_000),
 }
 // redlock 5.0-beta: the best peer at concurrency 1 in the matrix (no fencing token; one SET NX PX, a script to release).
 if (process.env.REDLOCK !== '0') contenders['redlock 5.0-beta'] = openPeer('redlock5', server.url, `${ns}-rl5`, 10_000)
-if (process.env.LAYERS === '1') contenders['latchkey backend, no core'] = backendOnly()
+if (process.env.LAYERS === '1') contenders['latchkey backend, no core'] = backendOnly(server.url, ns)
 if (process.env.REDISSON === '1')
   contenders['latchkey redisson layout'] = latchkeyRedisContender(server.url, `${ns}-redisson`, { layout: 'redisson' })
 const before = process.env.BEFORE_DIST
