@@ -29,6 +29,7 @@ import type { ContendedResult, UncontendedResult } from './lib/modes.js'
 import { WorkerPool } from './lib/pool.js'
 import { fmtAuto, fmtSpread, hostNow, sleep, spread } from './lib/stats.js'
 import { type ZkRequestCounters, zkRequestCounters } from './lib/zk-mntr.js'
+import { zkTargets } from './lib/zk-targets.js'
 
 const env = process.env
 const quick = env.BENCH_QUICK === '1'
@@ -46,16 +47,7 @@ const waiterCounts = list(env.BENCH_WAITERS, [10])
 const oneProcessCounts = list(env.BENCH_WAITERS_ONE_PROCESS, [10])
 const baselineDist = env.BENCH_BASELINE_DIST === undefined ? undefined : path.resolve(env.BENCH_BASELINE_DIST)
 
-const targets = [
-  { id: 'standalone', connect: env.LATCHKEY_ZK_URL ?? '127.0.0.1:2181' },
-  {
-    id: '3-node ensemble',
-    connect: (env.LATCHKEY_ZK_ENSEMBLE_PORTS ?? '2291,2292,2293')
-      .split(',')
-      .map((p) => `127.0.0.1:${p.trim()}`)
-      .join(','),
-  },
-]
+const targets = zkTargets(env)
 
 /** What one contender did in one cell. */
 interface Figures {

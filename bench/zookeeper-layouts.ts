@@ -19,6 +19,7 @@ import type { ContendedResult } from './lib/modes.js'
 import { WorkerPool } from './lib/pool.js'
 import { fmtAuto, fmtSpread, hostNow, sleep, spread } from './lib/stats.js'
 import { zkPacketCounters } from './lib/zk-mntr.js'
+import { zkTargets } from './lib/zk-targets.js'
 
 const env = process.env
 const RUNS = Number(env.BENCH_RUNS ?? 3)
@@ -27,16 +28,9 @@ const WAITERS = Number(env.BENCH_WAITERS ?? 10)
 const RAMP_MS = 800
 const PROCESSES = 4
 const baselineDist = env.BENCH_BASELINE_DIST === undefined ? undefined : path.resolve(env.BENCH_BASELINE_DIST)
-const targets = [
-  { id: 'standalone', connect: env.LATCHKEY_ZK_URL ?? '127.0.0.1:2181' },
-  {
-    id: '3-node ensemble',
-    connect: (env.LATCHKEY_ZK_ENSEMBLE_PORTS ?? '2291,2292,2293')
-      .split(',')
-      .map((p) => `127.0.0.1:${p.trim()}`)
-      .join(','),
-  },
-].filter((t) => env.BENCH_TARGETS === undefined || env.BENCH_TARGETS.split(',').some((x) => t.id.startsWith(x)))
+const targets = zkTargets(env).filter(
+  (t) => env.BENCH_TARGETS === undefined || env.BENCH_TARGETS.split(',').some((x) => t.id.startsWith(x)),
+)
 
 type Layout = 'latchkey 4 processes' | 'latchkey 1 process' | 'Curator 1 JVM' | 'Curator 4 JVMs' | string
 interface Figures {
