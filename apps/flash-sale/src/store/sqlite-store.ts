@@ -126,7 +126,7 @@ class SqliteStore extends SqlSaleStore {
     known: number | undefined,
     buyers: readonly RunBuyer[],
   ): RunResult {
-    const claimed = known ?? (this.claim.get(token, saleId, bucket, token) as { remain: number } | undefined)?.remain
+    const claimed = known ?? this.claimNow(saleId, bucket, token)
     if (claimed === undefined) throw new Stale()
     let remain = claimed
     const outcomes: RunOutcome[] = []
@@ -156,6 +156,11 @@ class SqliteStore extends SqlSaleStore {
   }
 
   async claimBucket(saleId: string, bucket: number, token: bigint): Promise<number | undefined> {
+    return this.claimNow(saleId, bucket, token)
+  }
+
+  /** The claim itself, synchronous (a run's transaction makes it inside): the stock, or undefined when stale. */
+  private claimNow(saleId: string, bucket: number, token: bigint): number | undefined {
     return (this.claim.get(token, saleId, bucket, token) as { remain: number } | undefined)?.remain
   }
 
