@@ -7,6 +7,8 @@
  *                                   [--ceiling=0] [--prof=DIR]
  *
  * --prof=DIR writes a V8 CPU profile of each service process into DIR (--cpu-prof); --ceiling=0 leaves out the probe.
+ * What the sales leave on a server backend (fencing counters and rows stay after a release by design) is removed at
+ * the end, by the sales' lock-name prefix, as the full run does.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -18,6 +20,10 @@ import { runSale } from '../apps/flash-sale/src/load/run-sale.js'
 import { createSale } from '../apps/flash-sale/src/load/sale-client.js'
 import { randomAdminToken } from '../apps/flash-sale/src/server/admin-auth.js'
 import type { Strategy } from '../apps/flash-sale/src/store/types.js'
+import { latchkeyLayout } from '../packages/latchkey/src/backends/redis/index.js'
+import { unlinkMatching } from '../packages/latchkey/test/support/redis-backend-module.js'
+import { serversFromEnv } from './lib/catalog.js'
+import { cleaners } from './lib/cleanup.js'
 
 const args = process.argv.slice(2)
 const flag = (name: string) => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3)
@@ -71,6 +77,32 @@ const cluster = await startCluster({
   ceilingProbe: true,
   ...(flag('prof') === undefined ? {} : { nodeFlags: ['--cpu-prof', `--cpu-prof-dir=${flag('prof')}`] }),
 })
+/** The cleanup, by lock-name prefix, of what the sales leave on the backend's server (none for the embedded ones). */
+function leftoverCleanup(url: string): ((prefix: string) => Promise<void>) | undefined {
+  const scheme = url.slice(0, url.indexOf(':'))
+  const host = scheme === 'sqlite' || scheme === 'memory' ? '' : new URL(url).host
+  const clean = cleaners({ ...serversFromEnv('', dir), etcd: `http://${host}`, zk: host })
+  if (scheme === 'redis' || scheme === 'rediss') {
+    return async (prefix) => {
+      const client = new Redis(url)
+      try {
+        await unlinkMatching(client, latchkeyLayout.patternsFor(prefix))
+      } finally {
+        client.disconnect()
+      }
+    }
+  }
+  const byScheme: Record<string, ((prefix: string) => Promise<void>) | undefined> = {
+    etcd: clean.etcd,
+    zookeeper: clean.zk,
+    mysql: clean.mysql,
+    postgres: clean.postgres,
+    postgresql: clean.postgres,
+  }
+  return byScheme[scheme]
+}
+
+const saleIds: string[] = []
 const pids = cluster.children.map((c) => c.pid as number)
 try {
   await runSale({
@@ -107,6 +139,7 @@ try {
           { item: s, stock, strategy: s as Strategy },
           adminToken,
         )
+        saleIds.push(id)
         const row = await runSale({
           urls: cluster.urls,
           strategy: s as Strategy,
@@ -133,5 +166,9 @@ try {
   }
 } finally {
   await cluster.close()
+  const cleanup = leftoverCleanup(backendUrl)
+  for (const id of saleIds) {
+    await cleanup?.(`flash-sale:sale:${id}`).catch((error: unknown) => console.error(`cleanup of sale ${id}: ${error}`))
+  }
   rmSync(dir, { recursive: true, force: true })
 }
