@@ -2,6 +2,7 @@ import type { ChildProcess } from 'node:child_process'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import { Redis } from 'ioredis'
+import { eventually } from 'latchkey/testing'
 import { afterEach, describe, expect, it } from 'vitest'
 import { type Cluster, type ClusterOptions, startCluster } from '../src/cluster.js'
 import { exited } from '../src/fork.js'
@@ -109,6 +110,15 @@ describe('reserve: kill -9 of a relay between reserve and durable write (SQLite 
       // The kill landed in the window under test: entries read, not acknowledged; written or not as planned.
       expect(atCrash.pendingOrders.length).toBeGreaterThan(0)
       expect(atCrash.inStore).toBe(at === 'after-commit' ? 1 : 0)
+      // The sale waits until the store holds every reservation, and an order written before the crash is held
+      // already: its entry is redelivered only once it has been pending `claimIdleMs`, which can be after the sale
+      // ended (a fast run). So the relay stats are read once the outbox is drained.
+      await eventually(
+        'the outbox drained (abandoned entries taken over)',
+        async () => (await redis.xlen(outbox)) === 0,
+        15_000,
+        100,
+      )
       const stats = await relayStats([...first.urls.slice(0, workers - 1), ...(await restarted).urls])
       const sum = (key: keyof RelayStats): number => stats.reduce((n, s) => n + s[key], 0)
       expect(sum('claimed')).toBeGreaterThanOrEqual(atCrash.pendingOrders.length)
