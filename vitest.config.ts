@@ -52,8 +52,10 @@ export default defineConfig({
       },
       {
         extends: true,
-        // A fresh process per file, as before: a timing bound is not measured in a heap other files have grown.
-        test: { name: 'timing', include: TIMING_BOUND, maxWorkers: 1, sequence: { groupOrder: 1 } },
+        // One process runs these files one after another too (a fresh process per file cost about 1.8 s each, 76 s
+        // of this project's 443 s). The bounds they check are seconds wide and each file stops what it started, so
+        // the heap the earlier files leave is collected in the meantime, not measured.
+        test: { name: 'timing', include: TIMING_BOUND, maxWorkers: 1, isolate: false, sequence: { groupOrder: 1 } },
       },
       {
         extends: true,
