@@ -88,6 +88,17 @@ export async function runScenario(s: Scenario): Promise<string> {
   const relaying = new Set<string>()
   // Writes the nemesis holds in flight (delay-write); the run waits for them to land before it is judged.
   const inFlight = new Set<Promise<void>>()
+  // The first clients' start-up (loading their modules, opening the backend: seconds when the machine is busy)
+  // comes before the measured window, so that a run gets its `durationMs` of clients at work: each is counted once
+  // it sends its first request, or exits before that.
+  const starting = new Set<string>()
+  let allStarted = (): void => undefined
+  const started = new Promise<void>((resolve) => {
+    allStarted = resolve
+  })
+  const isUp = (proc: string): void => {
+    if (starting.delete(proc) && starting.size === 0) allStarted()
+  }
 
   const spawnClient = async (): Promise<void> => {
     spawned += 1
@@ -125,6 +136,7 @@ export async function runScenario(s: Scenario): Promise<string> {
     children.set(proc, child)
     const history = join(dir, `${proc}.jsonl`)
     child.on('message', (message: ClientRequest | RelayedEvent | Pong) => {
+      isUp(proc)
       if (message.kind === 'history') {
         appendRelayed(history, message)
         relaying.add(proc)
@@ -135,6 +147,7 @@ export async function runScenario(s: Scenario): Promise<string> {
       } else void serve(proc, child, message)
     })
     child.once('exit', (code, signal) => {
+      isUp(proc)
       children.delete(proc)
       referee.exit(proc, 'died')
       for (const proxy of proxies.get(proc) ?? []) void proxy.close()
@@ -177,8 +190,13 @@ export async function runScenario(s: Scenario): Promise<string> {
     }
   }
 
-  const started = nowMs()
-  for (let i = 0; i < s.clients; i++) await spawnClient()
+  // The run's start (its timeline's left edge) is the first spawn; the measured window starts with every client up.
+  const startedAt = nowMs()
+  for (let i = 0; i < s.clients; i++) {
+    starting.add(`c${i + 1}`)
+    await spawnClient()
+  }
+  await started
   const faults = nemesis.run(planFaults(s.fault, s.seed, s.durationMs))
   const pinging =
     s.fault.clientClockRate === undefined
@@ -203,7 +221,7 @@ export async function runScenario(s: Scenario): Promise<string> {
   for (const list of proxies.values()) for (const proxy of list) await proxy.close()
   writeFileSync(
     join(dir, 'meta.json'),
-    `${JSON.stringify({ ...s, restartServer: undefined, pauseServer: undefined, endSession: undefined, partitionCluster: undefined, onFollower: undefined, jumpServerClock: undefined, failover: undefined, clientEnv: undefined, startedAt: started, endedAt: nowMs(), finalValue: referee.current, spawned, ...(pingRtts.length === 0 ? {} : { stampRttMs: rttStats(pingRtts) }) }, null, 2)}\n`,
+    `${JSON.stringify({ ...s, restartServer: undefined, pauseServer: undefined, endSession: undefined, partitionCluster: undefined, onFollower: undefined, jumpServerClock: undefined, failover: undefined, clientEnv: undefined, startedAt, endedAt: nowMs(), finalValue: referee.current, spawned, ...(pingRtts.length === 0 ? {} : { stampRttMs: rttStats(pingRtts) }) }, null, 2)}\n`,
   )
   return dir
 }
