@@ -25,7 +25,7 @@ status=0
 npx vitest run --coverage --reporter=default --reporter=json --outputFile.json=.data/vitest.json "$@" || status=$?
 node scripts/lib/summary.mjs .data/vitest.json || true
 # The safety lab's smoke: one short fault run per backend (a holder paused between its check and its write), checked
-# by the lab's own checker; it fails when the fence lets a stale write through or an update is lost (~80 s).
+# by the lab's own checker; it fails when the fence lets a stale write through or an update is lost (~40-55 s).
 echo "== safety lab smoke"
 npm run lab --silent -- --smoke || status=1
 exit "$status"
