@@ -39,7 +39,7 @@ function latchkeyCommands(): Contender {
       const field = randomUUID()
       const token = await client.evalsha(acquireMutex.sha, 2, m, `${m}:fence`, field, '10000')
       if (token === 0) return undefined
-      return { release: () => client.evalsha(releaseMutex.sha, 3, m, `${m}:expiry`, `${m}:watchers`, field) }
+      return { release: () => client.evalsha(releaseMutex.sha, 1, m, field) }
     },
     close: async () => {
       client.disconnect()

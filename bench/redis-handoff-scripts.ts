@@ -59,10 +59,10 @@ async function cell(name: string, ms: number, round: number) {
   for (const [, , us, args] of log) {
     if (String(args[0]).toLowerCase() !== 'evalsha') continue
     // latchkey: EVALSHA sha 7 <seven keys> then a release's four arguments (field channel publish wake), an
-    // acquire's 2-3; a release's short scripts take 3 keys (release-mutex.lua) or 5 (pass-mutex.lua), the short
+    // acquire's 2-3; a release's short scripts take 1 key (release-mutex.lua) or 5 (pass-mutex.lua), the short
     // acquire 2; proto-blpop's only script is its release.
     const keys = Number(args[2])
-    const release = keys === 7 ? args.length >= 3 + 7 + 4 : keys === 3 || keys === 5
+    const release = keys === 7 ? args.length >= 3 + 7 + 4 : keys === 1 || keys === 5
     ;(release || lib === undefined ? rel : acq).push(us)
   }
   results[name] ??= { gap: [], rel: [], acq: [] }

@@ -66,9 +66,7 @@ async function setup(): Promise<void> {
   }
   variants['latchkey acquire-mutex / release-mutex'] = {
     acquire: { call: (i) => ['evalsha', lkTake, 2, k('lk', i), `${k('lk', i)}:fence`, field(i), 10000] },
-    release: {
-      call: (i) => ['evalsha', lkGive, 3, k('lk', i), `${k('lk', i)}:expiry`, `${k('lk', i)}:watchers`, field(i)],
-    },
+    release: { call: (i) => ['evalsha', lkGive, 1, k('lk', i), field(i)] },
   }
   const before = process.env.BEFORE_DIST
   if (before !== undefined) {
@@ -91,24 +89,28 @@ async function setup(): Promise<void> {
   }
   for (const [name, lua] of Object.entries(extraVariants())) {
     const [a, r] = await Promise.all([sha(lua.acquire), sha(lua.release)])
+    const releaseKeys = (i: number) =>
+      lua.releaseKeys === 1 ? [k(name, i)] : [k(name, i), `${k(name, i)}:expiry`, `${k(name, i)}:watchers`]
     variants[name] = {
       acquire: { call: (i) => ['evalsha', a, 2, k(name, i), `${k(name, i)}:fence`, field(i), 10000] },
-      release: {
-        call: (i) => ['evalsha', r, 3, k(name, i), `${k(name, i)}:expiry`, `${k(name, i)}:watchers`, field(i)],
-      },
+      release: { call: (i) => ['evalsha', r, lua.releaseKeys, ...releaseKeys(i), field(i)] },
     }
   }
 }
 const floorTokens: unknown[] = []
 
-/** Candidate scripts under study, from files named in LUA_VARIANTS=name:acquire.lua:release.lua,... */
-function extraVariants(): Record<string, { acquire: string; release: string }> {
-  const out: Record<string, { acquire: string; release: string }> = {}
+/**
+ * Candidate scripts under study, from files named in LUA_VARIANTS=name:acquire.lua:release.lua[:1],... (`:1`: the
+ * release takes M alone, else M, E and W as release-mutex.lua).
+ */
+function extraVariants(): Record<string, { acquire: string; release: string; releaseKeys: 1 | 3 }> {
+  const out: Record<string, { acquire: string; release: string; releaseKeys: 1 | 3 }> = {}
   for (const spec of (process.env.LUA_VARIANTS ?? '').split(',').filter(Boolean)) {
-    const [name, a, r] = spec.split(':') as [string, string, string]
+    const [name, a, r, keys] = spec.split(':') as [string, string, string, string?]
     out[name] = {
       acquire: `local FENCE_IDLE_MS = 86400000\n${readFileSync(a, 'utf8')}`,
       release: `local FENCE_IDLE_MS = 86400000\n${readFileSync(r, 'utf8')}`,
+      releaseKeys: keys === '1' ? 1 : 3,
     }
   }
   return out

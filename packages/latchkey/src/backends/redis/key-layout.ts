@@ -18,9 +18,9 @@ export interface LockKeys {
   readonly keys: readonly [string, string, string, string, string, string, string]
   /** All but the fencing counter: what every script but acquire and release needs. */
   readonly stateKeys: readonly [string, string, string, string, string, string]
-  /** The keys of the uncontended mutex's short scripts: acquire-mutex.lua's M, F and release-mutex.lua's M, E, W. */
+  /** The keys of the uncontended mutex's short scripts: acquire-mutex.lua's M, F and release-mutex.lua's M. */
   readonly shortAcquire: readonly [string, string]
-  readonly shortRelease: readonly [string, string, string]
+  readonly shortRelease: readonly [string]
   /** pass-mutex.lua's M, E, W, P, F. */
   readonly passKeys: readonly [string, string, string, string, string]
   /** The pub/sub channel a release is published on. */
@@ -57,7 +57,7 @@ function lockKeys(keys: LockKeys['keys'], channel: string, id: string): LockKeys
     keys,
     stateKeys: [m, x, q, e, w, p],
     shortAcquire: [m, f],
-    shortRelease: [m, e, w],
+    shortRelease: [m],
     passKeys: [m, e, w, p, f],
     channel,
     id,

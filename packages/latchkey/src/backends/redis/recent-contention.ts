@@ -1,6 +1,6 @@
 /**
  * Which locks this process has lately seen contended, so the backend knows which scripts to send. An uncontended
- * mutex takes the short scripts (acquire-mutex.lua, release-mutex.lua: two or three keys instead of seven), and
+ * mutex takes the short scripts (acquire-mutex.lua, release-mutex.lua: two keys and one instead of seven), and
  * when they find the lock held or waited for, the backend runs the full script after them: one more round trip.
  * A lock seen contended goes straight to the full scripts for a while, so a busy lock's waits and handoffs cost
  * what they cost before the short scripts existed.

@@ -32,11 +32,14 @@ end
 -- (bench/redis-handoff.ts): base.lua's TYPE, closures and holder table cost it more than its writes.
 if kind == 'mutex' and (mode == 'w' or mode == 'f') and KEYS[2] == KEYS[1] then
   local v = redis.pcall('GET', KEYS[1])
-  if type(v) == 'string' and string.match(v, '^%d+|%d+|(.*)$') ~= field then
+  if type(v) == 'string' and string.match(v, '^w?%d+|%d+|(.*)$') ~= field then
     local W, P, F = KEYS[5], KEYS[6], KEYS[7]
     local T = redis.call('TIME')
     local now = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000)
     local pttl = redis.call('PTTL', KEYS[1])
+    -- The holder's release must see this waiter (base.lua, KEYS[1]). PX of the PTTL just read: the same expiry,
+    -- or a millisecond later on a server whose clock moved during the script, never earlier (KEEPTTL needs 6.0).
+    if string.sub(v, 1, 1) ~= 'w' and pttl > 0 then redis.call('SET', KEYS[1], 'w' .. v, 'PX', pttl) end
     if mode == 'f' or redis.call('ZSCORE', W, field) == false then
 --#include next-fence.lua
       redis.call('ZADD', W, string.format('%d', n), field)
@@ -54,8 +57,14 @@ end
 
 local lined = kind == 'fair' or kind == 'read' or kind == 'write'
 
--- Registers the caller as waiting: a place in line (mode q) or a watch (w, f).
+-- Registers the caller as waiting: a place in line (mode q) or a watch (w, f), and marks a mutex holder's string M
+-- so that its release sees the waiter (base.lua, KEYS[1]).
 local function wait_here()
+  if STR and mode ~= '-' then
+    local v = redis.call('GET', M)
+    local pttl = redis.call('PTTL', M)
+    if v and string.sub(v, 1, 1) ~= 'w' and pttl > 0 then redis.call('SET', M, 'w' .. v, 'PX', pttl) end
+  end
   if mode == 'q' then
     if redis.call('ZSCORE', Q, field) == false then
       local w = 0

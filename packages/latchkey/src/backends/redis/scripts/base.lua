@@ -4,7 +4,14 @@
 -- KEYS[1] M: the holders. In the latchkey layout a plain mutex's holder is M itself, a string
 --   "<token>|<lockDelayMs>|<field>" expiring when its slot frees (lease + lock-delay, so its lease ends lockDelayMs
 --   before the key does): one SET to grant, one DEL to release (free-mutex.lua says why, and why processes of
---   the previous version, which kept every holder in the hash, still exclude this one). Every other holder, and a
+--   the previous version, which kept every holder in the hash, still exclude this one). A leading `w` marks a
+--   string whose holder must hand over or publish on release (release-mutex.lua reads only M): a waiter that
+--   registers in E or W while M is the string adds it (acquire.lua), and a grant that leaves someone registered
+--   writes it (put, grant-string-mutex.lua). A grant on a free M (free-mutex.lua) writes no mark without looking
+--   at E and W: every waiter still registered then either was woken by the release that freed M, or was told to
+--   retry when M would expire (its retryAfterMs), and a try that finds M held by another registers again, so it
+--   marks the new string before that holder can release unseen. A waiter that left keeps the mark: only one more
+--   round trip for its holder's release. Every other holder, and a
 --   mutex holder granted by or to a process of the previous version, is a field of M as a hash: field -> record
 --   "kind|expiresAt|delayUntil|token" (server ms), and for a semaphore holder "|permits" after it: the count in
 --   force while it holds. In the Redisson layout, field -> 1 exactly as Redisson's RLock hash (a Java client sees
@@ -49,7 +56,7 @@ end
 local function string_holder()
   local v = redis.call('GET', M)
   if not v then return nil end
-  local tok, delay, f = string.match(v, '^(%d+)|(%d+)|(.*)$')
+  local tok, delay, f = string.match(v, '^w?(%d+)|(%d+)|(.*)$')
   local dly = now + redis.call('PTTL', M)
   return f, 'mutex', dly - tonumber(delay), dly, tok, ''
 end
@@ -69,10 +76,13 @@ local function valid_record(f)
 end
 
 -- Sets the record of holder f; per: a semaphore's permits (as sent), '' or nil for the other kinds. A mutex of the
--- latchkey layout is the string (with its expiry) unless M is a hash: a previous version's grant being renewed.
+-- latchkey layout is the string (with its expiry) unless M is a hash: a previous version's grant being renewed. The
+-- string is marked (KEYS[1]) when anyone is registered in E or W: callers have removed f's own registration first.
 local function put(f, kind, exp, dly, tok, per)
   if kind == 'mutex' and not SPLIT and not HASH_ONLY and (STR or redis.call('EXISTS', M) == 0) then
-    redis.call('SET', M, tok .. '|' .. fmt(dly - exp) .. '|' .. f, 'PX', dly - now)
+    local w = ''
+    if redis.call('EXISTS', E, W) > 0 then w = 'w' end
+    redis.call('SET', M, w .. tok .. '|' .. fmt(dly - exp) .. '|' .. f, 'PX', dly - now)
     STR = true
     return
   end

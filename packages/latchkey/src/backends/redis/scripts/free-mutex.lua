@@ -1,6 +1,8 @@
 -- A free mutex of the latchkey layout granted: when M does not exist (no holder, no lock-delay left), the token of
 -- next_fence and the holder as M itself, a string "<token>|<lockDelayMs>|<field>" whose expiry (PX) is the end of
 -- its slot (lease + lock-delay): three commands, no TIME (the lease's end is the key's expiry less lockDelayMs).
+-- Unmarked, without reading E or W: base.lua (KEYS[1]) says why a waiter registered on an earlier holder still
+-- gets its turn.
 -- The token is taken before SET NX tells whether M is free, so a try on a held lock uses one up: tokens only need
 -- to increase, and it is still one INCR per script run (next-fence.lua). acquire.lua tests EXISTS first, as its
 -- general rules may take a token after this part (a hash of expired records): no script takes two.

@@ -9,7 +9,9 @@
 -- locals T (TIME) and now (server ms), and the release's KEYS and ARGV (base.lua, release.lua). Returns from the
 -- script when nobody waits (1) or when it granted (as handoff.lua replies); else goes on to the general handoff.
 if redis.call('EXISTS', KEYS[4]) == 0 then
-  local head = redis.call('ZRANGE', KEYS[5], 0, 0)[1]
+  -- The two oldest: the second says whether the new holder's string is marked (grant-string-mutex.lua).
+  local heads = redis.call('ZRANGE', KEYS[5], 0, 1)
+  local head, more = heads[1], heads[2] ~= nil
   if head == nil then return 1 end
   local spec = redis.call('HGET', KEYS[6], head)
   -- "kind ttlMs lockDelayMs permits mode waitTtlMs expiresAt wakeChannel" (base.lua, KEYS[6]).

@@ -11,7 +11,9 @@
 -- to a watcher of the caller's own process, "g <field> <token>" (as release.lua).
 --#include caller-string-lease.lua
 if redis.call('EXISTS', KEYS[2]) == 1 then return 2 end
-local head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
+-- The two oldest: the second says whether the new holder's string is marked (grant-string-mutex.lua).
+local heads = redis.call('ZRANGE', KEYS[3], 0, 1)
+local head, more = heads[1], heads[2] ~= nil
 if head == nil then
   redis.call('DEL', KEYS[1])
   return 1

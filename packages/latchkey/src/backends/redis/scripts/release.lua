@@ -17,7 +17,7 @@ if KEYS[2] == KEYS[1] then
   local T = redis.call('TIME')
   local now = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000)
   if t == 'string' then
-    local tok, delay, f = string.match(redis.call('GET', KEYS[1]), '^(%d+)|(%d+)|(.*)$')
+    local tok, delay, f = string.match(redis.call('GET', KEYS[1]), '^w?(%d+)|(%d+)|(.*)$')
     if f ~= ARGV[1] or (ARGV[5] ~= nil and ARGV[5] ~= tok) then return 0 end
     -- Its lease ends lockDelayMs before the key expires (free-mutex.lua).
     if delay ~= '0' and redis.call('PTTL', KEYS[1]) <= tonumber(delay) then return 0 end
