@@ -108,8 +108,8 @@ function extraVariants(): Record<string, { acquire: string; release: string; rel
   for (const spec of (process.env.LUA_VARIANTS ?? '').split(',').filter(Boolean)) {
     const [name, a, r, keys] = spec.split(':') as [string, string, string, string?]
     out[name] = {
-      acquire: `local FENCE_IDLE_MS = 86400000\n${readFileSync(a, 'utf8')}`,
-      release: `local FENCE_IDLE_MS = 86400000\n${readFileSync(r, 'utf8')}`,
+      acquire: `local FENCE_IDLE_MS, FENCE_REFRESH = 86400000, true\n${readFileSync(a, 'utf8')}`,
+      release: `local FENCE_IDLE_MS, FENCE_REFRESH = 86400000, true\n${readFileSync(r, 'utf8')}`,
       releaseKeys: keys === '1' ? 1 : 3,
     }
   }

@@ -32,7 +32,7 @@ async function grantOnce(backend: Backend, key: string, kind: LockKind = 'mutex'
 const fenceKey = (key: string, kind: LockKind = 'mutex') => latchkeyLayout.keysOf({ key, kind }).keys[6]
 
 describe('redis fencing counter expiry', () => {
-  it('the counter key has an idle TTL after acquire and after release, refreshed by every grant', async () => {
+  it('the counter key has an idle TTL after acquire and after release, refreshed by the grant of another process', async () => {
     const backend = redisBackend({ client })
     const nodeClient = await nodeRedisClient()
     const viaNodeRedis = redisBackend({ client: nodeClient })
@@ -51,14 +51,40 @@ describe('redis fencing counter expiry', () => {
         expect(afterAcquire).toBeLessThanOrEqual(86_400_000)
         await admin.pexpire(fenceKey(key, kind), 60_000)
         expect(await lib.release(request)).toBe(true)
-        // Release grants nothing here, so it leaves the TTL the last grant set; the next grant refreshes it.
+        // Release grants nothing here, so it leaves the TTL the last grant set; the next grant refreshes it (a
+        // process that refreshed it itself lately leaves it: the next test).
         expect(await admin.pttl(fenceKey(key, kind))).toBeGreaterThan(0)
-        await grantOnce(lib, key, kind)
+        const other = redisBackend({ client })
+        await grantOnce(other, key, kind)
+        await other.close()
         expect(await admin.pttl(fenceKey(key, kind))).toBeGreaterThan(86_000_000)
       }
     } finally {
       await viaNodeRedis.close()
       await nodeClient.close()
+      await backend.close()
+    }
+  })
+
+  it('a process that keeps taking a mutex refreshes the counter once per eighth of fenceIdleTtlMs: 7/8 of it is left at every token', async () => {
+    const idleMs = 800
+    const backend = redisBackend({ client, fenceIdleTtlMs: idleMs })
+    try {
+      const key = `${ns}:keep:${randomUUID().slice(0, 4)}`
+      const left: number[] = []
+      const started = performance.now()
+      // Grants for over three eighths, so the process sends both builds of the short acquire several times.
+      while (performance.now() - started < (idleMs * 3) / 8) {
+        const sent = performance.now()
+        await grantOnce(backend, key)
+        const pttl = await admin.pttl(fenceKey(key))
+        // What the counter had at the token is at least what is left now plus the time since the try was sent.
+        expect(pttl + (performance.now() - sent)).toBeGreaterThanOrEqual((idleMs * 7) / 8)
+        left.push(pttl)
+      }
+      // Not every grant refreshed it (the PEXPIRE the short acquire leaves out).
+      expect(Math.min(...left)).toBeLessThan(idleMs - idleMs / 16)
+    } finally {
       await backend.close()
     }
   })

@@ -27,6 +27,11 @@ export interface LockKeys {
   readonly channel: string
   /** Identifies the family in this process (the channel is unique per family). */
   readonly id: string
+  /**
+   * When (monotonic ms) this process last sent a short acquire of the family that refreshed the fencing counter's
+   * expiry and was answered (-Infinity: never): redis-backend.ts leaves the expiry alone for a while after.
+   */
+  fenceRefreshedAt: number
 }
 
 /** Maps lock refs and owners to Redis names. */
@@ -61,6 +66,7 @@ function lockKeys(keys: LockKeys['keys'], channel: string, id: string): LockKeys
     passKeys: [m, e, w, p, f],
     channel,
     id,
+    fenceRefreshedAt: Number.NEGATIVE_INFINITY,
   }
 }
 

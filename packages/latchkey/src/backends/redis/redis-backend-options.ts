@@ -27,8 +27,9 @@ export interface RedisBackendOptions {
   /** How long an idle release channel stays subscribed, so hot locks do not re-subscribe. Default 10 000. */
   subscriberLingerMs?: number
   /**
-   * How long a lock's fencing counter (`latchkey:{name}:fence`) stays after the last token it issued, so a
-   * lock per order does not leave a key per order forever (0: never expires). A counter that expired restarts
+   * How long a lock's fencing counter (`latchkey:{name}:fence`) stays after the last token it issued (at least
+   * 7/8 of it: a process refreshes the expiry of a lock it keeps taking once per eighth), so a lock per order
+   * does not leave a key per order forever (0: never expires). A counter that expired restarts
    * at the server clock in microseconds, above every token issued before (scripts/grant.lua, next_fence,
    * gives the argument), so tokens still only increase; keep it longer than any lease so the clock's margin
    * stays large. Not settable with `layout: 'redisson'`, whose counter Java clients share and never expire.

@@ -69,6 +69,12 @@ export class RedisBackend extends BackendBase {
    */
   private readonly contention: RecentContention | undefined
   private readonly operatorReads: OperatorReadDeps
+  /**
+   * How long after a short acquire that refreshed a lock's fencing counter expiry this process's short acquires
+   * leave it alone (acquireMutexKeepFence): an eighth of the idle expiry, so the counter always has 7/8 of it left
+   * when a token is taken (scripts/next-fence.lua). 0: always refresh.
+   */
+  private readonly fenceKeepMs: number
 
   constructor(options: RedisBackendOptions) {
     super()
@@ -84,6 +90,7 @@ export class RedisBackend extends BackendBase {
     // Redisson's RFencedLock INCRs the same counter key and would restart an expired one at 1.
     const fenceIdleMs = this.layout.name === 'redisson' ? 0 : (options.fenceIdleTtlMs ?? DEFAULT_FENCE_IDLE_MS)
     this.scripts = scriptsFor(fenceIdleMs)
+    this.fenceKeepMs = fenceIdleMs / 8
     this.contention = this.layout.name === 'latchkey' ? new RecentContention(WATCH_TTL_MS) : undefined
     const { calls, keys, layout, commander } = this
     this.operatorReads = { calls, script: this.scripts.inspect, keys, layout, commander }
@@ -133,7 +140,12 @@ export class RedisBackend extends BackendBase {
       request.lockDelayMs === 0
         ? [field, String(request.ttlMs)]
         : [field, String(request.ttlMs), String(request.lockDelayMs)]
-    const token = await this.calls.run(this.scripts.acquireMutex, lockKeys.shortAcquire, args, request, request)
+    // The counter's PEXPIRE is a third of the script's own commands: sent once per fenceKeepMs per lock. Timed from
+    // the send, which comes before the script runs (next-fence.lua), and only once it was answered.
+    const keep = sentAt - lockKeys.fenceRefreshedAt < this.fenceKeepMs
+    const script = keep ? this.scripts.acquireMutexKeepFence : this.scripts.acquireMutex
+    const token = await this.calls.run(script, lockKeys.shortAcquire, args, request, request)
+    if (!keep) lockKeys.fenceRefreshedAt = sentAt
     if (token !== undefined) {
       if (this.replicas !== undefined)
         return this.granted(request, { granted: true, token: String(token), remainingMs: undefined }, sentAt)

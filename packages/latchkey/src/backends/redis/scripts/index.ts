@@ -18,6 +18,11 @@ export interface RedisScripts {
   readonly acquire: LuaScript<AcquireReply>
   /** A free mutex's grant in the latchkey layout (never registers a wait): its token, undefined when held. */
   readonly acquireMutex: LuaScript<bigint | undefined>
+  /**
+   * acquireMutex leaving the fencing counter's expiry as it is (unless the counter restarts): for a process that
+   * sent acquireMutex on the same lock within the last `fenceIdleMs / 8` (next-fence.lua gives the argument).
+   */
+  readonly acquireMutexKeepFence: LuaScript<bigint | undefined>
   /** Whether the caller's lease was dropped, or the grant it made to a watcher of the caller's own process. */
   readonly release: LuaScript<ReleaseReply>
   /** A mutex's release in the latchkey layout when nobody waits. */
@@ -103,9 +108,11 @@ const SOURCES = {
   inspect: read('inspect'),
 }
 
-// A literal rather than an argument: one more argument per call costs the client more than a script per
-// setting costs the server (a backend loads one set).
-const withFenceIdle = (fenceIdleMs: number, source: string) => `local FENCE_IDLE_MS = ${fenceIdleMs}\n${source}`
+// Literals rather than arguments: one more argument per call costs the client more than a script per setting
+// costs the server (a backend loads one set). FENCE_REFRESH false: the fencing counter's expiry is refreshed only
+// when it restarts (next-fence.lua).
+const withFenceIdle = (fenceIdleMs: number, source: string, refresh = true) =>
+  `local FENCE_IDLE_MS, FENCE_REFRESH = ${fenceIdleMs}, ${refresh}\n${source}`
 
 const built = new Map<number, RedisScripts>()
 
@@ -120,6 +127,12 @@ export function scriptsFor(fenceIdleMs: number): RedisScripts {
     scripts = Object.freeze({
       acquire: luaScript('acquire', source('acquire'), acquireReply),
       acquireMutex: luaScript('acquireMutex', source('acquireMutex'), tokenOrNone),
+      // Named as the script it is built from: the same file, one literal apart.
+      acquireMutexKeepFence: luaScript(
+        'acquireMutex',
+        withFenceIdle(fenceIdleMs, SOURCES.acquireMutex, false),
+        tokenOrNone,
+      ),
       release: luaScript('release', source('release'), releaseReply),
       releaseMutex: luaScript('releaseMutex', source('releaseMutex'), mutexRelease),
       passMutex: luaScript('passMutex', source('passMutex'), mutexPass),

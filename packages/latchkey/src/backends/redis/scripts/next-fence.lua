@@ -10,11 +10,19 @@
 -- in µs: each value is at most the clock at the moment it was issued. It vanishes only FENCE_IDLE_MS after
 -- its last INCR, so the restart reads a clock FENCE_IDLE_MS * 1000 µs past the moment of the last token,
 -- and is higher with that much to spare (which also absorbs a server clock stepped back by less than
--- FENCE_IDLE_MS). Every grant refreshes the expiry, so a busy lock's counter never restarts.
+-- FENCE_IDLE_MS). Every run refreshes the expiry, so a busy lock's counter never restarts, except the runs of the
+-- short acquire's FENCE_REFRESH = false build (acquire-mutex.lua), which a process sends only while it sent a
+-- refreshing run on the same lock less than FENCE_IDLE_MS / 8 before (redis-backend.ts, fenceRefreshedAt). That
+-- run set the expiry FENCE_IDLE_MS after it executed, later refreshes and restarts only move it later (each
+-- PEXPIRE counts from its own, later, moment), and an operator's DEL only restarts the counter here, which
+-- refreshes. So when any run takes a token the counter still has at least FENCE_IDLE_MS * 7/8, less the time
+-- that run's command spent between its client and the server, to live: a restart still comes that long after
+-- the last token, and the argument above holds with that margin instead of the whole FENCE_IDLE_MS.
 local n = redis.call('INCR', F)
-if n == 1 then
+local restarted = n == 1
+if restarted then
   local C = T or redis.call('TIME')
   n = tonumber(C[1]) * 1000000 + tonumber(C[2])
   redis.call('SET', F, string.format('%d', n))
 end
-if FENCE_IDLE_MS > 0 then redis.call('PEXPIRE', F, FENCE_IDLE_MS) end
+if FENCE_IDLE_MS > 0 and (FENCE_REFRESH or restarted) then redis.call('PEXPIRE', F, FENCE_IDLE_MS) end
