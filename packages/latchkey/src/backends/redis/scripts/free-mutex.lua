@@ -6,8 +6,8 @@
 -- The token is taken before SET NX tells whether M is free, so a try on a held lock uses one up: tokens only need
 -- to increase, and it is still one INCR per script run (next-fence.lua). acquire.lua tests EXISTS first, as its
 -- general rules may take a token after this part (a hash of expired records): no script takes two.
--- Expects the locals M, F (KEYS[1] and KEYS[7] of base.lua), field, ttl and delay (numbers, or strings of digits:
--- only arithmetic uses them). Included before any function is created (each closure costs Redis per call) by
+-- Expects the locals M, F (KEYS[1] and KEYS[7] of base.lua), field, ttl and delay (numbers, or strings of digits;
+-- no lock-delay is the number 0). Included before any function is created (each closure costs Redis per call) by
 -- acquire.lua and acquire-mutex.lua, which declare `local granted` before it: set to the token on a grant, each
 -- includer replies in its own form.
 --
@@ -29,5 +29,13 @@
 do
   local T
 --#include next-fence.lua
-  if redis.call('SET', M, string.format('%d|%d|', n, delay) .. field, 'NX', 'PX', ttl + delay) then granted = n end
+  -- Without a lock-delay (the default) ttl goes to SET as it came: `ttl + delay` makes a number of it, which Redis
+  -- then formats back into a string for SET's argument (bench/redis-script-cost.ts).
+  local v, px
+  if delay == 0 then
+    v, px = string.format('%d|0|', n) .. field, ttl
+  else
+    v, px = string.format('%d|%d|', n, delay) .. field, ttl + delay
+  end
+  if redis.call('SET', M, v, 'NX', 'PX', px) then granted = n end
 end
