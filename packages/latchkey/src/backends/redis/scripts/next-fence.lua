@@ -18,11 +18,16 @@
 -- refreshes. So when any run takes a token the counter still has at least FENCE_IDLE_MS * 7/8, less the time
 -- that run's command spent between its client and the server, to live: a restart still comes that long after
 -- the last token, and the argument above holds with that margin instead of the whole FENCE_IDLE_MS.
+-- A restart sets the value and the expiry in one SET: a lock per order restarts its counter on every first grant.
 local n = redis.call('INCR', F)
-local restarted = n == 1
-if restarted then
+if n == 1 then
   local C = T or redis.call('TIME')
   n = tonumber(C[1]) * 1000000 + tonumber(C[2])
-  redis.call('SET', F, string.format('%d', n))
+  if FENCE_IDLE_MS > 0 then
+    redis.call('SET', F, string.format('%d', n), 'PX', FENCE_IDLE_MS)
+  else
+    redis.call('SET', F, string.format('%d', n))
+  end
+elseif FENCE_IDLE_MS > 0 and FENCE_REFRESH then
+  redis.call('PEXPIRE', F, FENCE_IDLE_MS)
 end
-if FENCE_IDLE_MS > 0 and (FENCE_REFRESH or restarted) then redis.call('PEXPIRE', F, FENCE_IDLE_MS) end
