@@ -51,6 +51,7 @@ async function setup(): Promise<void> {
   const semGive = await sha(SEM_GIVE)
   const lkTake = await sha(SCRIPTS.acquireMutex.source)
   const lkGive = await sha(SCRIPTS.releaseMutex.source)
+  const lkTakeKeep = await sha(SCRIPTS.acquireMutexKeepFence.source)
   variants['SET NX PX / DEL'] = {
     acquire: { call: (i) => ['set', k('raw', i), field(i), 'NX', 'PX', 10000] },
     release: { call: (i) => ['del', k('raw', i)] },
@@ -67,6 +68,11 @@ async function setup(): Promise<void> {
   variants['latchkey acquire-mutex / release-mutex'] = {
     acquire: { call: (i) => ['evalsha', lkTake, 2, k('lk', i), `${k('lk', i)}:fence`, field(i), 10000] },
     release: { call: (i) => ['evalsha', lkGive, 1, k('lk', i), field(i)] },
+  }
+  // What a process sends on a lock it took within the last fenceIdleTtlMs / 8: no PEXPIRE of the counter.
+  variants['latchkey, counter expiry kept'] = {
+    acquire: { call: (i) => ['evalsha', lkTakeKeep, 2, k('lkk', i), `${k('lkk', i)}:fence`, field(i), 10000] },
+    release: { call: (i) => ['evalsha', lkGive, 1, k('lkk', i), field(i)] },
   }
   const before = process.env.BEFORE_DIST
   if (before !== undefined) {
