@@ -218,12 +218,22 @@ async function runPlanned(p: Planned): Promise<void> {
  * every run either way). Full runs strike servers, so they go one at a time.
  */
 const PARALLEL = smoke ? Number(process.env.LAB_PARALLEL ?? 3) : 1
+if (!Number.isInteger(PARALLEL) || PARALLEL < 1) {
+  throw new RangeError(`LAB_PARALLEL must be an integer >= 1, received ${process.env.LAB_PARALLEL}`)
+}
 const started = Date.now()
 console.log(`lab: ${selected.length} runs, ${durationMs / 1000} s each, TTL ${ttlMs} ms`)
 try {
   const queue = [...selected]
+  // A run that throws is a problem of that run: the others (in flight beside it) finish before the servers stop.
   const worker = async (): Promise<void> => {
-    for (let p = queue.shift(); p !== undefined; p = queue.shift()) await runPlanned(p)
+    for (let p = queue.shift(); p !== undefined; p = queue.shift()) {
+      const run = p.run
+      await runPlanned(p).catch((error: unknown) => {
+        console.log(`${run}: failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`)
+        problems.push(`${run}: failed: ${String(error).split('\n')[0]}`)
+      })
+    }
   }
   await Promise.all(Array.from({ length: PARALLEL }, worker))
 } finally {

@@ -24,21 +24,40 @@ const LAZY_POSTGRES_PORT = LAB_REDIS_PORT + 90
 export const LAZY_ZK_PORT = LAB_REDIS_PORT + 40
 export const LAZY_ETCD_PORT = LAB_REDIS_PORT + 50
 
+/**
+ * Starts the server under `key` of `started` once, however many runs ask for it at the same time (the smoke runs
+ * three at a time): the map holds the start's promise, and forgets a start that failed so that a later run tries
+ * again.
+ */
+function startOnce<K, S>(started: Map<K, Promise<S>>, key: K, start: () => Promise<S>): Promise<S> {
+  let server = started.get(key)
+  if (server === undefined) {
+    server = start()
+    started.set(key, server)
+    server.catch(() => {
+      if (started.get(key) === server) started.delete(key)
+    })
+  }
+  return server
+}
+
+/** The started servers of `started`, those whose start failed left out. */
+async function startedOf<S>(started: Map<unknown, Promise<S>>): Promise<S[]> {
+  const all = await Promise.allSettled(started.values())
+  started.clear()
+  return all.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []))
+}
+
 /** A Redis target's durability: no persistence, or an AOF fsynced on every write or once a second. */
 export type Persistence = 'none' | 'always' | 'everysec'
-const redisServers = new Map<number, PrivateRedis>()
+const redisServers = new Map<number, Promise<PrivateRedis>>()
 const PORT_OFFSET: Record<Persistence, number> = { none: 0, always: 1, everysec: 2 }
 /** The RedLock nodes: five independent redis-servers without persistence (the RedLock documentation's setup). */
 const REDLOCK_PORTS = [10, 11, 12, 13, 14].map((offset) => LAB_REDIS_PORT + offset)
 
 /** One of the lab's own redis-servers on `port`, started on first use in lab/.data. */
-async function privateRedis(dataRoot: string, port: number, persistence: Persistence): Promise<PrivateRedis> {
-  let server = redisServers.get(port)
-  if (server === undefined) {
-    server = await startPrivateRedis(port, join(dataRoot, `redis-${port}`), persistence)
-    redisServers.set(port, server)
-  }
-  return server
+function privateRedis(dataRoot: string, port: number, persistence: Persistence): Promise<PrivateRedis> {
+  return startOnce(redisServers, port, () => startPrivateRedis(port, join(dataRoot, `redis-${port}`), persistence))
 }
 
 /** The lab's redis-server of this durability (one port per durability). */
@@ -51,19 +70,14 @@ export function redlockNodes(dataRoot: string): Promise<PrivateRedis[]> {
   return Promise.all(REDLOCK_PORTS.map((port) => privateRedis(dataRoot, port, 'none')))
 }
 
-const clusters = new Map<string, { stop(): Promise<void> }>()
+const clusters = new Map<string, Promise<{ stop(): Promise<void> }>>()
 
 /** A three-member cluster, started on first use and kept for the rest of the lab run. */
-export async function cluster<C extends { stop(): Promise<void> }>(name: string, start: () => Promise<C>): Promise<C> {
-  let found = clusters.get(name) as C | undefined
-  if (found === undefined) {
-    found = await start()
-    clusters.set(name, found)
-  }
-  return found
+export function cluster<C extends { stop(): Promise<void> }>(name: string, start: () => Promise<C>): Promise<C> {
+  return startOnce(clusters, name, start) as Promise<C>
 }
 
-const sqlServers = new Map<string, PrivateSqlServer>()
+const sqlServers = new Map<string, Promise<PrivateSqlServer>>()
 
 /**
  * The lab's own MariaDB or PostgreSQL, started on first use (fresh data) and kept for the rest of the lab run;
@@ -75,8 +89,7 @@ export async function privateSql(
   lazy = false,
 ): Promise<PrivateSqlServer> {
   const name = lazy ? `${engine}-lazy` : engine
-  let server = sqlServers.get(name)
-  if (server === undefined) {
+  return startOnce(sqlServers, name, () => {
     const port =
       engine === 'mariadb'
         ? lazy
@@ -86,11 +99,8 @@ export async function privateSql(
           ? LAZY_POSTGRES_PORT
           : LAB_POSTGRES_PORT
     const dir = join(dataRoot, `${name}-${port}`)
-    server =
-      engine === 'mariadb' ? await startPrivateMariadb(port, dir, lazy) : await startPrivatePostgres(port, dir, lazy)
-    sqlServers.set(name, server)
-  }
-  return server
+    return engine === 'mariadb' ? startPrivateMariadb(port, dir, lazy) : startPrivatePostgres(port, dir, lazy)
+  })
 }
 
 const lazyMounts: LazyMount[] = []
@@ -99,25 +109,19 @@ const lazyMounts: LazyMount[] = []
  * T13: a redis-server with its data dir on a lazy filesystem (lazy_fs.py), on its own port; its restart cuts the
  * power between the kill and the new start, so the AOF keeps only what Redis fsynced.
  */
-export async function powerLossRedis(dataRoot: string, persistence: Persistence): Promise<PrivateRedis> {
+export function powerLossRedis(dataRoot: string, persistence: Persistence): Promise<PrivateRedis> {
   const port = LAB_REDIS_PORT + 5 + PORT_OFFSET[persistence]
-  let server = redisServers.get(port)
-  if (server === undefined) {
+  return startOnce(redisServers, port, async () => {
     const mount = await mountLazyFs(join(dataRoot, `redis-lazy-${port}`))
     lazyMounts.push(mount)
-    server = await startPrivateRedis(port, mount.dir, persistence, { afterKill: () => mount.powerLoss() })
-    redisServers.set(port, server)
-  }
-  return server
+    return startPrivateRedis(port, mount.dir, persistence, { afterKill: () => mount.powerLoss() })
+  })
 }
 
 /** Stops the servers the lab started. */
 export async function stopLabServers(): Promise<void> {
-  for (const server of sqlServers.values()) await server.stop()
-  sqlServers.clear()
-  for (const server of redisServers.values()) await server.stop()
-  redisServers.clear()
+  for (const server of await startedOf(sqlServers)) await server.stop()
+  for (const server of await startedOf(redisServers)) await server.stop()
   for (const mount of lazyMounts.splice(0)) await mount.unmount()
-  for (const c of clusters.values()) await c.stop()
-  clusters.clear()
+  for (const c of await startedOf(clusters)) await c.stop()
 }

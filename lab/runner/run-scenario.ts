@@ -196,7 +196,18 @@ export async function runScenario(s: Scenario): Promise<string> {
     starting.add(`c${i + 1}`)
     await spawnClient()
   }
-  await started
+  if (starting.size === 0) allStarted()
+  // Bounded: a client stuck before its first request (a connect that never ends) must not hang the run; the
+  // window then starts without it, as it did before it waited for the clients at all.
+  const startLimitMs = Math.max(30_000, 3 * s.durationMs)
+  let limit: NodeJS.Timeout | undefined
+  await Promise.race([started, new Promise<void>((resolve) => (limit = setTimeout(resolve, startLimitMs)))])
+  clearTimeout(limit)
+  if (starting.size > 0) {
+    process.stderr.write(
+      `lab: ${s.run}: ${[...starting].join(', ')} not up after ${startLimitMs} ms; the window starts\n`,
+    )
+  }
   const faults = nemesis.run(planFaults(s.fault, s.seed, s.durationMs))
   const pinging =
     s.fault.clientClockRate === undefined
