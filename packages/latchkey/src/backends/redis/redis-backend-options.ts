@@ -32,8 +32,10 @@ export interface RedisBackendOptions {
    * does not leave a key per order forever (0: never expires). A counter that expired restarts
    * at the server clock in microseconds, above every token issued before (scripts/grant.lua, next_fence,
    * gives the argument), so tokens still only increase; keep it longer than any lease so the clock's margin
-   * stays large. Not settable with `layout: 'redisson'`, whose counter Java clients share and never expire.
-   * Default 86 400 000 (24 hours).
+   * stays large. Give every process that takes the same locks the same value: a shorter one in another process
+   * shortens the counter's expiry under this one's, which leaves this one less margin against a server clock stepped
+   * back (tokens still increase). Not settable with `layout: 'redisson'`, whose counter Java clients share and never
+   * expire. Default 86 400 000 (24 hours).
    */
   fenceIdleTtlMs?: number
 }

@@ -9,9 +9,10 @@
 --   registers in E or W while M is the string adds it (acquire.lua), and a grant that leaves someone registered
 --   writes it (put, grant-string-mutex.lua). A grant on a free M (free-mutex.lua) writes no mark without looking
 --   at E and W: every waiter still registered then either was woken by the release that freed M, or was told to
---   retry when M would expire (its retryAfterMs), and a try that finds M held by another registers again, so it
---   marks the new string before that holder can release unseen. A waiter that left keeps the mark: only one more
---   round trip for its holder's release. Every other holder, and a
+--   retry no later than M's expiry (its retryAfterMs), which has passed when M is free. So it tries again soon:
+--   it finds M held and registers again, marking the new string, or finds M free (the new holder released unseen
+--   in between) and takes it. The cost is a few ms of a waiter's wait, never a wake-up lost for good. A waiter
+--   that left keeps the mark: only one more round trip for its holder's release. Every other holder, and a
 --   mutex holder granted by or to a process of the previous version, is a field of M as a hash: field -> record
 --   "kind|expiresAt|delayUntil|token" (server ms), and for a semaphore holder "|permits" after it: the count in
 --   force while it holds. In the Redisson layout, field -> 1 exactly as Redisson's RLock hash (a Java client sees
