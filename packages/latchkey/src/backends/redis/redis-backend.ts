@@ -8,11 +8,11 @@ import type {
   ReleaseSubscription,
   RenewRequest,
 } from '../../backend/types.js'
-import { grantResult, lateGrantToken } from './acquire-replies.js'
+import { grantResult } from './acquire-replies.js'
 import { adaptClient, type RedisCommander } from './client-adapter.js'
 import { CommandDeadlines } from './command-deadlines.js'
 import { KeyCache, type KeyLayout, type LockKeys, layoutNamed } from './key-layout.js'
-import type { LuaScript } from './lua-script.js'
+import { type GrantReturnDeps, lateReply, releaseGrant } from './late-replies.js'
 import { inspectLock, listLocks, type OperatorReadDeps } from './operator-reads.js'
 import { RecentContention } from './recent-contention.js'
 import type { RedisBackendOptions } from './redis-backend-options.js'
@@ -21,14 +21,7 @@ import { answer, passed, released } from './release-replies.js'
 import type { RedisReleaseSubscription } from './release-subscription.js'
 import { type ReplicaWait, waitForReplicas } from './replica-wait.js'
 import { ScriptCalls } from './script-calls.js'
-import {
-  type AcquireReply,
-  DEFAULT_FENCE_IDLE_MS,
-  type MutexPass,
-  type RedisScripts,
-  type ReleaseReply,
-  scriptsFor,
-} from './scripts/index.js'
+import { type AcquireReply, DEFAULT_FENCE_IDLE_MS, type RedisScripts, scriptsFor } from './scripts/index.js'
 
 /** How a try stands with its wait: queued (`q`), not waiting (`-`), first (`f`) or later (`w`) try of a watcher. */
 type TryMode = 'q' | '-' | 'f' | 'w'
@@ -69,6 +62,8 @@ export class RedisBackend extends BackendBase {
    */
   private readonly contention: RecentContention | undefined
   private readonly operatorReads: OperatorReadDeps
+  /** What giving back a grant nobody keeps needs (late-replies.ts). */
+  private readonly grantReturns: GrantReturnDeps
   /**
    * How long after a short acquire that refreshed a lock's fencing counter expiry this process's short acquires
    * leave it alone (acquireMutexKeepFence): an eighth of the idle expiry, so the counter always has 7/8 of it left
@@ -82,7 +77,7 @@ export class RedisBackend extends BackendBase {
     this.layout = layoutNamed(options.layout ?? 'latchkey')
     this.deadlines = new CommandDeadlines(options.commandTimeoutMs ?? 5_000, this.commander.server)
     this.calls = new ScriptCalls(this.commander, this.deadlines, (script, reply, grantTo) =>
-      this.lateReply(script, reply, grantTo),
+      lateReply(this.grantReturns, script, reply, grantTo),
     )
     this.keys = new KeyCache(this.layout)
     this.replicas = options.waitReplicas
@@ -99,6 +94,8 @@ export class RedisBackend extends BackendBase {
       options.subscriberLingerMs ?? 10_000,
       !this.layout.alwaysPublish,
     )
+    const { notifier, scripts, publishAlways } = this
+    this.grantReturns = { calls, scripts, keys, layout, notifier, publishAlways }
   }
 
   // Not async: the free mutex's first try (the uncontended acquire) and the rest each have a small async function
@@ -192,7 +189,7 @@ export class RedisBackend extends BackendBase {
     sentAt: number,
   ): AcquireResult | Promise<AcquireResult> {
     if (this.replicas !== undefined) {
-      return this.replicated(request, () => this.releaseGrant(request, reply.token)).then(() =>
+      return this.replicated(request, () => releaseGrant(this.grantReturns, request, reply.token)).then(() =>
         grantResult(request, reply, sentAt),
       )
     }
@@ -210,7 +207,7 @@ export class RedisBackend extends BackendBase {
     sub.granted = undefined
     const result = { acquired: true, token: BigInt(token), grantedAt: sub.triedAt } as const
     if (this.replicas === undefined) return result
-    return this.replicated(request, () => this.releaseGrant(request, token)).then(() => result)
+    return this.replicated(request, () => releaseGrant(this.grantReturns, request, token)).then(() => result)
   }
 
   async renew(request: RenewRequest): Promise<boolean> {
@@ -259,19 +256,6 @@ export class RedisBackend extends BackendBase {
     return answer(released(this.notifier, reply))
   }
 
-  /** Gives back the grant `token` of `request.owner`, unless the owner was granted again since. */
-  private async releaseGrant(request: HolderRef, token: string): Promise<void> {
-    const { keys, channel } = this.keys.keysOf(request)
-    const args = [
-      this.layout.fieldOf(request.owner),
-      channel,
-      this.publishAlways,
-      this.notifier.wakeChannel ?? '-',
-      token,
-    ]
-    released(this.notifier, await this.calls.run(this.scripts.release, keys, args, request))
-  }
-
   override async leaveQueue(request: HolderRef): Promise<void> {
     const { keys, channel } = this.keys.keysOf(request)
     const args = [this.layout.fieldOf(request.owner), channel, this.publishAlways]
@@ -305,19 +289,6 @@ export class RedisBackend extends BackendBase {
   /** Closes the subscriber connection the backend opened; the client handed in stays open. */
   override async close(): Promise<void> {
     await this.notifier.close()
-  }
-
-  /**
-   * A script's reply that came after its command's deadline (see ScriptCalls.run): a grant is given back at once,
-   * since the caller was told "unavailable"; a release may still carry a grant to a waiter of this process.
-   */
-  private lateReply(script: LuaScript<unknown>, reply: unknown, grantTo: HolderRef | undefined): void {
-    if (grantTo !== undefined) {
-      const token = lateGrantToken(reply)
-      if (token !== undefined) this.releaseGrant(grantTo, token).catch(() => undefined)
-    } else if (typeof reply === 'string' && script === this.scripts.release)
-      released(this.notifier, reply as ReleaseReply)
-    else if (typeof reply === 'string' && script === this.scripts.passMutex) passed(this.notifier, reply as MutexPass)
   }
 
   /** WAITs for the configured replicas; on too few acknowledgements undoes the write and fails. */
