@@ -27,6 +27,15 @@ const [roundsArg, windowArg, ...concArgs] = process.argv.slice(2)
 const rounds = Number(roundsArg ?? 21)
 const windowMs = Number(windowArg ?? 250)
 const concurrencies = concArgs.length > 0 ? concArgs.map(Number) : [1, 50]
+// The other build is loaded before the private redis-server starts: a wrong path must not leave a server behind.
+const before = process.env.BEFORE_DIST
+const beforeLib: LatchkeyRedisLib | undefined =
+  before === undefined
+    ? undefined
+    : {
+        createLocks: ((await import(`${before}/index.js`)) as LatchkeyRedisLib).createLocks,
+        redisBackend: ((await import(`${before}/backends/redis/index.js`)) as LatchkeyRedisLib).redisBackend,
+      }
 const server = await startRedisServer()
 const admin = new Redis(server.url)
 const ns = `bench-unc-${randomUUID().slice(0, 8)}`
@@ -48,13 +57,11 @@ if (process.env.REDLOCK !== '0') contenders['redlock 5.0-beta'] = openPeer('redl
 if (process.env.LAYERS === '1') contenders['latchkey backend, no core'] = backendOnly(server.url, ns)
 if (process.env.REDISSON === '1')
   contenders['latchkey redisson layout'] = latchkeyRedisContender(server.url, `${ns}-redisson`, { layout: 'redisson' })
-const before = process.env.BEFORE_DIST
-if (before !== undefined) {
-  const lib = {
-    createLocks: ((await import(`${before}/index.js`)) as LatchkeyRedisLib).createLocks,
-    redisBackend: ((await import(`${before}/backends/redis/index.js`)) as LatchkeyRedisLib).redisBackend,
-  }
-  contenders['latchkey (BEFORE_DIST)'] = latchkeyRedisContender(server.url, `${ns}-before`, { lib, layout: 'latchkey' })
+if (beforeLib !== undefined) {
+  contenders['latchkey (BEFORE_DIST)'] = latchkeyRedisContender(server.url, `${ns}-before`, {
+    lib: beforeLib,
+    layout: 'latchkey',
+  })
 }
 
 /** usec_per_call and calls of each command since the last reset. */
