@@ -9,9 +9,9 @@
  * To compare builds, run it once per build: with two builds loaded in one process the second measured twice its own
  * figure in a process of its own, so the two do not compare within one process.
  */
-import { randomUUID } from 'node:crypto'
 import { createLocks } from 'latchkey'
 import { redisBackend } from 'latchkey/redis'
+import { uncontendedMutexRequest } from './lib/redis-layer-contenders.js'
 
 const [roundsArg, pairsArg, concArg] = process.argv.slice(2)
 const rounds = Number(roundsArg ?? 5)
@@ -20,7 +20,7 @@ const concurrency = Number(concArg ?? 50)
 
 type Lib = { createLocks: typeof createLocks; redisBackend: typeof redisBackend }
 
-/** An object ioredis-shaped enough for the backend; the short acquire sends 2 keys, the short release 3. */
+/** An object ioredis-shaped enough for the backend; the short acquire sends 2 keys, the short release 1. */
 function fakeClient(tokenReply: (n: number) => unknown) {
   let n = 0
   const subscriber = { on() {}, subscribe: async () => {}, unsubscribe: async () => {}, disconnect() {} }
@@ -49,16 +49,7 @@ function contender(lib: Lib, tokenReply: (n: number) => unknown, layer: 'core' |
             continue
           }
           // The backend contract's calls as the core makes them for an uncontended acquire (subscribed, first try).
-          const request = {
-            key: `js-overhead:u${i}`,
-            kind: 'mutex' as const,
-            owner: randomUUID(),
-            ttlMs: 10_000,
-            permits: 1,
-            lockDelayMs: 0,
-            queue: false,
-            queueTtlMs: 30_000,
-          }
+          const request = uncontendedMutexRequest(`js-overhead:u${i}`)
           const sub = backend.subscribe?.(request)
           await backend.tryAcquire(request)
           sub?.close()

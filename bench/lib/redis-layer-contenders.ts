@@ -34,22 +34,27 @@ export function fencedFloor(url: string, ns: string): Contender {
   }
 }
 
+/** The request the core builds for an uncontended acquire of the mutex `key` (TTL 10 s, not waiting in line). */
+export function uncontendedMutexRequest(key: string) {
+  return {
+    key,
+    kind: 'mutex' as const,
+    owner: randomUUID(),
+    ttlMs: 10_000,
+    permits: 1,
+    lockDelayMs: 0,
+    queue: false,
+    queueTtlMs: 30_000,
+  }
+}
+
 /** The backend contract's calls alone, as the core makes them for an uncontended acquire (subscribed, first try). */
 export function backendOnly(url: string, ns: string): Contender {
   const client = new Redis(url)
   const backend = redisBackend({ client })
   return {
     async acquire(key) {
-      const request = {
-        key: `${ns}-backend:${key}`,
-        kind: 'mutex' as const,
-        owner: randomUUID(),
-        ttlMs: 10_000,
-        permits: 1,
-        lockDelayMs: 0,
-        queue: false,
-        queueTtlMs: 30_000,
-      }
+      const request = uncontendedMutexRequest(`${ns}-backend:${key}`)
       const sub = backend.subscribe?.(request)
       const result = await backend.tryAcquire(request)
       sub?.close()
