@@ -20,8 +20,7 @@ import { runSale } from '../apps/flash-sale/src/load/run-sale.js'
 import { createSale } from '../apps/flash-sale/src/load/sale-client.js'
 import { randomAdminToken } from '../apps/flash-sale/src/server/admin-auth.js'
 import type { Strategy } from '../apps/flash-sale/src/store/types.js'
-import { latchkeyLayout } from '../packages/latchkey/src/backends/redis/index.js'
-import { unlinkMatching } from '../packages/latchkey/test/support/redis-backend-module.js'
+import { deleteKeys } from '../packages/latchkey/test/support/redis-backend-module.js'
 import { serversFromEnv } from './lib/catalog.js'
 import { cleaners } from './lib/cleanup.js'
 
@@ -82,16 +81,7 @@ function leftoverCleanup(url: string): ((prefix: string) => Promise<void>) | und
   const scheme = url.slice(0, url.indexOf(':'))
   const host = scheme === 'sqlite' || scheme === 'memory' ? '' : new URL(url).host
   const clean = cleaners({ ...serversFromEnv('', dir), etcd: `http://${host}`, zk: host })
-  if (scheme === 'redis' || scheme === 'rediss') {
-    return async (prefix) => {
-      const client = new Redis(url)
-      try {
-        await unlinkMatching(client, latchkeyLayout.patternsFor(prefix))
-      } finally {
-        client.disconnect()
-      }
-    }
-  }
+  if (scheme === 'redis' || scheme === 'rediss') return (prefix) => deleteKeys(prefix, url)
   const byScheme: Record<string, ((prefix: string) => Promise<void>) | undefined> = {
     etcd: clean.etcd,
     zookeeper: clean.zk,

@@ -103,9 +103,9 @@ export async function unlinkMatching(client: Redis, patterns: readonly string[])
   }
 }
 
-/** Deletes every key of the latchkey and Redisson layouts whose lock name starts with `namespace`. */
-export async function deleteKeys(namespace: string): Promise<void> {
-  const client = ioredisClient()
+/** Deletes every key of the latchkey and Redisson layouts whose lock name starts with `namespace` (on `url`). */
+export async function deleteKeys(namespace: string, url = REDIS_URL): Promise<void> {
+  const client = ioredisClient(url)
   try {
     const { latchkeyLayout, redissonLayout } = await import('../../src/backends/redis/index.js')
     await unlinkMatching(client, [...latchkeyLayout.patternsFor(namespace), ...redissonLayout.patternsFor(namespace)])
