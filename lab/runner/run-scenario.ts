@@ -100,7 +100,8 @@ export async function runScenario(s: Scenario): Promise<string> {
     if (starting.delete(proc) && starting.size === 0) allStarted()
   }
 
-  const spawnClient = async (): Promise<void> => {
+  /** Forks the next client; its name (`c1`, `c2`, ...). */
+  const spawnClient = async (): Promise<string> => {
     spawned += 1
     const proc = `c${spawned}`
     let url = s.url
@@ -155,6 +156,7 @@ export async function runScenario(s: Scenario): Promise<string> {
       if (signal === 'SIGKILL' && !over) setTimeout(() => void spawnClient(), 200)
       else if (code !== 0 && !over) process.stderr.write(`lab: client ${proc} exited with ${code ?? signal}\n`)
     })
+    return proc
   }
 
   const serve = async (proc: string, child: ChildProcess, m: ClientRequest): Promise<void> => {
@@ -192,10 +194,8 @@ export async function runScenario(s: Scenario): Promise<string> {
 
   // The run's start (its timeline's left edge) is the first spawn; the measured window starts with every client up.
   const startedAt = nowMs()
-  for (let i = 0; i < s.clients; i++) {
-    starting.add(`c${i + 1}`)
-    await spawnClient()
-  }
+  // Added once forked: its first message or exit is an event, which comes after this continuation.
+  for (let i = 0; i < s.clients; i++) starting.add(await spawnClient())
   if (starting.size === 0) allStarted()
   // Bounded: a client stuck before its first request (a connect that never ends) must not hang the run; the
   // window then starts without it, as it did before it waited for the clients at all.
