@@ -14,7 +14,7 @@ TIMEOUT_S="${LATCHKEY_REDLOCK_START_TIMEOUT_S:-30}"
 
 die() { echo "redlock.sh: $*" >&2; exit 1; }
 
-answers() { [ "$(redis-cli -h 127.0.0.1 -p "$1" --no-auth-warning ping 2>/dev/null)" = "PONG" ]; }
+answers() { [ "$(timeout 3 redis-cli -h 127.0.0.1 -p "$1" --no-auth-warning ping 2>/dev/null)" = "PONG" ]; }
 
 install_if_missing() {
   command -v redis-server >/dev/null && command -v redis-cli >/dev/null && return 0

@@ -23,9 +23,15 @@ TIMEOUT_S="${LATCHKEY_ZK_START_TIMEOUT_S:-60}"
 
 die() { echo "zookeeper.sh: $*" >&2; exit 1; }
 
-# Sends a four-letter command; prints the answer (empty when nothing listens).
-four() { (exec 3<>"/dev/tcp/127.0.0.1/$1" && printf '%s' "$2" >&3 && cat <&3) 2>/dev/null || true; }
+# Sends a four-letter command; prints the answer (empty when nothing listens or nothing answers within 3 s). The bound
+# matters: a listener that accepts and never answers (a stopped or frozen JVM) left an unbounded `cat` waiting
+# forever, and a CI run with it.
+four() {
+  timeout 3 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" && printf "%s" "$2" >&3 && cat <&3' _ "$1" "$2" 2>/dev/null || true
+}
 serving() { four "$1" srvr | grep -qE 'Mode: (standalone|leader|follower)'; }
+# Whether anything accepts TCP connections on 127.0.0.1:PORT.
+accepts() { timeout 3 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1"' _ "$1" 2>/dev/null; }
 
 install_if_missing() {
   [ -f /usr/share/java/zookeeper.jar ] && [ -f /usr/share/java/slf4j-simple.jar ] && return 0
@@ -98,6 +104,22 @@ config_of() {
   printf '%s' "${args[-1]}"
 }
 
+# refuse_silent_holder PORT: dies when PORT accepts connections but gives no answer to srvr (a ZooKeeper answers even
+# while it is starting, "not currently serving"). Launching beside it would only fail to bind, and the tests would
+# then talk to a server that never answers; the message names the holder and its state (T: stopped) instead.
+refuse_silent_holder() {
+  accepts "$1" || return 0
+  [ -n "$(four "$1" srvr)" ] && return 0
+  local pid state cmd
+  pid="$(listener_pid "$1")"
+  [ -n "$pid" ] || die "port $1 accepts connections but nothing answered srvr within 3 s, and ss does not show" \
+    "which process holds it (another user's?): stop it, or use another port (LATCHKEY_ZK_PORT)"
+  state="$(ps -o stat= -p "$pid" 2>/dev/null | tr -d ' ' || true)"
+  cmd="$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-300 || true)"
+  die "port $1 accepts connections but nothing answered srvr within 3 s: pid $pid (state ${state:-?}) holds it: $cmd" \
+    $'\n'" A stopped or frozen server (state T): kill -9 $pid. Or use another port: LATCHKEY_ZK_PORT"
+}
+
 # check_member I: dies when a port of member I (client, quorum, election) is held by a process this checkout did
 # not start for that member. A member another copy of the repo started would join this checkout's ensemble (its
 # peers are on the same ports), and kill-member/start-member would then kill it and start ours beside its peers:
@@ -145,6 +167,7 @@ configure_member() {
 case "${1:-}" in
   start)
     if serving "$PORT"; then echo "ZooKeeper already serving on 127.0.0.1:$PORT"; exit 0; fi
+    refuse_silent_holder "$PORT"
     install_if_missing
     write_config "$DATA/standalone" "$PORT"
     launch "$DATA/standalone"
