@@ -1,4 +1,8 @@
 import { SHARED_ETCD_HOSTS, SHARED_ZK_HOSTS } from './shared-servers.js'
+import { within } from './within.js'
+
+/** How long a cleanup waits for the server (it may be the one a fault left down). */
+const CLEANUP_MS = 15_000
 
 /** Deletes the rows of one lock key from latchkey's SQL tables (they are shared with other users of the server). */
 export async function deleteSqlRows(url: string, key: string, tables: string[]): Promise<void> {
@@ -22,20 +26,35 @@ export async function deleteSqlRows(url: string, key: string, tables: string[]):
 export async function removeZkTree(path: string, hosts = SHARED_ZK_HOSTS): Promise<void> {
   const { default: zookeeper } = await import('node-zookeeper-client')
   const client = zookeeper.createClient(hosts)
-  await new Promise<void>((resolve) => {
-    client.once('connected', () => resolve())
-    client.connect()
-  })
-  // removeRecursive exists in the client (1.1.3) but not in its type definitions.
-  const tree = client as unknown as { removeRecursive(path: string, version: number, cb: () => void): void }
-  await new Promise<void>((resolve) => tree.removeRecursive(path, -1, () => resolve()))
-  client.close()
+  try {
+    // The client retries a server that is down for ever: bounded, and closed either way.
+    await within(
+      `ZooKeeper cleanup of ${path} on ${hosts}`,
+      CLEANUP_MS,
+      new Promise<void>((resolve) => {
+        client.once('connected', () => resolve())
+        client.connect()
+      }),
+    )
+    // removeRecursive exists in the client (1.1.3) but not in its type definitions.
+    const tree = client as unknown as { removeRecursive(path: string, version: number, cb: () => void): void }
+    await within(
+      `ZooKeeper cleanup of ${path} on ${hosts}`,
+      CLEANUP_MS,
+      new Promise<void>((resolve) => tree.removeRecursive(path, -1, () => resolve())),
+    )
+  } finally {
+    client.close()
+  }
 }
 
 /** Deletes the etcd keys under the run's prefix (what its lock left there). */
 export async function deleteEtcdPrefix(prefix: string, hosts = SHARED_ETCD_HOSTS): Promise<void> {
   const { Etcd3 } = await import('etcd3')
   const client = new Etcd3({ hosts: hosts.split(',').map((h) => `http://${h}`) })
-  await client.delete().prefix(prefix)
-  client.close()
+  try {
+    await within(`etcd cleanup of ${prefix} on ${hosts}`, CLEANUP_MS, client.delete().prefix(prefix).exec())
+  } finally {
+    client.close()
+  }
 }

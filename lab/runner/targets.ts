@@ -1,6 +1,6 @@
 import { mkdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
-import { backendFromUrl } from 'latchkey'
+import { backendFromUrl, redactUrl } from 'latchkey'
 import { etcdClusterTarget, zookeeperEnsembleTarget } from './cluster-targets.js'
 import {
   closeZkSession,
@@ -34,6 +34,7 @@ import { deleteEtcdPrefix, deleteSqlRows, removeZkTree } from './lock-cleanup.js
 import { startLazyEtcd, startLazyZookeeper } from './power-loss-servers.js'
 import { SHARED_ETCD_HOSTS, SHARED_MYSQL_URL, SHARED_POSTGRES_URL, SHARED_ZK_HOSTS } from './shared-servers.js'
 import type { Target } from './target.js'
+import { within } from './within.js'
 
 /** How many RedLock nodes a server fault hits: a majority, the least that can break or block the quorum. */
 const REDLOCK_MAJORITY = 3
@@ -233,8 +234,22 @@ export const TARGETS: Record<string, Target> = {
   etcd: etcdTarget,
 }
 
-/** Checks a target's URL opens (so a missing server is reported before forking five clients at it). */
+/** How long the probe waits for a backend's first answer. */
+const PROBE_MS = 15_000
+
+/**
+ * Checks the backend behind a target's URL answers one read (so a missing server is reported before forking five
+ * clients at it). Opening alone proves nothing: the ZooKeeper and etcd backends connect on first use.
+ */
 export async function probe(url: string): Promise<void> {
   const backend = await backendFromUrl(url)
-  await backend.close()
+  try {
+    await within(
+      `probe of ${redactUrl(url)}`,
+      PROBE_MS,
+      backend.isLocked({ key: 'lab-probe', kind: 'mutex', permits: 1 }),
+    )
+  } finally {
+    await within(`close of ${redactUrl(url)}`, PROBE_MS, backend.close()).catch(() => {})
+  }
 }
