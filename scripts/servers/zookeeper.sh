@@ -32,6 +32,7 @@ four() {
 serving() { four "$1" srvr | grep -qE 'Mode: (standalone|leader|follower)'; }
 # Whether anything accepts TCP connections on 127.0.0.1:PORT.
 accepts() { timeout 3 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1"' _ "$1" 2>/dev/null; }
+port_free() { ! accepts "$1"; }
 
 install_if_missing() {
   [ -f /usr/share/java/zookeeper.jar ] && [ -f /usr/share/java/slf4j-simple.jar ] && return 0
@@ -104,16 +105,25 @@ config_of() {
   printf '%s' "${args[-1]}"
 }
 
-# refuse_silent_holder PORT: dies when PORT accepts connections but gives no answer to srvr (a ZooKeeper answers even
+# refuse_silent_holder PORT: for a PORT that accepts connections but gives no answer to srvr (a ZooKeeper answers even
 # while it is starting, "not currently serving"). Launching beside it would only fail to bind, and the tests would
-# then talk to a server that never answers; the message names the holder and its state (T: stopped) instead.
+# then talk to a server that never answers. A ZooKeeper started from a copy of the repo that no longer exists (its
+# zoo.cfg is gone) is stopped: nothing can manage it any more, and a server that does not answer serves nobody.
+# Anything else is named (pid, state, command; T: stopped) and the script dies.
 refuse_silent_holder() {
   accepts "$1" || return 0
   [ -n "$(four "$1" srvr)" ] && return 0
-  local pid state cmd
+  local pid state cmd cfg
   pid="$(listener_pid "$1")"
   [ -n "$pid" ] || die "port $1 accepts connections but nothing answered srvr within 3 s, and ss does not show" \
     "which process holds it (another user's?): stop it, or use another port (LATCHKEY_ZK_PORT)"
+  cfg="$(config_of "$pid")"
+  if [ -n "$cfg" ] && [ ! -e "$cfg" ]; then
+    echo "zookeeper.sh: stopping pid $pid, a silent ZooKeeper on port $1 started from $cfg, which no longer exists" >&2
+    kill -9 "$pid" 2>/dev/null || true
+    wait_for "port $1 still held by pid $pid after kill -9" "/proc/$pid/status" port_free "$1"
+    return 0
+  fi
   state="$(ps -o stat= -p "$pid" 2>/dev/null | tr -d ' ' || true)"
   cmd="$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-300 || true)"
   die "port $1 accepts connections but nothing answered srvr within 3 s: pid $pid (state ${state:-?}) holds it: $cmd" \
