@@ -28,7 +28,7 @@ import { CuratorBench } from './lib/curator-bench.js'
 import type { ContendedResult, UncontendedResult } from './lib/modes.js'
 import { WorkerPool } from './lib/pool.js'
 import { fmtAuto, fmtSpread, hostNow, sleep, spread } from './lib/stats.js'
-import { type ZkRequestCounters, zkRequestCounters } from './lib/zk-mntr.js'
+import { type ZkRequestCounters, zkRequestCounters, zkServing } from './lib/zk-mntr.js'
 import { zkTargets } from './lib/zk-targets.js'
 
 const env = process.env
@@ -184,15 +184,6 @@ async function runCell(
   }
 }
 
-async function serving(connect: string): Promise<boolean> {
-  try {
-    await counters(connect)
-    return true
-  } catch {
-    return false
-  }
-}
-
 const scenarios: Scenario[] = [
   ...concurrencies.map((n) => ({ kind: 'c' as const, n })),
   ...waiterCounts.map((n) => ({ kind: 'w' as const, n })),
@@ -205,7 +196,7 @@ console.log(
 const pool = await WorkerPool.start(PROCESSES)
 try {
   for (const target of targets) {
-    if (!(await serving(target.connect))) {
+    if (!(await zkServing(target.connect))) {
       console.log(`\n- skipped ${target.id} (${target.connect}): not serving`)
       continue
     }

@@ -18,7 +18,7 @@ import { CuratorBench } from './lib/curator-bench.js'
 import type { ContendedResult } from './lib/modes.js'
 import { WorkerPool } from './lib/pool.js'
 import { fmtAuto, fmtSpread, hostNow, sleep, spread } from './lib/stats.js'
-import { zkPacketCounters } from './lib/zk-mntr.js'
+import { zkPacketCounters, zkServing } from './lib/zk-mntr.js'
 import { zkTargets } from './lib/zk-targets.js'
 
 const env = process.env
@@ -163,6 +163,11 @@ console.log(
 const pool = await WorkerPool.start(PROCESSES)
 try {
   for (const target of targets) {
+    // Curator's client start throws for a server that does not answer: such a target is skipped, as in the main bench.
+    if (!(await zkServing(target.connect))) {
+      console.log(`\n- skipped ${target.id} (${target.connect}): not serving`)
+      continue
+    }
     const jvm1 = await CuratorBench.start(target.connect, `/${stamp}-j1`, PROCESSES)
     const jvm4 = await Promise.all(
       Array.from({ length: PROCESSES }, () => CuratorBench.start(target.connect, `/${stamp}-j4`, 1)),

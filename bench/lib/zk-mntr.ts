@@ -41,6 +41,16 @@ export async function zkRequestCounters(hostPort: string): Promise<ZkRequestCoun
   return { writes: stat(text, 'zk_cnt_updatelatency'), reads: stat(text, 'zk_cnt_readlatency'), state }
 }
 
+/** Whether every server of `connect` (host:port, comma-separated) answers `mntr`; the benches skip a target that does not. */
+export async function zkServing(connect: string): Promise<boolean> {
+  try {
+    await Promise.all(connect.split(',').map((hostPort) => mntrText(hostPort)))
+    return true
+  } catch {
+    return false
+  }
+}
+
 /**
  * The request counters of the server at `hostPort` and its client packets: each request (pings included) gets one
  * reply, so packets sent minus packets received over a window are the watch events it sent meanwhile.
