@@ -20,8 +20,29 @@ ensure_deps() {
   if [ "$want" != "$have" ]; then
     echo "== installing npm dependencies (npm ci)"
     npm ci --no-audit --no-fund
+    cache_sqlite_build
     echo "$want" > node_modules/.latchkey-lock-sha
   fi
+}
+
+# better-sqlite3 compiles from source here: its install step (prebuild-install) cannot reach GitHub for a prebuilt
+# binary, and the compile takes about 2 minutes on 2 cores, nearly all of a fresh clone's `npm ci`. prebuild-install
+# looks in npm's cache (_prebuilds) before it downloads, so the binary this machine compiled is packed there in
+# prebuild's format, and the next npm ci here (another clone, a CI run) unpacks it instead of compiling again. The
+# name carries the version, Node's ABI, the platform and the architecture. A binary that does not load is dropped
+# from the cache and the addon compiled again.
+cache_sqlite_build() {
+  local cached
+  [ -f node_modules/better-sqlite3/build/Release/better_sqlite3.node ] || return 0
+  cached=$(npm_config_cache="$(npm config get cache)" node scripts/lib/sqlite-prebuild-path.cjs) || return 0
+  if ! node -e "new (require('better-sqlite3'))(':memory:').close()" 2>/dev/null; then
+    echo "== better-sqlite3 does not load: compiling it again"
+    rm -f "$cached"
+    npm rebuild better-sqlite3 --build-from-source
+  fi
+  [ -f "$cached" ] && return 0
+  mkdir -p "$(dirname "$cached")"
+  tar -czf "$cached.$$" -C node_modules/better-sqlite3 build/Release/better_sqlite3.node && mv "$cached.$$" "$cached"
 }
 
 # Builds the library (tsc) when its sources are newer than its dist.
