@@ -38,7 +38,7 @@ cache_sqlite_build() {
   if ! node -e "new (require('better-sqlite3'))(':memory:').close()" 2>/dev/null; then
     echo "== better-sqlite3 does not load: compiling it again"
     rm -f "$cached"
-    npm rebuild better-sqlite3 --build-from-source
+    npm_config_build_from_source=true npm rebuild better-sqlite3
   fi
   [ -f "$cached" ] && return 0
   mkdir -p "$(dirname "$cached")"
