@@ -78,8 +78,9 @@ describe('redis fencing counter expiry', () => {
         const sent = performance.now()
         await grantOnce(backend, key)
         const pttl = await admin.pttl(fenceKey(key))
-        // What the counter had at the token is at least what is left now plus the time since the try was sent.
-        expect(pttl + (performance.now() - sent)).toBeGreaterThanOrEqual((idleMs * 7) / 8)
+        // What the counter had at the token is at least what is left now plus the time since the try was sent, less
+        // the 1 ms Redis's whole-millisecond expiry times can take from it (a run failed by 0.09 ms without it).
+        expect(pttl + (performance.now() - sent)).toBeGreaterThanOrEqual((idleMs * 7) / 8 - 1)
         left.push(pttl)
       }
       // Not every grant refreshed it (the PEXPIRE the short acquire leaves out).

@@ -16,7 +16,8 @@
 -- run set the expiry FENCE_IDLE_MS after it executed, later refreshes and restarts only move it later (each
 -- PEXPIRE counts from its own, later, moment), and an operator's DEL only restarts the counter here, which
 -- refreshes. So when any run takes a token the counter still has at least FENCE_IDLE_MS * 7/8, less the time
--- that run's command spent between its client and the server, to live: a restart still comes that long after
+-- that run's command spent between its client and the server and up to 1 ms (Redis keeps expiry times in whole
+-- milliseconds), to live: a restart still comes that long after
 -- the last token, and the argument above holds with that margin instead of the whole FENCE_IDLE_MS.
 -- A restart sets the value and the expiry in one SET: a lock per order restarts its counter on every first grant.
 local n = redis.call('INCR', F)
