@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config'
+import LongFirstSequencer from './vitest.sequencer.js'
 
 /**
  * Files whose tests bound how long a fault takes to be noticed or survived (a participant's timeout, a leader
@@ -40,6 +41,7 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    sequence: { sequencer: LongFirstSequencer },
     projects: [
       {
         extends: true,
