@@ -55,6 +55,22 @@ describe('lease watchdog', () => {
     }
   })
 
+  it('a lease looked at after its deadline is lost, before its watchdog timer ran (an event loop that stalled)', async () => {
+    const lost: LockEvent[] = []
+    const { locks } = setup((e) => e.type === 'lost' && lost.push(e))
+    const lease = await locks.mutex('stall').acquire({ ttlMs: 50, autoRenew: false })
+    expect(lease.signal.aborted).toBe(false)
+    // The process is busy past the deadline (the duration under test): no timer runs meanwhile.
+    const until = performance.now() + 60
+    while (performance.now() < until) {
+      // spin
+    }
+    expect(lease.signal.aborted).toBe(true)
+    expect((lease.signal.reason as Error).message).toContain('expired (autoRenew is off)')
+    expect(lost).toHaveLength(1)
+    await expect(lease.release()).rejects.toBeInstanceOf(NotLockHolderError)
+  })
+
   it('release failing on the server rejects with the backend error and reports release-failed', async () => {
     const events: string[] = []
     const { locks, state } = setup((e) => events.push(e.type))
