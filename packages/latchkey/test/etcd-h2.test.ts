@@ -158,4 +158,29 @@ describe('http2 session', () => {
     expect(await first).toBe('old')
     expect(sessions.size).toBe(2)
   })
+
+  it('a call sent before the GOAWAY arrived, so refused by it, is sent again on a new connection', async () => {
+    const sessions = new Set<http2.ServerHttp2Session>()
+    let held: http2.ServerHttp2Stream | undefined
+    const { c } = await open((stream) => {
+      const session = stream.session as http2.ServerHttp2Session
+      sessions.add(session)
+      if (held === undefined) {
+        held = stream
+        return
+      }
+      // The second call came on the first connection: the server goes away, covering only the first.
+      if (session === held.session) {
+        session.goaway(0, held.id)
+        return
+      }
+      answer(stream, Buffer.from('new'))
+    })
+    const first = c.unary('/x', framed(Buffer.alloc(0)), (r) => whole(r).toString(), 5_000)
+    await eventually('the first call reached the server', () => held !== undefined)
+    expect(await c.unary('/x', framed(Buffer.alloc(0)), (r) => whole(r).toString(), 5_000)).toBe('new')
+    answer(held as http2.ServerHttp2Stream, Buffer.from('old'))
+    expect(await first).toBe('old')
+    expect(sessions.size).toBe(2)
+  })
 })

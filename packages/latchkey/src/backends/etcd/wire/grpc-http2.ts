@@ -6,7 +6,7 @@
  */
 import { EventEmitter } from 'node:events'
 import { CallDeadlines, type Deadline } from './call-deadlines.js'
-import { CANCEL } from './h2-frames.js'
+import { CANCEL, REFUSED_STREAM } from './h2-frames.js'
 import { H2Session } from './h2-session.js'
 import type { H2Handler, H2Stream } from './h2-stream.js'
 import { encodeHeaders, type HeaderFields } from './hpack.js'
@@ -126,17 +126,21 @@ export class GrpcConnection {
   /** One unary call: `frame` (a framed request) to `path`, the response decoded by `decode`. */
   unary<T>(path: string, frame: Buffer, decode: (r: ProtoReader) => T, timeoutMs: number): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      const call = new UnaryCall(this, decode, resolve, reject, performance.now() + timeoutMs, timeoutMs)
-      try {
-        const at = this.current()
-        call.session = at.session
-        call.stream = at.session.request(this.block(at.host, path, timeoutMs), frame, true, call)
-      } catch (error) {
-        call.settle(error instanceof GrpcError ? error : new GrpcError(UNAVAILABLE, (error as Error).message))
-        return
-      }
+      const call = new UnaryCall(this, path, frame, decode, resolve, reject, performance.now() + timeoutMs, timeoutMs)
+      this.send(call)
       if (!call.settled) this.deadlines.add(call) // else the connection had already failed
     })
+  }
+
+  /** Sends `call` on the current session (a new one when the last is draining or gone). */
+  send<T>(call: UnaryCall<T>): void {
+    try {
+      const at = this.current()
+      call.session = at.session
+      call.stream = at.session.request(this.block(at.host, call.path, call.timeoutMs), call.frame, true, call)
+    } catch (error) {
+      call.settle(error instanceof GrpcError ? error : new GrpcError(UNAVAILABLE, (error as Error).message))
+    }
   }
 
   /**
@@ -175,14 +179,18 @@ class UnaryCall<T> implements H2Handler, Deadline {
   stream: H2Stream | undefined
   private status: Status | undefined
   private body: Buffer | undefined
+  private resent = false
 
   constructor(
     private readonly connection: GrpcConnection,
+    readonly path: string,
+    /** The framed request, kept for one resend (each call encodes a buffer of its own). */
+    readonly frame: Buffer,
     private readonly decode: (r: ProtoReader) => T,
     private readonly resolve: (value: T) => void,
     private readonly reject: (error: Error) => void,
     readonly dueAt: number,
-    private readonly timeoutMs: number,
+    readonly timeoutMs: number,
   ) {}
 
   settle(error: Error | undefined, value?: T): void {
@@ -211,6 +219,14 @@ class UnaryCall<T> implements H2Handler, Deadline {
 
   closed(rstCode: number | undefined, error: Error | undefined): void {
     const { status, body } = this
+    if (rstCode === REFUSED_STREAM && error === undefined && status === undefined && !this.resent && !this.settled) {
+      // Refused, so never processed (a stream past a GOAWAY's last stream id, or reset as refused: RFC 9113 8.7):
+      // sent again, once, on a new session, as gRPC clients do (a transparent retry), even a write. A call sent
+      // just before the server's GOAWAY arrived failed so with "stream closed without a status (code 7)".
+      this.resent = true
+      this.connection.send(this)
+      return
+    }
     if (error !== undefined) this.settle(new GrpcError(UNAVAILABLE, error.message))
     else if (status === undefined) {
       this.settle(new GrpcError(UNAVAILABLE, `stream closed without a status (code ${rstCode ?? 0})`))

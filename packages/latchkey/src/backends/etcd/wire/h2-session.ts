@@ -245,10 +245,11 @@ export class H2Session {
    * error code: the socket's end fails those it does not finish).
    */
   private onGoaway(lastId: number): void {
+    // Draining first: a refused unary call is sent again at once, and must go to a new session, not this one.
+    this.drain()
     for (const stream of [...this.streams.values()]) {
       if (stream.id > lastId) this.close(stream, F.REFUSED_STREAM, undefined)
     }
-    this.drain()
   }
 
   private closeIfDone(stream: H2Stream): void {
