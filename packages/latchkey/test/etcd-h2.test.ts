@@ -139,27 +139,12 @@ describe('http2 session', () => {
     expect(await call()).toBe('ok')
   })
 
-  it('after a GOAWAY, the calls it covers finish and new calls go to a new connection', async () => {
-    const sessions = new Set<http2.ServerHttp2Session>()
-    let held: http2.ServerHttp2Stream | undefined
-    const { c } = await open((stream) => {
-      sessions.add(stream.session as http2.ServerHttp2Session)
-      if (held === undefined) {
-        held = stream
-        stream.session?.goaway(0, stream.id)
-        return
-      }
-      answer(stream, Buffer.from('new'))
-    })
-    const first = c.unary('/x', framed(Buffer.alloc(0)), (r) => whole(r).toString(), 5_000)
-    await eventually('the first call reached the server', () => held !== undefined)
-    expect(await c.unary('/x', framed(Buffer.alloc(0)), (r) => whole(r).toString(), 5_000)).toBe('new')
-    answer(held as http2.ServerHttp2Stream, Buffer.from('old'))
-    expect(await first).toBe('old')
-    expect(sessions.size).toBe(2)
-  })
-
-  it('a call sent before the GOAWAY arrived, so refused by it, is sent again on a new connection', async () => {
+  /**
+   * The server holds the first call and sends a GOAWAY that covers only it: when that call arrives, or only when a
+   * second call arrives on the same connection (sent before the GOAWAY reached the client). Either way the second
+   * call is answered on a new connection and the first finishes on the old one.
+   */
+  async function goaway(when: 'on the first call' | 'on the second call'): Promise<void> {
     const sessions = new Set<http2.ServerHttp2Session>()
     let held: http2.ServerHttp2Stream | undefined
     const { c } = await open((stream) => {
@@ -167,9 +152,9 @@ describe('http2 session', () => {
       sessions.add(session)
       if (held === undefined) {
         held = stream
+        if (when === 'on the first call') session.goaway(0, stream.id)
         return
       }
-      // The second call came on the first connection: the server goes away, covering only the first.
       if (session === held.session) {
         session.goaway(0, held.id)
         return
@@ -182,5 +167,13 @@ describe('http2 session', () => {
     answer(held as http2.ServerHttp2Stream, Buffer.from('old'))
     expect(await first).toBe('old')
     expect(sessions.size).toBe(2)
+  }
+
+  it('after a GOAWAY, the calls it covers finish and new calls go to a new connection', async () => {
+    await goaway('on the first call')
+  })
+
+  it('a call sent before the GOAWAY arrived, so refused by it, is sent again on a new connection', async () => {
+    await goaway('on the second call')
   })
 })
