@@ -96,10 +96,8 @@ export class HeldLease implements Lease, TimedEntry, ActiveEntry {
   }
 
   /**
-   * A lease looked at after its deadline is lost at once. The watchdog's timer loses it too, but after a stall
-   * (a busy or paused process) every due timer runs in one pass, in the order of their due times: a waiter's poll
-   * due before the deadline could run first, find the lock expired at the server, and grant it to another holder
-   * in this process, whose code then saw this lease still held (a whole test run on a loaded 2-core host did).
+   * Lost at once when looked at past its deadline: after a stall, due timers run in due order, so a waiter's poll in
+   * this process could take the expired lock before the watchdog ran, and its code then saw this lease still held.
    */
   private loseIfPastDeadline(): void {
     if (this.state === 'held' && monotonicNow() >= this.deadline) this.lose(this.expiredError())
