@@ -20,10 +20,15 @@
  * BENCH_BASELINE_DIST=<folder>: a third contender, another build of latchkey (e.g. a copy of packages/latchkey/dist
  * built before a change, kept inside packages/latchkey so it finds the same node_modules), run alternating with the
  * other two; its rows read "(baseline)", so a change is compared with the code before it in the same run.
+ *
+ * The floor (rows "(floor: …)"; BENCH_ZK_FLOOR=0 leaves it out): Curator's recipe on the bare wire protocol in the
+ * same Node workers and layouts as latchkey (lib/zk-recipe-floor.ts), the least any Node lock can spend. A cell where
+ * Curator is ahead of the floor as well is one no Node client can win in that layout.
  */
 import path from 'node:path'
 import { cleanupNamespace } from '../packages/latchkey/test/support/zookeeper-env.js'
 import { analyse } from './lib/analysis.js'
+import type { ContenderSpec } from './lib/contender.js'
 import { CuratorBench } from './lib/curator-bench.js'
 import type { ContendedResult, UncontendedResult } from './lib/modes.js'
 import { WorkerPool } from './lib/pool.js'
@@ -46,6 +51,11 @@ const concurrencies = list(env.BENCH_CONCURRENCY, [1, 20])
 const waiterCounts = list(env.BENCH_WAITERS, [10])
 const oneProcessCounts = list(env.BENCH_WAITERS_ONE_PROCESS, [10])
 const baselineDist = env.BENCH_BASELINE_DIST === undefined ? undefined : path.resolve(env.BENCH_BASELINE_DIST)
+/** Node contenders besides latchkey: the baseline build when given, the floor unless BENCH_ZK_FLOOR=0. */
+const extraSides: ('baseline' | 'floor')[] = [
+  ...(baselineDist === undefined ? [] : (['baseline'] as const)),
+  ...(env.BENCH_ZK_FLOOR === '0' ? [] : (['floor'] as const)),
+]
 
 const targets = zkTargets(env)
 
@@ -68,7 +78,7 @@ interface Figures {
   readonly member: string
 }
 
-type Side = 'latchkey' | 'curator' | 'baseline'
+type Side = 'latchkey' | 'curator' | 'baseline' | 'floor'
 /** `p`: waiters as `w`, but latchkey's all in one process (over as many sessions as Curator's JVM has clients). */
 type Scenario = { kind: 'c' | 'w' | 'p'; n: number }
 
@@ -107,15 +117,19 @@ async function runCell(
   curator: CuratorBench,
   key: string,
 ): Promise<Figures> {
-  const spec = {
-    type: 'latchkey' as const,
-    url: `zookeeper://${target.connect}`,
-    namespace: key,
-    ttlMs: 10_000,
-    ...(side === 'baseline' && baselineDist !== undefined ? { dist: baselineDist } : {}),
-    ...(sc.kind === 'p' ? { sessions: PROCESSES } : {}),
-  }
-  // The baseline is latchkey too (another build): it runs wherever latchkey does.
+  const sessions = sc.kind === 'p' ? { sessions: PROCESSES } : {}
+  const spec: ContenderSpec =
+    side === 'floor'
+      ? { type: 'floor', floor: 'zk-recipe', url: target.connect, namespace: key, ttlMs: 10_000, ...sessions }
+      : {
+          type: 'latchkey',
+          url: `zookeeper://${target.connect}`,
+          namespace: key,
+          ttlMs: 10_000,
+          ...(side === 'baseline' && baselineDist !== undefined ? { dist: baselineDist } : {}),
+          ...sessions,
+        }
+  // The baseline (another build of latchkey) and the floor run in the Node workers, as latchkey does.
   const node = side !== 'curator'
   if (sc.kind === 'c') {
     if (node) await pool.request(0, { op: 'open', spec })
@@ -132,7 +146,7 @@ async function runCell(
         overlaps: 0,
         writes: c.writes / r.ops,
         requests: (c.writes + c.reads) / r.ops,
-        clientRequests: node ? r.clientCmds / r.ops : Number.NaN,
+        clientRequests: node && side !== 'floor' ? r.clientCmds / r.ops : Number.NaN,
         cpuMsPerOp: r.cpuMs / r.ops,
         member: c.member,
       }
@@ -175,7 +189,7 @@ async function runCell(
       overlaps: f.overlaps,
       writes: c.writes / ops,
       requests: (c.writes + c.reads) / ops,
-      clientRequests: node ? parts.reduce((s, p) => s + p.clientCmds, 0) / ops : Number.NaN,
+      clientRequests: node && side !== 'floor' ? parts.reduce((s, p) => s + p.clientCmds, 0) / ops : Number.NaN,
       cpuMsPerOp: parts.reduce((s, p) => s + p.cpuMs, 0) / ops,
       member: c.member,
     }
@@ -205,8 +219,7 @@ try {
     try {
       for (let run = 0; run < RUNS; run++) {
         for (const sc of scenarios) {
-          const sides: Side[] =
-            baselineDist === undefined ? ['latchkey', 'curator'] : ['latchkey', 'baseline', 'curator']
+          const sides: Side[] = ['latchkey', ...extraSides, 'curator']
           const order = run % 2 === 0 ? sides : [...sides].reverse()
           for (const side of order) {
             const id = `${sc.kind}${sc.n}`
@@ -232,7 +245,7 @@ try {
     )
     console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |')
     for (const [sc, side] of scenarios.flatMap((sc) =>
-      (baselineDist === undefined ? ['latchkey'] : ['latchkey', 'baseline']).map((side) => [sc, side] as const),
+      (['latchkey', ...extraSides] as const).map((side) => [sc, side] as const),
     )) {
       const id = `${sc.kind}${sc.n}`
       const l = figures.get(`${side}:${id}`) ?? []
@@ -251,7 +264,7 @@ try {
         pick(l, (x) => x.cpuMsPerOp),
         pick(c, (x) => x.cpuMsPerOp),
       ]
-      const name = `${sc.kind === 'c' ? `uncontended c=${sc.n}` : sc.kind === 'p' ? `${sc.n} waiters, one process each` : `${sc.n} waiters`}${side === 'baseline' ? ' (baseline)' : ''}`
+      const name = `${sc.kind === 'c' ? `uncontended c=${sc.n}` : sc.kind === 'p' ? `${sc.n} waiters, one process each` : `${sc.n} waiters`}${side === 'baseline' ? ' (baseline)' : side === 'floor' ? " (floor: Curator's recipe on the bare protocol)" : ''}`
       if (sc.kind === 'c') {
         const rate = [pick(l, (x) => x.rate), pick(c, (x) => x.rate), ratio((x) => x.rate, false)]
         console.log(`| ${name} | pairs/s | ${[...rate, ...common].join(' | ')} |`)

@@ -24,7 +24,7 @@ export interface Contender {
 }
 
 /** The floors (floors.ts). */
-export type FloorName = 'znode' | 'etcd-txn' | 'etcd-txn-wire' | 'proto-blpop'
+export type FloorName = 'znode' | 'etcd-txn' | 'etcd-txn-wire' | 'proto-blpop' | 'zk-recipe'
 
 /** How a worker opens a contender. Keys are always prefixed by `namespace`. */
 export type ContenderSpec =
@@ -39,7 +39,15 @@ export type ContenderSpec =
       sessions?: number
     }
   | { type: 'peer'; peer: PeerName; url: string; namespace: string; ttlMs: number }
-  | { type: 'floor'; floor: FloorName; url: string; namespace: string; ttlMs: number }
+  | {
+      type: 'floor'
+      floor: FloorName
+      url: string
+      namespace: string
+      ttlMs: number
+      /** As latchkey's: floors opened in this process, taking acquisitions in turn (default 1). */
+      sessions?: number
+    }
   /** Runs in its own JVM (curator-pool.ts), never in a worker. */
   | { type: 'curator'; connect: string; namespace: string; ttlMs: number }
 
@@ -49,6 +57,10 @@ export async function openContender(spec: ContenderSpec): Promise<Contender> {
   if (spec.type === 'curator')
     throw new Error('the Curator contender runs in its JVM (curator-pool.ts), not in a worker')
   if (spec.type === 'floor') {
+    if ((spec.sessions ?? 1) > 1)
+      return inTurn(
+        await Promise.all(Array.from({ length: spec.sessions ?? 1 }, () => openContender({ ...spec, sessions: 1 }))),
+      )
     const { openFloor } = await import('./floors.js')
     return openFloor(spec.floor, spec.url, spec.namespace, spec.ttlMs)
   }

@@ -1,13 +1,14 @@
 /**
  * Floors: what ZooKeeper and etcd themselves cost per lock+unlock, without any lock library (they cannot
- * wait, uncontended scenarios only: a taken key answers "gave up"), and the research's wake-one Redis
- * prototype (proto-blpop.ts), which waits.
+ * wait, uncontended scenarios only: a taken key answers "gave up"), and two that wait: the research's wake-one
+ * Redis prototype (proto-blpop.ts) and Curator's ZooKeeper recipe on the bare wire protocol (zk-recipe-floor.ts).
  */
 import { Etcd3 } from 'etcd3'
 import zookeeper from 'node-zookeeper-client'
 import type { openHttp2EtcdClient as OpenWireClient } from '../../packages/latchkey/src/backends/etcd/wire/http2-etcd-client.js'
 import type { Contender, FloorName } from './contender.js'
 import { protoBlpop } from './proto-blpop.js'
+import { zkRecipeFloor } from './zk-recipe-floor.js'
 
 const p = <T>(start: (cb: (error: unknown, value: T) => void) => void): Promise<T> =>
   new Promise((resolve, reject) => start((error, value) => (error ? reject(error) : resolve(value))))
@@ -98,5 +99,6 @@ async function etcdTxnWire(url: string, ns: string): Promise<Contender> {
 export async function openFloor(floor: FloorName, url: string, ns: string, ttlMs: number): Promise<Contender> {
   if (floor === 'proto-blpop') return protoBlpop(url, ns, ttlMs)
   if (floor === 'etcd-txn-wire') return etcdTxnWire(url, ns)
+  if (floor === 'zk-recipe') return zkRecipeFloor(url, ns, ttlMs)
   return floor === 'znode' ? znode(url, ns) : etcdTxn(url, ns)
 }
