@@ -111,7 +111,9 @@ function floor(
   label: string,
   name: FloorName,
   url: string,
-  o: Partial<Pick<ContenderDef, 'tables' | 'waits' | 'maxWaiters' | 'probeUrls' | 'crossProcess' | 'scenarios'>> = {},
+  o: Partial<Pick<ContenderDef, 'tables' | 'waits' | 'maxWaiters' | 'probeUrls' | 'crossProcess' | 'scenarios'>> & {
+    sessions?: number
+  } = {},
 ): ContenderDef {
   return {
     id,
@@ -122,7 +124,14 @@ function floor(
     ...(o.scenarios === undefined ? {} : { scenarios: o.scenarios }),
     maxWaiters: Math.min(WAITER_CAP, o.maxWaiters ?? 0),
     probeUrls: o.probeUrls ?? [],
-    spec: (namespace, ttlMs) => ({ type: 'floor', floor: name, url, namespace, ttlMs }),
+    spec: (namespace, ttlMs) => ({
+      type: 'floor',
+      floor: name,
+      url,
+      namespace,
+      ttlMs,
+      ...(o.sessions === undefined ? {} : { sessions: o.sessions }),
+    }),
   }
 }
 
@@ -139,6 +148,25 @@ function curator(id: string, label: string, connect: string): ContenderDef {
     curator: connect,
     spec: (namespace, ttlMs) => ({ type: 'curator', connect, namespace, ttlMs }),
   }
+}
+
+/**
+ * Curator's InterProcessMutex recipe on the bare ZooKeeper protocol (lib/zk-recipe-floor.ts), in latchkey's two
+ * layouts of the Curator comparison: the uncontended cells and 10 waiters over 4 processes, and 10 waiters in one
+ * process over 4 sessions.
+ */
+function zkFloors(id: string, where: string, connect: string): ContenderDef[] {
+  const label = `floor: Curator's recipe on the bare protocol (${where})`
+  return [
+    floor(id, label, 'zk-recipe', connect, { waits: true, maxWaiters: 10, scenarios: ['c1', 'c50', 'w10'] }),
+    floor(`${id}-1p`, `${label}, waiters in one process (4 sessions)`, 'zk-recipe', connect, {
+      waits: true,
+      maxWaiters: 10,
+      crossProcess: false,
+      scenarios: ['w10'],
+      sessions: 4,
+    }),
+  ]
 }
 
 /** The handoff cells measured again with every waiter in one process (the in-process wake path). */
@@ -245,6 +273,9 @@ export function catalog(s: Servers): ContenderDef[] {
     ),
     curator('curator', 'Apache Curator 5.4 InterProcessMutex (ZooKeeper standalone)', s.zk),
     curator('curator3', 'Apache Curator 5.4 InterProcessMutex (ZooKeeper 3-node ensemble)', s.zkEnsemble),
+    // What any Node lock can reach in the ZooKeeper cells: Curator's recipe on the bare protocol, no library.
+    ...zkFloors('zk-floor', 'ZooKeeper standalone', s.zk),
+    ...zkFloors('zk3-floor', 'ZooKeeper 3-node ensemble', s.zkEnsemble),
     latchkey('etcd', 'etcd', `etcd://${new URL(s.etcd).host}`),
     // BENCH_BASELINE_DIST=<absolute path of another build's dist>: the etcd backend of that build beside this one.
     ...(BASELINE_DIST === undefined

@@ -17,11 +17,13 @@ const NODE_EXISTS = -110
 const EPHEMERAL_SEQUENTIAL = 3
 
 /**
- * Opens the floor on the first server of `connectString`, its nodes under `/<ns>-floor` (shared by the processes of
+ * Opens the floor on one server of `connectString`, its nodes under `/<ns>-floor` (shared by the processes of
  * a cell; the last to close removes it).
  */
 export async function zkRecipeFloor(connectString: string, ns: string, ttlMs: number): Promise<Contender> {
-  const [host = '127.0.0.1', port = '2181'] = (connectString.split(',')[0] ?? '').split(':')
+  // A member at random, as the clients do (on an ensemble the member decides much of a pair's time).
+  const members = connectString.split(',')
+  const [host = '127.0.0.1', port = '2181'] = (members[Math.floor(Math.random() * members.length)] ?? '').split(':')
   const session = await ZkWireSession.open(host, Number(port), Math.max(ttlMs, 4_000))
   const base = `/${ns}-floor`
   const made = new Set<string>()
