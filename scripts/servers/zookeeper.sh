@@ -96,6 +96,9 @@ member_dir() { echo "$DATA/ensemble/zk$1"; }
 # The pid listening on 127.0.0.1:PORT, if ss can tell (empty when nothing listens or it is another user's).
 listener_pid() { ss -Htlnp "sport = :$1" 2>/dev/null | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2 || true; }
 
+# The command line of process PID, its arguments joined by spaces and cut at 300 characters (for messages).
+command_of() { tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | cut -c1-300 || true; }
+
 # The zoo.cfg a QuorumPeerMain process PID was started with (its last argument), empty for anything else.
 config_of() {
   local args
@@ -125,7 +128,7 @@ refuse_silent_holder() {
     return 0
   fi
   state="$(ps -o stat= -p "$pid" 2>/dev/null | tr -d ' ' || true)"
-  cmd="$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-300 || true)"
+  cmd="$(command_of "$pid")"
   die "port $1 accepts connections but nothing answered srvr within 3 s: pid $pid (state ${state:-?}) holds it: $cmd" \
     $'\n'" A stopped or frozen server (state T): kill -9 $pid. Or use another port: LATCHKEY_ZK_PORT"
 }
@@ -148,7 +151,7 @@ check_member() {
     fi
     cfg="$(config_of "$pid")"
     [ -n "$cfg" ] && [ "$(realpath -m "$cfg")" = "$ours" ] && [ -f "$ours" ] && continue
-    cmd="$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-300 || true)"
+    cmd="$(command_of "$pid")"
     local nl=$'\n' ports="LATCHKEY_ZK_ENSEMBLE_PORTS, LATCHKEY_ZK_QUORUM_PORT_BASE, LATCHKEY_ZK_ELECTION_PORT_BASE"
     if [ -z "$cfg" ]; then
       die "port $port (ensemble member $i) is held by pid $pid, which is not a ZooKeeper server: $cmd${nl}" \
