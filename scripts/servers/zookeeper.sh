@@ -96,8 +96,9 @@ member_dir() { echo "$DATA/ensemble/zk$1"; }
 # The pid listening on 127.0.0.1:PORT, if ss can tell (empty when nothing listens or it is another user's).
 listener_pid() { ss -Htlnp "sport = :$1" 2>/dev/null | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2 || true; }
 
-# The command line of process PID, its arguments joined by spaces and cut at 300 characters (for messages).
-command_of() { tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | cut -c1-300 || true; }
+# The command line of process PID, its arguments joined by spaces and cut at 300 characters (for messages); empty,
+# with nothing on stderr, once the process is gone (stderr is redirected before the read that fails).
+command_of() { tr '\0' ' ' 2>/dev/null <"/proc/$1/cmdline" | cut -c1-300 || true; }
 
 # The zoo.cfg a QuorumPeerMain process PID was started with (its last argument), empty for anything else.
 config_of() {
