@@ -2,13 +2,16 @@
  * The least a Node process can spend on a ZooKeeper session: the wire protocol (jute frames over one socket) with
  * nothing around it, for the floor in zk-recipe-floor.ts. It opens one session, sends the five requests a lock
  * recipe needs (create, delete, getChildren, getData with a watch, close) with hand-encoded frames, matches replies
- * to requests by xid, delivers watch events (xid -1) to one-shot listeners by path, and pings while idle. No
- * reconnect, no retries, no chroot, no auth: a bench floor, not a client (a lost connection fails every call).
+ * to requests by xid, batches the requests of one turn into one write as latchkey's clients do, delivers watch events
+ * (xid -1) to one-shot listeners by path, and pings while idle. No reconnect, no retries, no chroot, no auth: a
+ * bench floor, not a client (a lost connection fails every call).
  */
 import net from 'node:net'
 
 const OP = { create: 1, delete: 2, getData: 4, getChildren: 8, ping: 11, close: -11 } as const
 const PING_XID = -2
+/** Frames written together at most (latchkey's MAX_BATCH, backend/write-batches.ts). */
+const MAX_BATCH = 8
 const WATCH_XID = -1
 /** Every permission for `world:anyone` (OPEN_ACL_UNSAFE), encoded once. */
 const OPEN_ACL = (() => {
@@ -44,6 +47,8 @@ export class ZkWireSession {
   private lastSend = performance.now()
   private readonly pinger: NodeJS.Timeout
   private failed: Error | undefined
+  /** Frames held until the end of this turn (see `batch`); undefined when none are. */
+  private held: Buffer[] | undefined
 
   private constructor(
     private readonly socket: net.Socket,
@@ -160,7 +165,32 @@ export class ZkWireSession {
     frame.writeInt32BE(type, 8)
     body.copy(frame, 12)
     this.lastSend = performance.now()
-    this.socket.write(frame)
+    this.batch(frame)
+  }
+
+  /**
+   * Writes `frame` now when nothing is in flight, else holds it to the end of this turn of the event loop with the
+   * others sent in it, at most {@link MAX_BATCH} per write: latchkey's rule for its clients (its write-batches.ts),
+   * which Curator's NIO sender gets by its selector loop. Without it, 50 concurrent loops cost a system call per
+   * request, and the floor would be no floor at high concurrency.
+   */
+  private batch(frame: Buffer): void {
+    if (this.held === undefined && this.replies.size <= 1) {
+      this.socket.write(frame)
+      return
+    }
+    if (this.held === undefined) {
+      this.held = []
+      process.nextTick(() => this.flush())
+    } else if (this.held.length >= MAX_BATCH) this.flush(true)
+    this.held?.push(frame)
+  }
+
+  /** Writes the held frames in one write; `keepHolding`: a full batch mid-turn, the turn's later ones still held. */
+  private flush(keepHolding = false): void {
+    const held = this.held ?? []
+    this.held = keepHolding ? [] : undefined
+    if (held.length > 0) this.socket.write(held.length === 1 ? (held[0] as Buffer) : Buffer.concat(held))
   }
 
   private read(chunk: Buffer): void {
