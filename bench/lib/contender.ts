@@ -56,18 +56,15 @@ export async function openContender(spec: ContenderSpec): Promise<Contender> {
   if (spec.type === 'peer') return openPeer(spec.peer, spec.url, spec.namespace, spec.ttlMs)
   if (spec.type === 'curator')
     throw new Error('the Curator contender runs in its JVM (curator-pool.ts), not in a worker')
-  if (spec.type === 'floor') {
-    if ((spec.sessions ?? 1) > 1)
-      return inTurn(
-        await Promise.all(Array.from({ length: spec.sessions ?? 1 }, () => openContender({ ...spec, sessions: 1 }))),
-      )
-    const { openFloor } = await import('./floors.js')
-    return openFloor(spec.floor, spec.url, spec.namespace, spec.ttlMs)
-  }
+  // Several sessions (latchkey's backends or a floor's connections) in this process, taking acquisitions in turn.
   if ((spec.sessions ?? 1) > 1)
     return inTurn(
       await Promise.all(Array.from({ length: spec.sessions ?? 1 }, () => openContender({ ...spec, sessions: 1 }))),
     )
+  if (spec.type === 'floor') {
+    const { openFloor } = await import('./floors.js')
+    return openFloor(spec.floor, spec.url, spec.namespace, spec.ttlMs)
+  }
   // `dist`: another build of the library (a baseline, to compare before and after a change in one run).
   const lib = spec.dist === undefined ? { backendFromUrl, createLocks, isLockError } : await importBuild(spec.dist)
   const opened = await lib.backendFromUrl(spec.url)
