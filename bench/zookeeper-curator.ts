@@ -131,6 +131,8 @@ async function runCell(
         }
   // The baseline (another build of latchkey) and the floor run in the Node workers, as latchkey does.
   const node = side !== 'curator'
+  // latchkey's client counts its own requests (the baseline's too); the floor's and Curator's do not.
+  const counted = side === 'latchkey' || side === 'baseline'
   if (sc.kind === 'c') {
     if (node) await pool.request(0, { op: 'open', spec })
     try {
@@ -146,7 +148,7 @@ async function runCell(
         overlaps: 0,
         writes: c.writes / r.ops,
         requests: (c.writes + c.reads) / r.ops,
-        clientRequests: node && side !== 'floor' ? r.clientCmds / r.ops : Number.NaN,
+        clientRequests: counted ? r.clientCmds / r.ops : Number.NaN,
         cpuMsPerOp: r.cpuMs / r.ops,
         member: c.member,
       }
@@ -189,7 +191,7 @@ async function runCell(
       overlaps: f.overlaps,
       writes: c.writes / ops,
       requests: (c.writes + c.reads) / ops,
-      clientRequests: node && side !== 'floor' ? parts.reduce((s, p) => s + p.clientCmds, 0) / ops : Number.NaN,
+      clientRequests: counted ? parts.reduce((s, p) => s + p.clientCmds, 0) / ops : Number.NaN,
       cpuMsPerOp: parts.reduce((s, p) => s + p.cpuMs, 0) / ops,
       member: c.member,
     }

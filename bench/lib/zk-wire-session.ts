@@ -7,11 +7,10 @@
  * bench floor, not a client (a lost connection fails every call).
  */
 import net from 'node:net'
+import { type HoldStep, turnHolds } from '../../packages/latchkey/src/backend/write-batches.js'
 
 const OP = { create: 1, delete: 2, getData: 4, getChildren: 8, ping: 11, close: -11 } as const
 const PING_XID = -2
-/** Frames written together at most (latchkey's MAX_BATCH, backend/write-batches.ts). */
-const MAX_BATCH = 8
 const WATCH_XID = -1
 /** Every permission for `world:anyone` (OPEN_ACL_UNSAFE), encoded once. */
 const OPEN_ACL = (() => {
@@ -47,8 +46,9 @@ export class ZkWireSession {
   private lastSend = performance.now()
   private readonly pinger: NodeJS.Timeout
   private failed: Error | undefined
-  /** Frames held until the end of this turn (see `batch`); undefined when none are. */
-  private held: Buffer[] | undefined
+  /** Frames held until the end of this turn (see `batch`). */
+  private held: Buffer[] = []
+  private readonly hold: (inFlight: number) => HoldStep = turnHolds(() => this.flush())
 
   private constructor(
     private readonly socket: net.Socket,
@@ -153,8 +153,9 @@ export class ZkWireSession {
     if (this.failed !== undefined) return Promise.reject(this.failed)
     return new Promise((resolve, reject) => {
       const xid = this.xid++
-      this.replies.set(xid, (err, reply) => (err === 0 ? resolve(reply) : reject(new ZkWireError(err, what))))
+      // Written first, so `replies` counts only the requests before it (no reply can come in between).
       this.write(xid, type, body)
+      this.replies.set(xid, (err, reply) => (err === 0 ? resolve(reply) : reject(new ZkWireError(err, what))))
     })
   }
 
@@ -170,26 +171,23 @@ export class ZkWireSession {
 
   /**
    * Writes `frame` now when nothing is in flight, else holds it to the end of this turn of the event loop with the
-   * others sent in it, at most {@link MAX_BATCH} per write: latchkey's rule for its clients (its write-batches.ts),
-   * which Curator's NIO sender gets by its selector loop. Without it, 50 concurrent loops cost a system call per
-   * request, and the floor would be no floor at high concurrency.
+   * others sent in it, a bounded batch per write: latchkey's rule for its clients (`turnHolds`), which Curator's NIO
+   * sender gets by its selector loop. Without it, 50 concurrent loops cost a system call per request, and the floor
+   * would be no floor at high concurrency.
    */
   private batch(frame: Buffer): void {
-    if (this.held === undefined && this.replies.size <= 1) {
-      this.socket.write(frame)
-      return
+    const step = this.hold(this.replies.size)
+    if (step === 'send') this.socket.write(frame)
+    else {
+      if (step === 'full') this.flush()
+      this.held.push(frame)
     }
-    if (this.held === undefined) {
-      this.held = []
-      process.nextTick(() => this.flush())
-    } else if (this.held.length >= MAX_BATCH) this.flush(true)
-    this.held?.push(frame)
   }
 
-  /** Writes the held frames in one write; `keepHolding`: a full batch mid-turn, the turn's later ones still held. */
-  private flush(keepHolding = false): void {
-    const held = this.held ?? []
-    this.held = keepHolding ? [] : undefined
+  /** Writes the held frames in one write. */
+  private flush(): void {
+    const held = this.held
+    this.held = []
     if (held.length > 0) this.socket.write(held.length === 1 ? (held[0] as Buffer) : Buffer.concat(held))
   }
 
