@@ -12,7 +12,7 @@ import { runSubset } from './lib/subset.js'
 
 await runSubset(
   'etcd beside its raw txn floors and ZooKeeper',
-  ['etcd', 'etcd-baseline', 'etcd-txn', 'etcd-txn-wire', 'zk'],
+  ['etcd', 'etcd-baseline', 'etcd-floor', 'etcd-go-floor', 'etcd-txn', 'etcd-txn-wire', 'zk'],
   'etcd-txn',
   'zk',
 )

@@ -288,6 +288,18 @@ export function catalog(s: Servers): ContenderDef[] {
     latchkey('pg-advisory', 'PostgreSQL advisory', pg('advisory')),
     floor('znode', 'floor: raw znode create+delete (ZooKeeper standalone)', 'znode', s.zk),
     floor('etcd-txn', 'floor: raw etcd txn put + delete (one lease)', 'etcd-txn', s.etcd),
+    // What latchkey's etcd recipe costs with no library: the contended cells' floor (client CPU and gap).
+    floor('etcd-floor', "floor: latchkey's etcd line, no library", 'etcd-line', s.etcd, {
+      waits: true,
+      maxWaiters: 100,
+      scenarios: ['w10', 'w100'],
+    }),
+    // The other recipe, each waiter watching the key before its own (Go's concurrency.Mutex), also with no library.
+    floor('etcd-go-floor', "floor: Go's concurrency.Mutex recipe, no library", 'etcd-go', s.etcd, {
+      waits: true,
+      maxWaiters: 100,
+      scenarios: ['w10', 'w100'],
+    }),
     floor(
       'etcd-txn-wire',
       "floor: raw etcd txn put + delete (one lease), on latchkey's http2 transport",

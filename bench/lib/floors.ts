@@ -1,12 +1,16 @@
 /**
  * Floors: what ZooKeeper and etcd themselves cost per lock+unlock, without any lock library (they cannot
- * wait, uncontended scenarios only: a taken key answers "gave up"), and two that wait: the research's wake-one
- * Redis prototype (proto-blpop.ts) and Curator's ZooKeeper recipe on the bare wire protocol (zk-recipe-floor.ts).
+ * wait, uncontended scenarios only: a taken key answers "gave up"), and four that wait: the research's wake-one
+ * Redis prototype (proto-blpop.ts), Curator's ZooKeeper recipe on the bare wire protocol (zk-recipe-floor.ts), and
+ * the two etcd recipes on latchkey's transport with no library: latchkey's line (etcd-line-floor.ts) and Go's
+ * `concurrency.Mutex` (etcd-go-mutex-floor.ts).
  */
 import { Etcd3 } from 'etcd3'
 import zookeeper from 'node-zookeeper-client'
 import type { openHttp2EtcdClient as OpenWireClient } from '../../packages/latchkey/src/backends/etcd/wire/http2-etcd-client.js'
 import type { Contender, FloorName } from './contender.js'
+import { etcdGoMutexFloor } from './etcd-go-mutex-floor.js'
+import { etcdLineFloor } from './etcd-line-floor.js'
 import { protoBlpop } from './proto-blpop.js'
 import { zkRecipeFloor } from './zk-recipe-floor.js'
 
@@ -99,6 +103,8 @@ async function etcdTxnWire(url: string, ns: string): Promise<Contender> {
 export async function openFloor(floor: FloorName, url: string, ns: string, ttlMs: number): Promise<Contender> {
   if (floor === 'proto-blpop') return protoBlpop(url, ns, ttlMs)
   if (floor === 'etcd-txn-wire') return etcdTxnWire(url, ns)
+  if (floor === 'etcd-line') return etcdLineFloor(url, ns)
+  if (floor === 'etcd-go') return etcdGoMutexFloor(url, ns)
   if (floor === 'zk-recipe') return zkRecipeFloor(url, ns, ttlMs)
   return floor === 'znode' ? znode(url, ns) : etcdTxn(url, ns)
 }

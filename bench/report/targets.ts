@@ -7,6 +7,7 @@ import type { CellFigures } from '../lib/cells.js'
 import type { Results } from '../lib/results.js'
 import { fmtAuto, fmtSpread, type Spread } from '../lib/stats.js'
 import { med, type Summaries } from './aggregate.js'
+import { etcdFloorLines, zkFloorLines } from './floor-lines.js'
 import { bestPeer, ofCeiling } from './sections.js'
 import { sameRunRatio, table } from './tables.js'
 
@@ -118,7 +119,7 @@ export function targetsSection(r: Results, s: Summaries, labels: ReadonlyMap<str
     table(['cell', 'figure', 'latchkey', 'same run', 'ratio', 'target', 'verdict'], rows),
     '',
   ]
-  out.push(...zkFloorLines(r, s))
+  out.push(...zkFloorLines(r, s), ...etcdFloorLines(r, s))
   const sale = r.flashSale
   if (sale !== undefined) {
     for (const b of sale.backends) {
@@ -132,42 +133,4 @@ export function targetsSection(r: Results, s: Summaries, labels: ReadonlyMap<str
     out.push('')
   }
   return out
-}
-
-/**
- * The ZooKeeper target cells beside their floor, Curator's recipe on the bare protocol in latchkey's layouts (no
- * library, no lease, no token): where the floor does not beat Curator either, no Node lock can meet that target.
- */
-function zkFloorLines(r: Results, s: Summaries): string[] {
-  const rows: string[][] = []
-  for (const [where, ours, floor, curator] of [
-    ['standalone', 'zk', 'zk-floor', 'curator'],
-    ['3-node ensemble', 'zk3', 'zk3-floor', 'curator3'],
-  ] as const) {
-    for (const [cell, scenario, f, suffix] of [
-      ['uncontended c=1', 'c1', 'rate', ''],
-      ['uncontended c=50', 'c50', 'rate', ''],
-      ['10 waiters', 'w10', 'gapP50', ''],
-      ['10 waiters in one process (4 sessions)', 'w10', 'gapP50', '-1p'],
-    ] as const) {
-      const floorVsCurator = sameRunRatio(r.cells, `${floor}${suffix}`, curator, scenario, f)
-      if (floorVsCurator.n === 0) continue
-      rows.push([
-        `ZooKeeper ${where}, ${cell}`,
-        f === 'rate' ? 'pairs/s' : 'handoff gap p50 ms',
-        fmtAuto(med(s, `${ours}${suffix}`, scenario, f)),
-        fmtAuto(med(s, `${floor}${suffix}`, scenario, f)),
-        fmtAuto(med(s, curator, scenario, f)),
-        ratioText(floorVsCurator),
-        ratioText(sameRunRatio(r.cells, `${ours}${suffix}`, `${floor}${suffix}`, scenario, f)),
-      ])
-    }
-  }
-  if (rows.length === 0) return []
-  return [
-    "The ZooKeeper cells beside their floor: Curator's InterProcessMutex recipe on the bare wire protocol, in the same Node workers and layouts as latchkey, with no client library, lease or fencing token (bench/lib/zk-recipe-floor.ts). Ratios are run by run, the first figure over the second (a rate is better higher, a gap lower). Where the floor is not ahead of Curator, no Node lock can meet that target.",
-    '',
-    table(['cell', 'figure', 'latchkey', 'floor', 'Curator', 'floor ÷ Curator', 'latchkey ÷ floor'], rows),
-    '',
-  ]
 }

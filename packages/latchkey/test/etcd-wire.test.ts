@@ -137,6 +137,23 @@ describe('http2 etcd client', () => {
     await watcher.cancel()
   })
 
+  it('a watch created after a read reports the deletes since that read, made before the watch existed', async () => {
+    const k = key('after/a')
+    await client.kv.txn({ success: [{ request_put: { key: k, value: Buffer.from('x') } }] })
+    const read = await client.kv.range({ key: k })
+    expect(read.kvs).toHaveLength(1)
+    // Deleted between the read and the watch: a watch from now would wait for ever.
+    await client.kv.txn({ success: [{ request_delete_range: { key: k } }] })
+    const watcher = client
+      .watch()
+      .inRange({ start: k, end: Buffer.concat([k, Buffer.from([0])]) }, read.header.revision)
+      .only('delete')
+      .watcher()
+    const deleted = await new Promise<string>((resolve) => watcher.on('delete', (kv) => resolve(kv.key.toString())))
+    expect(deleted).toBe(k.toString())
+    await watcher.cancel()
+  })
+
   it('with several endpoints, a call left unanswered sends the next calls to the next endpoint', async () => {
     // An endpoint that accepts connections and never answers (a hung member): only the deadline ends its calls.
     const sockets = new Set<Socket>()

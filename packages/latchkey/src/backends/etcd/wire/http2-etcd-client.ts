@@ -27,10 +27,22 @@ const NOTHING = (r: ProtoReader): undefined => {
   return undefined
 }
 
-/** Opens a client of `hosts` (`http(s)://host:port`) whose unary calls each get `callTimeoutMs`. */
-export function openHttp2EtcdClient(options: { hosts: readonly string[]; callTimeoutMs: number }): EtcdClient & {
+/**
+ * The backend's client, plus what only this transport offers: a lease's remaining TTL, and a watch that follows on
+ * from a read (`after`: the read's revision).
+ */
+export type WireEtcdClient = Omit<EtcdClient, 'watch'> & {
   readonly leaseClient: { leaseTimeToLive(request: { ID: string }): Promise<{ TTL: string }> }
-} {
+  watch(): {
+    inRange(
+      range: { start: Buffer; end: Buffer },
+      after?: string,
+    ): { only(...ops: Array<'put' | 'delete'>): { watcher(): EtcdWatcher } }
+  }
+}
+
+/** Opens a client of `hosts` (`http(s)://host:port`) whose unary calls each get `callTimeoutMs`. */
+export function openHttp2EtcdClient(options: { hosts: readonly string[]; callTimeoutMs: number }): WireEtcdClient {
   const connection = new GrpcConnection(options.hosts)
   const watches = new WatchStream(connection)
   const ms = options.callTimeoutMs
@@ -53,10 +65,11 @@ export function openHttp2EtcdClient(options: { hosts: readonly string[]; callTim
       leaseKeepAlive: async () => keepAliveDuplex(connection.stream('/etcdserverpb.Lease/LeaseKeepAlive')),
     },
     watch: () => ({
-      inRange: (range: { start: Buffer; end: Buffer }) => ({
+      // `after`: the revision of a read the watch must follow on from (the backend's watches start from now).
+      inRange: (range: { start: Buffer; end: Buffer }, after?: string) => ({
         only: (..._ops: Array<'put' | 'delete'>) => ({
           // The backend only ever watches deletes.
-          watcher: (): EtcdWatcher => watches.watch(range.start, range.end),
+          watcher: (): EtcdWatcher => watches.watch(range.start, range.end, after),
         }),
       }),
     }),

@@ -48,9 +48,13 @@ export class WatchStream {
 
   constructor(private readonly connection: GrpcConnection) {}
 
-  /** A new watch of deletes in `[start, end)`. */
-  watch(start: Buffer, end: Buffer): EtcdWatcher {
+  /**
+   * A new watch of deletes in `[start, end)`: from now, or from the revision after `after` (every delete since a
+   * read at revision `after` comes, as Go's `waitDelete` watches the key a read found).
+   */
+  watch(start: Buffer, end: Buffer, after?: string): EtcdWatcher {
     const watcher = new RangeWatcher(this, start, end)
+    watcher.revision = after
     this.create(watcher)
     return watcher
   }

@@ -1,0 +1,181 @@
+/**
+ * The floor of latchkey's etcd mutex recipe: the same requests and the same watch, with no lock library. Each process
+ * keeps one place in etcd's line per name (its first local waiter's key), follows the name's deletes on one prefix
+ * watch, and learns its turn when every key created before its own is gone (create revisions order the line, as in
+ * Go's `concurrency.Mutex`). A release that has a local waiter behind it deletes its key and puts that waiter's key
+ * in one txn, which also reads the line; without one, it deletes its key. Per acquisition across the processes that
+ * is one txn, and one delete event for every process with a place in line.
+ *
+ * What it leaves out, and latchkey cannot: a lease per TTL and its keepalive on the grant, fencing checks on release
+ * (a compare), deadlines and cancellation beyond a timeout, reconnects and resumed watches, a crashed waiter's place,
+ * reentrancy and a lock core. So latchkey can at best approach it; where this floor spends more than a target allows,
+ * no lock of this recipe meets the target on that host. The other recipe (each waiter watching only the key before
+ * it, Go's `waitDeletes`) costs a watch created and cancelled, and a read, per acquisition in the next holder's
+ * process: bench/ETCD-CPU.md measures both.
+ */
+import type { openHttp2EtcdClient as OpenWireClient } from '../../packages/latchkey/src/backends/etcd/wire/http2-etcd-client.js'
+import type { Contender, Held } from './contender.js'
+
+const WIRE_CLIENT = '../../packages/latchkey/dist/backends/etcd/wire/http2-etcd-client.js'
+type Client = ReturnType<typeof OpenWireClient>
+type KeyValue = { key: Buffer; create_revision: string }
+
+/** Deletes remembered for a place whose txn answer arrives after them (the two come on different streams). */
+const RECENT = 256
+
+interface Waiter {
+  readonly resolve: (held: Held | undefined) => void
+  timer: NodeJS.Timeout | undefined
+  done: boolean
+}
+
+/** One name in this process: its watch, its local waiters, and its one place in etcd's line. */
+interface Name {
+  readonly prefix: string
+  readonly ready: Promise<void>
+  readonly cancel: () => Promise<void>
+  readonly queue: Waiter[]
+  /** The key of this process's holder. */
+  holding: string | undefined
+  /** This process's place in line: its key and the keys still before it. */
+  place: { key: string; revision: bigint; ahead: Set<string> } | undefined
+  /** A txn putting this process's key is out (its answer decides the place). */
+  joining: boolean
+  readonly recent: Map<string, bigint>
+}
+
+/** Opens the floor: one wire client and one lease for the process, keys under `<ns>/line/`. */
+export async function etcdLineFloor(url: string, ns: string): Promise<Contender> {
+  const wire = (await import(WIRE_CLIENT)) as { openHttp2EtcdClient: typeof OpenWireClient }
+  const client: Client = wire.openHttp2EtcdClient({ hosts: [url], callTimeoutMs: 10_000 })
+  const { ID: lease } = await client.leaseClient.leaseGrant({ TTL: 10 })
+  const keepAlive = await client.leaseClient.leaseKeepAlive()
+  keepAlive.on('data', () => {})
+  keepAlive.on('error', () => {})
+  keepAlive.on('end', () => {})
+  const timer = setInterval(() => keepAlive.write({ ID: lease }), 3_000)
+  const names = new Map<string, Name>()
+  let seq = 0
+
+  const open = (key: string): Name => {
+    const prefix = `${ns}/line/${encodeURIComponent(key)}/`
+    const start = Buffer.from(prefix)
+    const end = Buffer.from(`${prefix.slice(0, -1)}0`)
+    const watcher = client.watch().inRange({ start, end }).only('delete').watcher()
+    const name: Name = {
+      prefix,
+      ready: new Promise((resolve) => watcher.on('connected', () => resolve())),
+      cancel: () => watcher.cancel().catch(() => undefined),
+      queue: [],
+      holding: undefined,
+      place: undefined,
+      joining: false,
+      recent: new Map(),
+    }
+    watcher.on('error', () => {})
+    watcher.on('delete', (kv: { key: Buffer; mod_revision: string }) =>
+      deleted(name, kv.key.toString(), kv.mod_revision),
+    )
+    names.set(key, name)
+    return name
+  }
+
+  const deleted = (name: Name, key: string, modRevision: string): void => {
+    name.recent.set(key, BigInt(modRevision))
+    if (name.recent.size > RECENT) name.recent.delete(name.recent.keys().next().value as string)
+    const place = name.place
+    if (place?.ahead.delete(key) && place.ahead.size === 0) grant(name)
+  }
+
+  /** Takes the place `key` put at `revision`, the line then being `line`; granted at once when nothing is before it. */
+  const placed = (name: Name, key: string, revision: bigint, line: readonly KeyValue[]): void => {
+    const ahead = new Set<string>()
+    for (const kv of line) {
+      const k = kv.key.toString()
+      if (BigInt(kv.create_revision) < revision && (name.recent.get(k) ?? -1n) <= revision) ahead.add(k)
+    }
+    name.place = { key, revision, ahead }
+    if (ahead.size === 0) grant(name)
+  }
+
+  const grant = (name: Name): void => {
+    const place = name.place
+    if (place === undefined) return
+    name.place = undefined
+    const waiter = name.queue.shift()
+    if (waiter === undefined || waiter.done) {
+      // The head gave up while its key was in line: the key goes, and the next local waiter joins.
+      void remove(place.key).then(() => joinIfIdle(name))
+      return
+    }
+    waiter.done = true
+    clearTimeout(waiter.timer)
+    name.holding = place.key
+    waiter.resolve({ release: () => release(name, place.key) })
+  }
+
+  const nextKey = (name: Name): string => `${name.prefix}${lease}-${++seq}`
+  const remove = (key: string) => client.kv.txn({ success: [{ request_delete_range: { key: Buffer.from(key) } }] })
+  const lineOp = (name: Name) => ({
+    request_range: {
+      key: Buffer.from(name.prefix),
+      range_end: Buffer.from(`${name.prefix.slice(0, -1)}0`),
+      keys_only: true,
+    },
+  })
+  const putOp = (key: string) => ({ request_put: { key: Buffer.from(key), value: Buffer.alloc(0), lease } })
+
+  /** Puts this process's key in line for its first local waiter, unless it holds or already has a place. */
+  const joinIfIdle = async (name: Name): Promise<void> => {
+    while (name.queue[0]?.done === true) name.queue.shift()
+    if (name.queue.length === 0 || name.holding !== undefined || name.place !== undefined || name.joining) return
+    name.joining = true
+    const key = nextKey(name)
+    const res = await client.kv.txn({ success: [putOp(key), lineOp(name)] })
+    name.joining = false
+    placed(name, key, BigInt(res.header.revision), res.responses[1]?.response_range?.kvs ?? [])
+  }
+
+  const release = async (name: Name, key: string): Promise<void> => {
+    name.holding = undefined
+    while (name.queue[0]?.done === true) name.queue.shift()
+    if (name.queue.length === 0) {
+      await remove(key)
+      return
+    }
+    // The next local waiter goes in line with this release: one txn, as latchkey's releaseAndJoin.
+    const next = nextKey(name)
+    name.joining = true
+    const res = await client.kv.txn({
+      success: [{ request_delete_range: { key: Buffer.from(key) } }, putOp(next), lineOp(name)],
+    })
+    name.joining = false
+    placed(name, next, BigInt(res.header.revision), res.responses[2]?.response_range?.kvs ?? [])
+  }
+
+  return {
+    async acquire(key, waitMs): Promise<Held | undefined> {
+      const name = names.get(key) ?? open(key)
+      await name.ready
+      return new Promise<Held | undefined>((resolve) => {
+        const waiter: Waiter = { resolve, timer: undefined, done: false }
+        waiter.timer = setTimeout(() => {
+          if (waiter.done) return
+          waiter.done = true
+          resolve(undefined)
+          // A head with a place keeps it until its turn (grant then passes it on): rare, at a window's end only.
+        }, waitMs)
+        name.queue.push(waiter)
+        void joinIfIdle(name)
+      })
+    },
+    async close() {
+      clearInterval(timer)
+      await Promise.all([...names.values()].map((n) => n.cancel()))
+      keepAlive.end()
+      // The lease takes this process's keys with it.
+      await client.leaseClient.leaseRevoke({ ID: lease }).catch(() => undefined)
+      client.close()
+    },
+  }
+}
