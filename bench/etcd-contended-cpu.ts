@@ -4,9 +4,11 @@
  * its CPU over the window and the gRPC calls it sent (per path) and watch responses it decoded, socket writes and
  * reads, timers and immediates set (the harness's two sleeps per acquisition included) and PINGs received, and the
  * handoff gap (a release() call to the next acquire() returning, in any process). BYSTANDERS=n adds n processes
- * that only follow the name's deletes, and prints their CPU per watch response. HEAP_DIR=<dir> writes a sampling
- * allocation profile of each child's window there (collected objects included). With
- * PROF_DIR=<dir> each child runs under --cpu-prof and writes its profile there.
+ * that only follow the name's deletes, and prints their CPU per watch response (BARE_BYSTANDERS=1: on a bare watch
+ * of the transport instead of the backend's, to tell the backend's dispatch from the transport's decoding).
+ * HEAP_DIR=<dir> writes a sampling allocation profile of each child's window there (collected objects included).
+ * With PROF_DIR=<dir> each child runs under --cpu-prof and writes its profile there. FLOOR=etcd-line (or etcd-go)
+ * runs that floor (lib/etcd-line-floor.ts, lib/etcd-go-mutex-floor.ts) in place of latchkey, counted the same way.
  *
  *   npx tsx bench/etcd-contended-cpu.ts [waiters=10] [procs=4] [seconds=5] [dist=packages/latchkey/dist]
  */
@@ -109,14 +111,30 @@ async function child(): Promise<void> {
     count('socket read')
     return framePush.apply(this, args)
   }
-  const lib = await import(pathToFileURL(resolve(dist as string, 'index.js')).href)
-  const backend = await lib.backendFromUrl(`etcd://${new URL(ETCD).host}`)
-  const locks = lib.createLocks({
-    backend,
-    namespace: 'cpuprof', // the key is new in each run
-    ttlMs: 10_000,
-  })
-  const mutex = locks.mutex(key)
+  // FLOOR=etcd-line or etcd-go: that floor (lib/etcd-line-floor.ts, lib/etcd-go-mutex-floor.ts) instead of latchkey.
+  const floorName = process.env.FLOOR
+  let acquire: (waitMs: number) => Promise<{ release(): Promise<unknown> } | undefined>
+  let close: () => Promise<void>
+  if (floorName === 'etcd-line' || floorName === 'etcd-go') {
+    const { openFloor } = await import('./lib/floors.js')
+    const floor = await openFloor(floorName, ETCD, 'cpuprof', 10_000) // the key is new in each run
+    acquire = (waitMs) => floor.acquire(key as string, waitMs)
+    close = () => floor.close()
+  } else {
+    const lib = await import(pathToFileURL(resolve(dist as string, 'index.js')).href)
+    const backend = await lib.backendFromUrl(`etcd://${new URL(ETCD).host}`)
+    const locks = lib.createLocks({
+      backend,
+      namespace: 'cpuprof', // the key is new in each run
+      ttlMs: 10_000,
+    })
+    const mutex = locks.mutex(key)
+    acquire = (waitMs) => mutex.acquire({ waitMs })
+    close = async () => {
+      await locks.close()
+      await backend.close()
+    }
+  }
   const warmEnd = performance.now() + 1_500
   const end = warmEnd + Number(secondsArg) * 1_000
   let acq = 0
@@ -163,12 +181,13 @@ async function child(): Promise<void> {
     Array.from({ length: waiters }, async (_, i) => {
       await sleep(i % 2)
       while (performance.now() < end) {
-        let held: { release(): Promise<void> }
+        let held: { release(): Promise<unknown> } | undefined
         try {
-          held = await mutex.acquire({ waitMs: Math.max(1, Math.ceil(end - performance.now())) })
+          held = await acquire(Math.max(1, Math.ceil(end - performance.now())))
         } catch {
           continue
         }
+        if (held === undefined) continue
         const at = performance.now()
         const counted = at >= warmEnd && at < end
         if (counted) acq++
@@ -192,8 +211,7 @@ async function child(): Promise<void> {
     calls: delta,
     holds,
   } satisfies Report)
-  await locks.close()
-  await backend.close()
+  await close()
   process.exit(0)
 }
 
@@ -212,17 +230,37 @@ async function bystander(): Promise<void> {
     s.on('message', () => messages++)
     return s
   }
-  const lib = await import(pathToFileURL(resolve(dist as string, 'index.js')).href)
-  const backend = await lib.backendFromUrl(`etcd://${new URL(ETCD).host}`)
-  const sub = backend.subscribe({ key: `cpuprof:${key}`, kind: 'mutex' })
+  let stop: () => Promise<void>
+  if (process.env.BARE_BYSTANDERS === '1') {
+    // The same deletes on a bare watch of the transport (no backend): what the backend's dispatch adds to each.
+    const { KeyLayout } = await import(pathToFileURL(resolve(dist as string, 'backends/etcd/keys.js')).href)
+    const wire = await import(pathToFileURL(resolve(dist as string, 'backends/etcd/wire/http2-etcd-client.js')).href)
+    const client = wire.openHttp2EtcdClient({ hosts: [ETCD], callTimeoutMs: 10_000 })
+    const prefix: string = new KeyLayout('latchkey').lockPrefix(`cpuprof:${key}`)
+    const end = Buffer.from(prefix)
+    end[end.length - 1] = (end[end.length - 1] as number) + 1
+    const watcher = client.watch().inRange({ start: Buffer.from(prefix), end }).only('delete').watcher()
+    watcher.on('delete', () => {})
+    stop = async () => {
+      await watcher.cancel()
+      client.close()
+    }
+  } else {
+    const lib = await import(pathToFileURL(resolve(dist as string, 'index.js')).href)
+    const backend = await lib.backendFromUrl(`etcd://${new URL(ETCD).host}`)
+    const sub = backend.subscribe({ key: `cpuprof:${key}`, kind: 'mutex' })
+    stop = async () => {
+      sub.close()
+      await backend.close()
+    }
+  }
   await sleep(1_500)
   const cpu0 = process.cpuUsage()
   const messages0 = messages
   await sleep(Number(secondsArg) * 1_000)
   const used = process.cpuUsage(cpu0)
   process.send?.({ cpuMs: (used.user + used.system) / 1_000, messages: messages - messages0 })
-  sub.close()
-  await backend.close()
+  await stop()
   process.exit(0)
 }
 

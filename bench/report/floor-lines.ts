@@ -73,7 +73,7 @@ export function etcdFloorLines(r: Results, s: Summaries): string[] {
   }
   if (rows.length === 0) return []
   return [
-    "The etcd cells beside the floors of the two etcd lock recipes, on latchkey's transport with no library, lease per TTL or fencing check: latchkey's line (one place per process, every process in line woken by each delete; bench/lib/etcd-line-floor.ts) and Go's concurrency.Mutex (each waiter watches the key before its own, then reads the line again; bench/lib/etcd-go-mutex-floor.ts). Client CPU per acquisition includes the harness, as in every cell. Where both floors are above the CPU target, no etcd lock of either recipe meets it on this host.",
+    "The etcd cells beside the floors of the two etcd lock recipes, on latchkey's transport with no library, lease per TTL or fencing check: latchkey's line (one place per process, every process in line woken by each delete; bench/lib/etcd-line-floor.ts) and Go's concurrency.Mutex (each waiter watches the key before its own, then reads the line again; bench/lib/etcd-go-mutex-floor.ts). Client CPU per acquisition includes the harness, as in every cell. Where both floors are above the CPU target, no etcd lock of either recipe meets it on this host; bench/ETCD-CPU.md compares the two recipes step by step.",
     '',
     table(
       [
