@@ -10,22 +10,15 @@
  * the wait; here the txn's read finds the key to watch and nothing is read after. Left out, as in the other floors:
  * a lease per TTL, fencing checks on release, reconnects and a lock core.
  */
-import type { openHttp2EtcdClient as OpenWireClient } from '../../packages/latchkey/src/backends/etcd/wire/http2-etcd-client.js'
 import type { Contender, Held } from './contender.js'
+import { openWireSession } from './etcd-wire-session.js'
 
-const WIRE_CLIENT = '../../packages/latchkey/dist/backends/etcd/wire/http2-etcd-client.js'
 type KeyValue = { key: Buffer; create_revision: string }
 
 /** Opens the floor: one wire client and one lease for the process, keys under `<ns>/go/`. */
 export async function etcdGoMutexFloor(url: string, ns: string): Promise<Contender> {
-  const wire = (await import(WIRE_CLIENT)) as { openHttp2EtcdClient: typeof OpenWireClient }
-  const client = wire.openHttp2EtcdClient({ hosts: [url], callTimeoutMs: 10_000 })
-  const { ID: lease } = await client.leaseClient.leaseGrant({ TTL: 10 })
-  const keepAlive = await client.leaseClient.leaseKeepAlive()
-  keepAlive.on('data', () => {})
-  keepAlive.on('error', () => {})
-  keepAlive.on('end', () => {})
-  const timer = setInterval(() => keepAlive.write({ ID: lease }), 3_000)
+  const session = await openWireSession(url)
+  const { client, lease } = session
   // The transport drops its watch stream with its last watch (so does Go's client); a watch of nothing keeps it up,
   // so that a waiter's watch is one message on an open stream, the least this recipe can cost.
   const none = Buffer.from(`${ns}/go-none/`)
@@ -97,11 +90,8 @@ export async function etcdGoMutexFloor(url: string, ns: string): Promise<Contend
       return undefined
     },
     async close() {
-      clearInterval(timer)
       await keeper.cancel().catch(() => undefined)
-      keepAlive.end()
-      await client.leaseClient.leaseRevoke({ ID: lease }).catch(() => undefined)
-      client.close()
+      await session.close()
     },
   }
 }

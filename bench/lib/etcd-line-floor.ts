@@ -13,11 +13,9 @@
  * it, Go's `waitDeletes`) costs a watch created and cancelled, and a read, per acquisition in the next holder's
  * process: bench/ETCD-CPU.md measures both.
  */
-import type { openHttp2EtcdClient as OpenWireClient } from '../../packages/latchkey/src/backends/etcd/wire/http2-etcd-client.js'
 import type { Contender, Held } from './contender.js'
+import { openWireSession } from './etcd-wire-session.js'
 
-const WIRE_CLIENT = '../../packages/latchkey/dist/backends/etcd/wire/http2-etcd-client.js'
-type Client = ReturnType<typeof OpenWireClient>
 type KeyValue = { key: Buffer; create_revision: string }
 
 /** Deletes remembered for a place whose txn answer arrives after them (the two come on different streams). */
@@ -46,14 +44,8 @@ interface Name {
 
 /** Opens the floor: one wire client and one lease for the process, keys under `<ns>/line/`. */
 export async function etcdLineFloor(url: string, ns: string): Promise<Contender> {
-  const wire = (await import(WIRE_CLIENT)) as { openHttp2EtcdClient: typeof OpenWireClient }
-  const client: Client = wire.openHttp2EtcdClient({ hosts: [url], callTimeoutMs: 10_000 })
-  const { ID: lease } = await client.leaseClient.leaseGrant({ TTL: 10 })
-  const keepAlive = await client.leaseClient.leaseKeepAlive()
-  keepAlive.on('data', () => {})
-  keepAlive.on('error', () => {})
-  keepAlive.on('end', () => {})
-  const timer = setInterval(() => keepAlive.write({ ID: lease }), 3_000)
+  const session = await openWireSession(url)
+  const { client, lease } = session
   const names = new Map<string, Name>()
   let seq = 0
 
@@ -170,12 +162,8 @@ export async function etcdLineFloor(url: string, ns: string): Promise<Contender>
       })
     },
     async close() {
-      clearInterval(timer)
       await Promise.all([...names.values()].map((n) => n.cancel()))
-      keepAlive.end()
-      // The lease takes this process's keys with it.
-      await client.leaseClient.leaseRevoke({ ID: lease }).catch(() => undefined)
-      client.close()
+      await session.close()
     },
   }
 }

@@ -7,17 +7,15 @@
  */
 import { Etcd3 } from 'etcd3'
 import zookeeper from 'node-zookeeper-client'
-import type { openHttp2EtcdClient as OpenWireClient } from '../../packages/latchkey/src/backends/etcd/wire/http2-etcd-client.js'
 import type { Contender, FloorName } from './contender.js'
 import { etcdGoMutexFloor } from './etcd-go-mutex-floor.js'
 import { etcdLineFloor } from './etcd-line-floor.js'
+import { openWireSession } from './etcd-wire-session.js'
 import { protoBlpop } from './proto-blpop.js'
 import { zkRecipeFloor } from './zk-recipe-floor.js'
 
 const p = <T>(start: (cb: (error: unknown, value: T) => void) => void): Promise<T> =>
   new Promise((resolve, reject) => start((error, value) => (error ? reject(error) : resolve(value))))
-
-const WIRE_CLIENT = '../../packages/latchkey/dist/backends/etcd/wire/http2-etcd-client.js'
 
 /** Creates and deletes one EPHEMERAL_SEQUENTIAL znode per pair, under a base node removed on close. */
 async function znode(connectString: string, ns: string): Promise<Contender> {
@@ -69,16 +67,7 @@ async function etcdTxn(url: string, ns: string): Promise<Contender> {
  * so the etcd backend's ratio to it shows the lock's own overhead, not the difference between two clients.
  */
 async function etcdTxnWire(url: string, ns: string): Promise<Contender> {
-  // The built package, as the latchkey contenders run it (the transport is internal: no public entry point).
-  const wire = (await import(WIRE_CLIENT)) as { openHttp2EtcdClient: typeof OpenWireClient }
-  const client = wire.openHttp2EtcdClient({ hosts: [url], callTimeoutMs: 10_000 })
-  const { ID: id } = await client.leaseClient.leaseGrant({ TTL: 10 })
-  // Kept alive as Go's session lease is: a keepalive a third of the TTL, off the lock path.
-  const stream = await client.leaseClient.leaseKeepAlive()
-  stream.on('data', () => {})
-  stream.on('error', () => {})
-  stream.on('end', () => {})
-  const timer = setInterval(() => stream.write({ ID: id }), 3_000)
+  const { client, lease: id, close } = await openWireSession(url)
   return {
     async acquire(name) {
       const key = Buffer.from(`${ns}/raw/${name}`)
@@ -90,12 +79,7 @@ async function etcdTxnWire(url: string, ns: string): Promise<Contender> {
         ? { release: () => client.kv.txn({ success: [{ request_delete_range: { key } }] }) }
         : undefined
     },
-    async close() {
-      clearInterval(timer)
-      stream.end()
-      await client.leaseClient.leaseRevoke({ ID: id }).catch(() => undefined)
-      client.close()
-    },
+    close,
   }
 }
 
