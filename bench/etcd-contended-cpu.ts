@@ -239,7 +239,11 @@ async function bystander(): Promise<void> {
     const prefix: string = new KeyLayout('latchkey').lockPrefix(`cpuprof:${key}`)
     const end = Buffer.from(prefix)
     end[end.length - 1] = (end[end.length - 1] as number) + 1
-    const watcher = client.watch().inRange({ start: Buffer.from(prefix), end }).only('delete').watcher()
+    const watcher = client
+      .watch()
+      .inRange({ start: Buffer.from(prefix), end })
+      .only('delete')
+      .watcher()
     watcher.on('delete', () => {})
     stop = async () => {
       await watcher.cancel()
