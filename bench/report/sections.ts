@@ -25,7 +25,10 @@ function shorterOrLonger(ours: number, theirs: number): string {
   return r >= 1 ? `${fmtAuto(r)}× shorter` : `${fmtAuto(1 / r)}× longer`
 }
 
-/** Bullets: latchkey Redis against raw and the best peer of each scenario. */
+/**
+ * Bullets: latchkey Redis against raw and the best peer of each scenario. Rate ratios are run by run (median [min–max]),
+ * as in the targets table: a ratio of the two medians can disagree with it when runs drift.
+ */
 export function headline(r: Results, s: Summaries, labels: ReadonlyMap<string, string>): string[] {
   const out: string[] = []
   const name = (id: string) => labels.get(id) ?? id
@@ -36,7 +39,7 @@ export function headline(r: Results, s: Summaries, labels: ReadonlyMap<string, s
     if (peer === undefined || !Number.isFinite(lk)) continue
     const raw = fmtSpread(sameRunRatio(r.cells, 'redis', 'raw', sc))
     out.push(
-      `Uncontended, concurrency ${c}: latchkey ${fmt(lk)} pairs/s = ${raw}× raw SET NX PX + DEL (same run); best peer ${name(peer)} ${fmt(med(s, peer, sc, 'rate'))} → **${fmtAuto(lk / med(s, peer, sc, 'rate'))}× the best peer**; client CPU ${fmtAuto(med(s, 'redis', sc, 'cpuPer1k'))} vs ${fmtAuto(med(s, peer, sc, 'cpuPer1k'))} ms per 1k pairs.`,
+      `Uncontended, concurrency ${c}: latchkey ${fmt(lk)} pairs/s = ${raw}× raw SET NX PX + DEL (same run); best peer ${name(peer)} ${fmt(med(s, peer, sc, 'rate'))} → **${fmtSpread(sameRunRatio(r.cells, 'redis', peer, sc))}× the best peer** (run by run, as in the targets below); client CPU ${fmtAuto(med(s, 'redis', sc, 'cpuPer1k'))} vs ${fmtAuto(med(s, peer, sc, 'cpuPer1k'))} ms per 1k pairs.`,
     )
   }
   for (const w of r.matrixConfig.waiters) {
@@ -46,7 +49,7 @@ export function headline(r: Results, s: Summaries, labels: ReadonlyMap<string, s
     if (peer === undefined || !Number.isFinite(lk)) continue
     const g = (id: string) => med(s, id, sc, 'gapP50')
     out.push(
-      `${fmt(w)} waiters on one key: latchkey ${fmt(lk)} acq/s vs best peer ${name(peer)} ${fmt(med(s, peer, sc, 'rate'))} → **${fmtAuto(lk / med(s, peer, sc, 'rate'))}×**; handoff gap p50 ${fmtAuto(g('redis'))} vs ${fmtAuto(g(peer))} ms (**${shorterOrLonger(g('redis'), g(peer))}**), p99 ${fmtAuto(med(s, 'redis', sc, 'gapP99'))} vs ${fmtAuto(med(s, peer, sc, 'gapP99'))} ms; ${fmtAuto(med(s, 'redis', sc, 'cmdsPerOp'))} vs ${fmtAuto(med(s, peer, sc, 'cmdsPerOp'))} server cmds/acq; client CPU ${fmtAuto(med(s, 'redis', sc, 'cpuPer1k'))} vs ${fmtAuto(med(s, peer, sc, 'cpuPer1k'))} ms per 1k acq; fairness max/min ${fmtAuto(med(s, 'redis', sc, 'fairness'))} vs ${fmtAuto(med(s, peer, sc, 'fairness'))}.`,
+      `${fmt(w)} waiters on one key: latchkey ${fmt(lk)} acq/s vs best peer ${name(peer)} ${fmt(med(s, peer, sc, 'rate'))} → **${fmtSpread(sameRunRatio(r.cells, 'redis', peer, sc))}×** (run by run); handoff gap p50 ${fmtAuto(g('redis'))} vs ${fmtAuto(g(peer))} ms (**${shorterOrLonger(g('redis'), g(peer))}**), p99 ${fmtAuto(med(s, 'redis', sc, 'gapP99'))} vs ${fmtAuto(med(s, peer, sc, 'gapP99'))} ms; ${fmtAuto(med(s, 'redis', sc, 'cmdsPerOp'))} vs ${fmtAuto(med(s, peer, sc, 'cmdsPerOp'))} server cmds/acq; client CPU ${fmtAuto(med(s, 'redis', sc, 'cpuPer1k'))} vs ${fmtAuto(med(s, peer, sc, 'cpuPer1k'))} ms per 1k acq; fairness max/min ${fmtAuto(med(s, 'redis', sc, 'fairness'))} vs ${fmtAuto(med(s, peer, sc, 'fairness'))}.`,
     )
   }
   return out
