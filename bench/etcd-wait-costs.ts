@@ -9,7 +9,9 @@
  *
  *   npx tsx bench/etcd-wait-costs.ts [steps per measure, default 800]   (LATCHKEY_ETCD_URL as for the other scripts)
  */
+import { prefixRange } from '../packages/latchkey/src/backends/etcd/keys.js'
 import type { openHttp2EtcdClient as OpenWireClient } from '../packages/latchkey/src/backends/etcd/wire/http2-etcd-client.js'
+import { keepWatchStream, keyRange } from './lib/etcd-wire-session.js'
 
 const WIRE_CLIENT = '../packages/latchkey/dist/backends/etcd/wire/http2-etcd-client.js'
 const ETCD = process.env.LATCHKEY_ETCD_URL ?? 'http://127.0.0.1:2379'
@@ -19,29 +21,22 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const wire = (await import(WIRE_CLIENT)) as { openHttp2EtcdClient: typeof OpenWireClient }
 const client = wire.openHttp2EtcdClient({ hosts: [ETCD], callTimeoutMs: 10_000 })
 const prefix = `lk-wait-costs-${process.pid}/`
-const line = { key: Buffer.from(prefix), range_end: Buffer.from(`${prefix.slice(0, -1)}0`), keys_only: true }
+const all = prefixRange(prefix)
+const line = { key: all.start, range_end: all.end, keys_only: true }
 // A line of 4 keys, one per process as in the contended cells.
 for (let i = 0; i < 4; i++) {
   await client.kv.txn({ success: [{ request_put: { key: Buffer.from(`${prefix}${i}`), value: Buffer.alloc(0) } }] })
 }
-// A watch of nothing keeps the watch stream open, as a lock's own watches do in a busy process.
-const none = Buffer.from(`${prefix}none/`)
-const keeper = client
-  .watch()
-  .inRange({ start: none, end: Buffer.from(`${prefix}none0`) })
-  .only('delete')
-  .watcher()
-await new Promise<void>((resolve) => keeper.on('connected', () => resolve()))
+const keeper = await keepWatchStream(client, `${prefix}none/`)
 
 const read = async (): Promise<string> => (await client.kv.range(line)).header.revision
 const measured: Record<string, () => Promise<unknown>> = {
   'sleep alone (3 ms timer)': async () => {},
   'read the line (Range)': read,
   'watch a key from a read, then cancel': async () => {
-    const k = Buffer.from(`${prefix}0`)
     const watcher = client
       .watch()
-      .inRange({ start: k, end: Buffer.concat([k, Buffer.from([0])]) }, revision)
+      .inRange(keyRange(Buffer.from(`${prefix}0`)), revision)
       .only('delete')
       .watcher()
     await new Promise<void>((resolve) => watcher.on('connected', () => resolve()))

@@ -10,8 +10,10 @@
  * the wait; here the txn's read finds the key to watch and nothing is read after. Left out, as in the other floors:
  * a lease per TTL, fencing checks on release, reconnects and a lock core.
  */
+
+import { prefixRange } from '../../packages/latchkey/src/backends/etcd/keys.js'
 import type { Contender, Held } from './contender.js'
-import { openWireSession } from './etcd-wire-session.js'
+import { keepWatchStream, keyRange, openWireSession } from './etcd-wire-session.js'
 
 type KeyValue = { key: Buffer; create_revision: string }
 
@@ -19,15 +21,7 @@ type KeyValue = { key: Buffer; create_revision: string }
 export async function etcdGoMutexFloor(url: string, ns: string): Promise<Contender> {
   const session = await openWireSession(url)
   const { client, lease } = session
-  // The transport drops its watch stream with its last watch (so does Go's client); a watch of nothing keeps it up,
-  // so that a waiter's watch is one message on an open stream, the least this recipe can cost.
-  const none = Buffer.from(`${ns}/go-none/`)
-  const keeper = client
-    .watch()
-    .inRange({ start: none, end: Buffer.from(`${ns}/go-none0`) })
-    .only('delete')
-    .watcher()
-  await new Promise<void>((resolve) => keeper.on('connected', () => resolve()))
+  const keeper = await keepWatchStream(client, `${ns}/go-none/`)
   let seq = 0
 
   /** The key created just before `revision` in `line`, if any (Go: WithLastCreate, WithMaxCreateRev). */
@@ -42,10 +36,9 @@ export async function etcdGoMutexFloor(url: string, ns: string): Promise<Contend
 
   /** Resolves true when `key` is deleted after `after` (the read's revision), false at `deadline`. */
   const waitDelete = (key: string, after: string, deadline: number): Promise<boolean> => {
-    const k = Buffer.from(key)
     const watcher = client
       .watch()
-      .inRange({ start: k, end: Buffer.concat([k, Buffer.from([0])]) }, after)
+      .inRange(keyRange(Buffer.from(key)), after)
       .only('delete')
       .watcher()
     watcher.on('error', () => {})
@@ -64,7 +57,8 @@ export async function etcdGoMutexFloor(url: string, ns: string): Promise<Contend
   return {
     async acquire(name, waitMs): Promise<Held | undefined> {
       const prefix = `${ns}/go/${encodeURIComponent(name)}/`
-      const range = { key: Buffer.from(prefix), range_end: Buffer.from(`${prefix.slice(0, -1)}0`), keys_only: true }
+      const keys = prefixRange(prefix)
+      const range = { key: keys.start, range_end: keys.end, keys_only: true }
       const key = `${prefix}${lease}-${++seq}`
       const deadline = performance.now() + waitMs
       const put = await client.kv.txn({

@@ -13,6 +13,8 @@
  * it, Go's `waitDeletes`) costs a watch created and cancelled, and a read, per acquisition in the next holder's
  * process: bench/ETCD-CPU.md measures both.
  */
+
+import { prefixRange } from '../../packages/latchkey/src/backends/etcd/keys.js'
 import type { Contender, Held } from './contender.js'
 import { openWireSession } from './etcd-wire-session.js'
 
@@ -30,13 +32,15 @@ interface Waiter {
 /** One name in this process: its watch, its local waiters, and its one place in etcd's line. */
 interface Name {
   readonly prefix: string
+  /** The read of every key in line (built once: every txn that puts a key carries it). */
+  readonly line: { readonly request_range: { key: Buffer; range_end: Buffer; keys_only: true } }
   readonly ready: Promise<void>
   readonly cancel: () => Promise<void>
   readonly queue: Waiter[]
   /** The key of this process's holder. */
   holding: string | undefined
   /** This process's place in line: its key and the keys still before it. */
-  place: { key: string; revision: bigint; ahead: Set<string> } | undefined
+  place: { key: string; ahead: Set<string> } | undefined
   /** A txn putting this process's key is out (its answer decides the place). */
   joining: boolean
   readonly recent: Map<string, bigint>
@@ -51,11 +55,11 @@ export async function etcdLineFloor(url: string, ns: string): Promise<Contender>
 
   const open = (key: string): Name => {
     const prefix = `${ns}/line/${encodeURIComponent(key)}/`
-    const start = Buffer.from(prefix)
-    const end = Buffer.from(`${prefix.slice(0, -1)}0`)
-    const watcher = client.watch().inRange({ start, end }).only('delete').watcher()
+    const range = prefixRange(prefix)
+    const watcher = client.watch().inRange(range).only('delete').watcher()
     const name: Name = {
       prefix,
+      line: { request_range: { key: range.start, range_end: range.end, keys_only: true } },
       ready: new Promise((resolve) => watcher.on('connected', () => resolve())),
       cancel: () => watcher.cancel().catch(() => undefined),
       queue: [],
@@ -86,7 +90,7 @@ export async function etcdLineFloor(url: string, ns: string): Promise<Contender>
       const k = kv.key.toString()
       if (BigInt(kv.create_revision) < revision && (name.recent.get(k) ?? -1n) <= revision) ahead.add(k)
     }
-    name.place = { key, revision, ahead }
+    name.place = { key, ahead }
     if (ahead.size === 0) grant(name)
   }
 
@@ -97,7 +101,7 @@ export async function etcdLineFloor(url: string, ns: string): Promise<Contender>
     const waiter = name.queue.shift()
     if (waiter === undefined || waiter.done) {
       // The head gave up while its key was in line: the key goes, and the next local waiter joins.
-      void remove(place.key).then(() => joinIfIdle(name))
+      inBackground(remove(place.key).then(() => joinIfIdle(name)))
       return
     }
     waiter.done = true
@@ -108,29 +112,33 @@ export async function etcdLineFloor(url: string, ns: string): Promise<Contender>
 
   const nextKey = (name: Name): string => `${name.prefix}${lease}-${++seq}`
   const remove = (key: string) => client.kv.txn({ success: [{ request_delete_range: { key: Buffer.from(key) } }] })
-  const lineOp = (name: Name) => ({
-    request_range: {
-      key: Buffer.from(name.prefix),
-      range_end: Buffer.from(`${name.prefix.slice(0, -1)}0`),
-      keys_only: true,
-    },
-  })
+  /**
+   * Runs a join or removal nobody awaits. One that fails (the client closed as a cell ends, with a join still out)
+   * leaves the local waiters to their timeouts, where an unhandled rejection would end the worker.
+   */
+  const inBackground = (work: Promise<unknown>): void => {
+    work.catch(() => undefined)
+  }
   const putOp = (key: string) => ({ request_put: { key: Buffer.from(key), value: Buffer.alloc(0), lease } })
+  /** The waiters at the head of the queue that gave up go (their timers resolved them already). */
+  const dropGivenUp = (name: Name): void => {
+    while (name.queue[0]?.done === true) name.queue.shift()
+  }
 
   /** Puts this process's key in line for its first local waiter, unless it holds or already has a place. */
   const joinIfIdle = async (name: Name): Promise<void> => {
-    while (name.queue[0]?.done === true) name.queue.shift()
+    dropGivenUp(name)
     if (name.queue.length === 0 || name.holding !== undefined || name.place !== undefined || name.joining) return
     name.joining = true
     const key = nextKey(name)
-    const res = await client.kv.txn({ success: [putOp(key), lineOp(name)] })
+    const res = await client.kv.txn({ success: [putOp(key), name.line] })
     name.joining = false
     placed(name, key, BigInt(res.header.revision), res.responses[1]?.response_range?.kvs ?? [])
   }
 
   const release = async (name: Name, key: string): Promise<void> => {
     name.holding = undefined
-    while (name.queue[0]?.done === true) name.queue.shift()
+    dropGivenUp(name)
     if (name.queue.length === 0) {
       await remove(key)
       return
@@ -139,7 +147,7 @@ export async function etcdLineFloor(url: string, ns: string): Promise<Contender>
     const next = nextKey(name)
     name.joining = true
     const res = await client.kv.txn({
-      success: [{ request_delete_range: { key: Buffer.from(key) } }, putOp(next), lineOp(name)],
+      success: [{ request_delete_range: { key: Buffer.from(key) } }, putOp(next), name.line],
     })
     name.joining = false
     placed(name, next, BigInt(res.header.revision), res.responses[2]?.response_range?.kvs ?? [])
@@ -158,7 +166,7 @@ export async function etcdLineFloor(url: string, ns: string): Promise<Contender>
           // A head with a place keeps it until its turn (grant then passes it on): rare, at a window's end only.
         }, waitMs)
         name.queue.push(waiter)
-        void joinIfIdle(name)
+        inBackground(joinIfIdle(name))
       })
     },
     async close() {

@@ -3,6 +3,8 @@
  * has no public entry point) and one lease for the process, kept alive as Go's session lease is, by a keepalive every
  * third of its TTL off the lock path.
  */
+import type { EtcdWatcher } from '../../packages/latchkey/src/backends/etcd/etcd-client.js'
+import { type KeyRange, prefixRange } from '../../packages/latchkey/src/backends/etcd/keys.js'
 import type {
   openHttp2EtcdClient as OpenWireClient,
   WireEtcdClient,
@@ -38,4 +40,20 @@ export async function openWireSession(url: string): Promise<WireSession> {
       client.close()
     },
   }
+}
+
+/** The range of the one key `key`: `[key, key + NUL)`. */
+export function keyRange(key: Buffer): KeyRange {
+  return { start: key, end: Buffer.concat([key, Buffer.from([0])]) }
+}
+
+/**
+ * A watch of nothing under `prefix`, once connected. The transport drops its watch stream with its last watch (so
+ * does Go's client); this one keeps the stream up, as a lock's own watches do in a busy process, so that a watch of
+ * one key costs one message on an open stream, the least a recipe that watches a key per wait can pay.
+ */
+export async function keepWatchStream(client: WireEtcdClient, prefix: string): Promise<EtcdWatcher> {
+  const keeper = client.watch().inRange(prefixRange(prefix)).only('delete').watcher()
+  await new Promise<void>((resolve) => keeper.on('connected', () => resolve()))
+  return keeper
 }
