@@ -4,8 +4,8 @@
  * its CPU over the window and the gRPC calls it sent (per path) and watch responses it decoded, socket writes and
  * reads, timers and immediates set (the harness's two sleeps per acquisition included) and PINGs received, and the
  * handoff gap (a release() call to the next acquire() returning, in any process). BYSTANDERS=n adds n processes
- * that only follow the name's deletes, and prints their CPU per watch response (BARE_BYSTANDERS=1: on a bare watch
- * of the transport instead of the backend's, to tell the backend's dispatch from the transport's decoding).
+ * that only follow the name's deletes (lib/etcd-bystander.ts; BARE_BYSTANDERS=1 on a bare watch of the transport)
+ * and prints their CPU per watch response; they follow latchkey's keys, so they see nothing beside a FLOOR.
  * HEAP_DIR=<dir> writes a sampling allocation profile of each child's window there (collected objects included).
  * With PROF_DIR=<dir> each child runs under --cpu-prof and writes its profile there. FLOOR=etcd-line (or etcd-go)
  * runs that floor (lib/etcd-line-floor.ts, lib/etcd-go-mutex-floor.ts) in place of latchkey, counted the same way.
@@ -215,65 +215,12 @@ async function child(): Promise<void> {
   process.exit(0)
 }
 
-/**
- * A process that only follows the lock's deletes (BYSTANDERS=n): the backend's shared watch of the name, opened by
- * one subscription that never waits, as a process with a waiter further back in line has it. Its CPU over the
- * window per delete it decoded is what each delete costs a process it does not concern.
- */
-async function bystander(): Promise<void> {
-  const [, , , key, secondsArg, dist] = process.argv
-  const grpc = await import(pathToFileURL(resolve(dist as string, 'backends/etcd/wire/grpc-http2.js')).href)
-  let messages = 0
-  const stream = grpc.GrpcConnection.prototype.stream
-  grpc.GrpcConnection.prototype.stream = function (this: unknown, path: string) {
-    const s = stream.call(this, path)
-    s.on('message', () => messages++)
-    return s
-  }
-  let stop: () => Promise<void>
-  if (process.env.BARE_BYSTANDERS === '1') {
-    // The same deletes on a bare watch of the transport (no backend): what the backend's dispatch adds to each.
-    const { KeyLayout } = await import(pathToFileURL(resolve(dist as string, 'backends/etcd/keys.js')).href)
-    const wire = await import(pathToFileURL(resolve(dist as string, 'backends/etcd/wire/http2-etcd-client.js')).href)
-    const client = wire.openHttp2EtcdClient({ hosts: [ETCD], callTimeoutMs: 10_000 })
-    const prefix: string = new KeyLayout('latchkey').lockPrefix(`cpuprof:${key}`)
-    const end = Buffer.from(prefix)
-    end[end.length - 1] = (end[end.length - 1] as number) + 1
-    const watcher = client
-      .watch()
-      .inRange({ start: Buffer.from(prefix), end })
-      .only('delete')
-      .watcher()
-    watcher.on('delete', () => {})
-    stop = async () => {
-      await watcher.cancel()
-      client.close()
-    }
-  } else {
-    const lib = await import(pathToFileURL(resolve(dist as string, 'index.js')).href)
-    const backend = await lib.backendFromUrl(`etcd://${new URL(ETCD).host}`)
-    const sub = backend.subscribe({ key: `cpuprof:${key}`, kind: 'mutex' })
-    stop = async () => {
-      sub.close()
-      await backend.close()
-    }
-  }
-  await sleep(1_500)
-  const cpu0 = process.cpuUsage()
-  const messages0 = messages
-  await sleep(Number(secondsArg) * 1_000)
-  const used = process.cpuUsage(cpu0)
-  process.send?.({ cpuMs: (used.user + used.system) / 1_000, messages: messages - messages0 })
-  await stop()
-  process.exit(0)
-}
-
 async function parent(): Promise<void> {
   const [waiters = '10', procs = '4', seconds = '5', dist = 'packages/latchkey/dist'] = process.argv.slice(2)
   const p = Number(procs)
   const key = `k${Date.now()}`
   const bystanders = Array.from({ length: Number(process.env.BYSTANDERS ?? 0) }, () => {
-    const c = fork(fileURLToPath(import.meta.url), ['bystander', key, seconds, resolve(dist)], {
+    const c = fork(fileURLToPath(new URL('./lib/etcd-bystander.ts', import.meta.url)), [key, seconds, resolve(dist)], {
       execArgv: ['--import', 'tsx'],
     })
     return new Promise<{ cpuMs: number; messages: number }>((ok) => c.once('message', (m) => ok(m as never)))
@@ -312,5 +259,4 @@ async function parent(): Promise<void> {
 }
 
 if (process.argv[2] === 'child') await child()
-else if (process.argv[2] === 'bystander') await bystander()
 else await parent()
