@@ -3,7 +3,7 @@
  * (which warm it up), read the server counters, run the window, read them again, close.
  */
 import { analyse } from './analysis.js'
-import type { ContenderDef } from './catalog.js'
+import type { ContenderDef } from './contender-defs.js'
 import { type ContendedResult, type UncontendedResult, until } from './modes.js'
 import type { WorkerPool } from './pool.js'
 import { RedisProbe, type ServerCounters } from './redis-probe.js'

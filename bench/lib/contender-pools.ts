@@ -2,8 +2,9 @@
  * Where each contender's cells run: the Node worker pool for every JavaScript contender, one warm JVM per
  * ZooKeeper target for Apache Curator (curator-pool.ts), started on first use and quit at the end of the run.
  */
-import type { ContenderDef } from './catalog.js'
+
 import type { CellPool } from './cells.js'
+import type { ContenderDef } from './contender-defs.js'
 import { CuratorPool } from './curator-pool.js'
 import type { WorkerPool } from './pool.js'
 

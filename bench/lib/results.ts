@@ -5,7 +5,7 @@
 import type { SaleConfig, SaleRecord } from '../sections/flash-sale.js'
 import type { CellRecord, MatrixConfig } from '../sections/matrix.js'
 import type { ScaleConfig, ScaleResults } from '../sections/scale.js'
-import type { ContenderDef } from './catalog.js'
+import type { ContenderDef } from './contender-defs.js'
 import type { MachineInfo } from './machine.js'
 import type { BenchLine } from './redis-benchmark.js'
 

@@ -18,8 +18,9 @@ import { runSale } from '../../apps/flash-sale/src/load/run-sale.js'
 import { createSale } from '../../apps/flash-sale/src/load/sale-client.js'
 import { randomAdminToken } from '../../apps/flash-sale/src/server/admin-auth.js'
 import { STRATEGIES, type Strategy } from '../../apps/flash-sale/src/store/types.js'
-import type { ContenderDef, Servers } from '../lib/catalog.js'
+import type { Servers } from '../lib/catalog.js'
 import { cleaners } from '../lib/cleanup.js'
+import type { ContenderDef } from '../lib/contender-defs.js'
 import { runOrder } from './matrix.js'
 
 /** The row of the ceiling probe, run in turn with the strategies. */

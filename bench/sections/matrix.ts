@@ -2,8 +2,9 @@
  * The main matrix: every contender (Redis peers and every latchkey backend) on the same scenarios, several
  * runs, the contender order rotated and reversed between runs so that drift on a shared machine hits all alike.
  */
-import type { ContenderDef } from '../lib/catalog.js'
+
 import { type CellFigures, contendedCell, uncontendedCell } from '../lib/cells.js'
+import type { ContenderDef } from '../lib/contender-defs.js'
 import type { ContenderPools } from '../lib/contender-pools.js'
 
 /** Scenario ids: uncontended at concurrency 1 / 50, contended with W waiters on one key. */

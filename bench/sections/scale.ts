@@ -4,7 +4,7 @@
  * server), and many waiters on one lock (heap per waiter, drain time, handoffs, overlaps).
  */
 import { analyse } from '../lib/analysis.js'
-import type { ContenderDef } from '../lib/catalog.js'
+import type { ContenderDef } from '../lib/contender-defs.js'
 import type { WorkerPool } from '../lib/pool.js'
 import { RedisProbe } from '../lib/redis-probe.js'
 import type { Checkpoint, DrainResult, HoldManyResult } from '../lib/scale-modes.js'
