@@ -3,11 +3,9 @@
  * itself misses a target, no lock of that recipe can meet it on the host of the run.
  */
 import type { Results } from '../lib/results.js'
-import { fmtAuto, fmtSpread, type Spread } from '../lib/stats.js'
+import { fmtAuto } from '../lib/stats.js'
 import { med, type Summaries } from './aggregate.js'
-import { sameRunRatio, table } from './tables.js'
-
-const ratioText = (x: Spread) => fmtSpread(x, (n) => (Number.isFinite(n) ? `${n.toFixed(2)}×` : '∞'))
+import { ratioText, sameRunRatio, table } from './tables.js'
 
 /**
  * The ZooKeeper target cells beside their floor, Curator's recipe on the bare protocol in latchkey's layouts (no

@@ -32,6 +32,9 @@ export function sameRunRatio(
   return spread(runs.map((r) => (at(id, r) ?? Number.NaN) / (at(base, r) ?? Number.NaN)))
 }
 
+/** A run-by-run ratio as the report prints it: `1.23× [1.01×–1.40×]`, ∞ where the other contender made none. */
+export const ratioText = (x: Spread): string => fmtSpread(x, (n) => (Number.isFinite(n) ? `${n.toFixed(2)}×` : '∞'))
+
 const cell = (s: Spread) => fmtSpread(s)
 const cmds = (f: Readonly<Record<keyof CellFigures, Spread>>) =>
   `${fmtAuto(f.clientCmdsPerOp.median)} / ${fmtAuto(f.cmdsPerOp.median)}`

@@ -5,11 +5,11 @@
  */
 import type { CellFigures } from '../lib/cells.js'
 import type { Results } from '../lib/results.js'
-import { fmtAuto, fmtSpread, type Spread } from '../lib/stats.js'
+import { fmtAuto, fmtSpread } from '../lib/stats.js'
 import { med, type Summaries } from './aggregate.js'
 import { etcdFloorLines, zkFloorLines } from './floor-lines.js'
 import { bestPeer, ofCeiling } from './sections.js'
-import { sameRunRatio, table } from './tables.js'
+import { ratioText, sameRunRatio, table } from './tables.js'
 
 /** How a row compares: ours over theirs must reach `min`, or ours over theirs must stay under `max`. */
 type Goal = { readonly min: number } | { readonly max: number }
@@ -90,7 +90,6 @@ function targets(s: Summaries): Target[] {
   ]
 }
 
-const ratioText = (x: Spread) => fmtSpread(x, (n) => (Number.isFinite(n) ? `${n.toFixed(2)}×` : '∞'))
 const goalText = (g: Goal) => ('min' in g ? `≥ ${g.min}×` : `≤ ${g.max}×`)
 
 /** The targets table, then one line per flash-sale strategy as a fraction of the machine's HTTP ceiling. */
