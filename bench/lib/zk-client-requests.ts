@@ -1,9 +1,11 @@
 /**
- * Counts the requests every node-zookeeper-client client of this process sends (pings and authentication
- * excluded), by op code, for the requests-per-acquisition figures of the ZooKeeper bench. Installed once per
- * worker process, on the client module the library loads (the same hoisted copy).
+ * Counts the requests every ZooKeeper client of this process sends (pings and authentication excluded), by op code,
+ * for the requests-per-acquisition figures of the ZooKeeper bench: latchkey's own client (the sessions its backend
+ * opens, counted on the build the contenders load) and node-zookeeper-client (Curator's floor and clients handed
+ * in). Installed once per worker process, on the modules the library loads (the same hoisted copies).
  */
 import { createRequire } from 'node:module'
+import { ZkWireClient } from '../../packages/latchkey/dist/backends/zookeeper/wire/zk-wire-client.js'
 
 const require = createRequire(import.meta.url)
 /** ZooKeeper op codes that change state (create, delete, setData, multi, create2). */
@@ -15,10 +17,25 @@ let requests = 0
 let writes = 0
 let installed = false
 
-/** Starts counting (idempotent); a process without node-zookeeper-client counts nothing. */
+/** Counts a request of op code `type`. */
+function count(type: number | undefined): void {
+  if (type !== undefined && type !== PING && type !== AUTH) {
+    requests++
+    if (WRITES.has(type)) writes++
+  }
+}
+
+/** Starts counting (idempotent). */
 export function countZkRequests(): void {
   if (installed) return
   installed = true
+  // Every request of the wire client goes through its (private) `write` with its frame: the op code at byte 8.
+  const wire = ZkWireClient.prototype as unknown as { write(pending: { frame: Buffer }): void }
+  const write = wire.write
+  wire.write = function (this: unknown, pending) {
+    count(pending.frame.readInt32BE(8))
+    write.call(this, pending)
+  }
   let manager: {
     prototype: { queue(request: { header?: { type?: number; wireType?: number } | null }, cb?: unknown): unknown }
   }
@@ -31,11 +48,7 @@ export function countZkRequests(): void {
   manager.prototype.queue = function (this: unknown, request, cb) {
     // latchkey's CREATE2 header answers `type` as a create (the client decodes the reply by it) and names its
     // op code on the wire as `wireType`.
-    const type = request.header?.wireType ?? request.header?.type
-    if (type !== undefined && type !== PING && type !== AUTH) {
-      requests++
-      if (WRITES.has(type)) writes++
-    }
+    count(request.header?.wireType ?? request.header?.type)
     return queue.call(this, request, cb)
   }
 }

@@ -3,20 +3,21 @@
  * while a lock is held and two others wait, the member the holder is connected to is killed (SIGKILL) - first
  * when it is the leader, then when it is a follower. The holder keeps its lease (the session survives on
  * another member), nobody else gets in, the waiters proceed after the release, and tokens keep increasing
- * across the leader change.
+ * across the leader change. The holder's session is held by node-zookeeper-client (a client handed in) and by
+ * latchkey's own client (what the backend opens from a connect string), each in turn.
  */
 import { execFile } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import { connect } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
-import type zookeeper from 'node-zookeeper-client'
-import { afterAll, beforeAll, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Backend } from '../src/backend/types.js'
-import { zookeeperBackend } from '../src/backends/zookeeper/index.js'
+import { type ZkClient, zookeeperBackend } from '../src/backends/zookeeper/index.js'
+import { ZkWireClient } from '../src/backends/zookeeper/wire/zk-wire-client.js'
 import { createLocks, type Locks } from '../src/core/locks.js'
 import { eventually } from './support/eventually.js'
-import { asZkClient, childrenOf, cleanupNamespace, ensemblePorts, rawClient } from './support/zookeeper-env.js'
+import { childrenOf, cleanupNamespace, ensemblePorts, rawClient } from './support/zookeeper-env.js'
 
 const script = fileURLToPath(new URL('../../../scripts/servers/zookeeper.sh', import.meta.url))
 const run = promisify(execFile)
@@ -58,10 +59,21 @@ async function leaderIndex(): Promise<number> {
   return leader
 }
 
-/** A raw client whose session lives on the member `index` (clients pick a member at random). */
-async function clientOn(index: number): Promise<zookeeper.Client> {
+type HolderClient = 'node-zookeeper-client' | 'latchkey'
+
+/** latchkey's own client, connected. */
+async function wireClient(): Promise<ZkWireClient> {
+  const client = new ZkWireClient(connectString, SESSION_MS)
+  const connected = new Promise<void>((resolve) => client.once('connected', resolve))
+  client.connect()
+  await connected
+  return client
+}
+
+/** A client of `kind` whose session lives on the member `index` (clients pick a member at random). */
+async function clientOn(index: number, kind: HolderClient): Promise<ZkClient & { getSessionId(): Buffer }> {
   for (let attempt = 0; attempt < 30; attempt++) {
-    const client = await rawClient(connectString, SESSION_MS)
+    const client = kind === 'latchkey' ? await wireClient() : await rawClient(connectString, SESSION_MS)
     const sid = `sid=0x${client.getSessionId().toString('hex').replace(/^0+/, '')}`
     if ((await four(ports[index] as number, 'cons')).includes(sid)) return client
     client.close()
@@ -92,8 +104,8 @@ async function healEnsemble(): Promise<void> {
  * kills `victim`, and checks: the holder keeps its lease and can renew, nobody else gets in, the waiters
  * proceed in turn after the release, and tokens increase across the failover.
  */
-async function holdThroughKill(victim: number): Promise<void> {
-  const raw = await clientOn(victim)
+async function holdThroughKill(victim: number, kind: HolderClient): Promise<void> {
+  const raw = await clientOn(victim, kind)
   closers.push(() => raw.close())
   const track = (backend: Backend): Locks => {
     const locks = createLocks({ backend, namespace, ttlMs: SESSION_MS })
@@ -104,7 +116,7 @@ async function holdThroughKill(victim: number): Promise<void> {
     return locks
   }
   const name = `failover-${victim}-${randomUUID().slice(0, 4)}`
-  const holderLocks = track(zookeeperBackend({ client: asZkClient(raw), sessionTimeoutMs: SESSION_MS }))
+  const holderLocks = track(zookeeperBackend({ client: raw, sessionTimeoutMs: SESSION_MS }))
   const waiterLocks = [0, 1].map(() => track(zookeeperBackend({ connectString, sessionTimeoutMs: SESSION_MS })))
   const held = await holderLocks.mutex(name).acquire()
   const sections: { token: bigint; start: number; end: number }[] = []
@@ -160,14 +172,17 @@ async function holdThroughKill(victim: number): Promise<void> {
   expect(second.token > first.token).toBe(true)
 }
 
-it('killing the leader, which is also the holder’s member, keeps one holder; waiters proceed; tokens increase', async () => {
-  const leader = await leaderIndex()
-  await holdThroughKill(leader)
-  expect(await leaderIndex()).not.toBe(leader)
-}, 110_000)
+describe.each(['node-zookeeper-client', 'latchkey'] as const)('the holder on %s', (kind) => {
+  it('killing the leader, which is also the holder’s member, keeps one holder; waiters proceed; tokens increase', async () => {
+    await healEnsemble()
+    const leader = await leaderIndex()
+    await holdThroughKill(leader, kind)
+    expect(await leaderIndex()).not.toBe(leader)
+  }, 110_000)
 
-it('killing a follower the holder is connected to keeps one holder; waiters proceed; tokens increase', async () => {
-  await healEnsemble()
-  const leader = await leaderIndex()
-  await holdThroughKill((leader + 1) % ports.length)
-}, 110_000)
+  it('killing a follower the holder is connected to keeps one holder; waiters proceed; tokens increase', async () => {
+    await healEnsemble()
+    const leader = await leaderIndex()
+    await holdThroughKill((leader + 1) % ports.length, kind)
+  }, 110_000)
+})

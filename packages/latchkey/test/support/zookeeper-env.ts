@@ -38,12 +38,12 @@ const p = <T>(start: (cb: (error: unknown, value: T) => void) => void): Promise<
   new Promise((resolve, reject) => start((error, value) => (error ? reject(error) : resolve(value))))
 
 /** Children of `path`, or [] when it does not exist. */
-export async function childrenOf(client: zookeeper.Client, path: string): Promise<string[]> {
+export async function childrenOf(client: ZkClient, path: string): Promise<string[]> {
   return p<string[]>((cb) => client.getChildren(path, cb)).catch(() => [])
 }
 
 /** Deletes `path` and everything under it (ignores nodes that vanish meanwhile). */
-export async function removeTree(client: zookeeper.Client, path: string): Promise<void> {
+export async function removeTree(client: ZkClient, path: string): Promise<void> {
   for (const child of await childrenOf(client, path)) await removeTree(client, `${path}/${child}`)
   await p<void>((cb) => client.remove(path, -1, (e) => cb(e, undefined))).catch(() => undefined)
 }

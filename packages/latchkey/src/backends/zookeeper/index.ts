@@ -48,7 +48,8 @@ export interface ZookeeperBackendOptions {
 }
 
 /**
- * Locks on ZooKeeper (3.5+), Curator's recipes on `node-zookeeper-client`: each lease attempt is a protected
+ * Locks on ZooKeeper (3.5+), Curator's recipes on latchkey's own client (wire/zk-wire-client.ts), or on a
+ * `node-zookeeper-client` handed in as `client`: each lease attempt is a protected
  * EPHEMERAL_SEQUENTIAL node `<root>/<lock>/_c_<owner>-<kind>-<seq>`, the lowest eligible node holds, and every
  * waiter watches only the node that must go before it can hold (no herd). Fencing tokens are the holder node's
  * czxid. All kinds: mutex, fair (ZooKeeper order is FIFO anyway), read/write (readers wait only for earlier
@@ -58,12 +59,14 @@ export interface ZookeeperBackendOptions {
  * clock from the node's mtime, enforced by the next contender); the session ending (crash, partition longer
  * than the session timeout, expiry). The backend runs its own liveness check, because the client does not
  * notice a silent partition: after 2/3 of the session timeout without a reply the session is suspect, after
- * the full timeout it is lost, renewals fail, and a new session is opened for later calls. The core watches
+ * the full timeout it is lost, renewals fail, and a new session is opened for later calls. (latchkey's own client
+ * also leaves a server silent for 2/3 of the timeout for another one, taking the session along, as ZooKeeper's Java
+ * client does.) The core watches
  * every lease it grants (`watchLease`), so a lost session aborts `lease.signal` at once, and a node deleted
  * behind the holder's back (forceRelease) at once or, on a lease younger than 100 ms, when it reaches that age (the
  * holder watches its own node only then: a shorter hold costs no watch), not at the next renewal, whatever `ttlMs`.
- * Lock-delay is not supported: a crashed holder's session expiry deletes its node at once. Needs
- * `node-zookeeper-client` (1.x). Emptied lock nodes are deleted after `lockNodeIdleMs`.
+ * Lock-delay is not supported: a crashed holder's session expiry deletes its node at once. Needs no client package
+ * (`node-zookeeper-client` 1.x only for `client`). Emptied lock nodes are deleted after `lockNodeIdleMs`.
  *
  * A child of a lock node that latchkey cannot parse (another client's) is an exclusive holder at its place in line,
  * never ignored. With `layout: 'curator'` the nodes are Apache Curator's (`InterProcessMutex`,

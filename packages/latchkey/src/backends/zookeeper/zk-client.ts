@@ -1,6 +1,5 @@
-import { requirePeer } from '../../backend/optional-peer.js'
 import { BackendUnavailableError } from '../../errors.js'
-import { readFramesDirectly } from './zk-socket-reads.js'
+import { ZkWireClient } from './wire/zk-wire-client.js'
 
 /** A znode's metadata; the zxids and times are 8-byte big-endian buffers, as the client returns them. */
 export interface ZkStat {
@@ -40,6 +39,13 @@ export interface ZkClient {
   setData(path: string, data: Buffer | null, version: number, callback: StatCallback): void
   /** A multi-op request: its ops commit atomically, at one zxid. */
   transaction(): ZkTransaction
+  /** CREATE2 (the created path and the node's stat in one reply), where the client has it (latchkey's own does). */
+  create2?(
+    path: string,
+    data: Buffer,
+    mode: number,
+    callback: (error: Error | ZkErrorLike | null, result: { path: string; stat: ZkStat }) => void,
+  ): void
   getSessionTimeout(): number
   on(event: string, listener: () => void): unknown
   removeListener(event: string, listener: () => void): unknown
@@ -102,8 +108,10 @@ export function mapError(error: unknown, what: string, server: string): unknown 
   })
 }
 
-/** The servers a node-zookeeper-client client connects to (`h1:2181,h2:2181`), read from its connect string. */
+/** The servers a client connects to (`h1:2181,h2:2181`): latchkey's own names them, node-zookeeper-client's string. */
 export function zkServers(client: ZkClient): string {
+  const own = (client as { servers?: unknown }).servers
+  if (typeof own === 'string') return own
   const parser = (client as { connectionManager?: { connectionStringParser?: { getConnectionString?(): unknown } } })
     .connectionManager?.connectionStringParser
   const cs = parser?.getConnectionString?.()
@@ -117,23 +125,17 @@ export function call<T>(start: (callback: Callback<T>) => void): Promise<T> {
   })
 }
 
-/** Opens (connects) a `node-zookeeper-client` client; the caller owns it. */
+/** Opens (connects) latchkey's own client (wire/zk-wire-client.ts) to `connectString`; the caller owns it. */
 export function openClient(connectString: string, sessionTimeoutMs: number): ZkClient {
-  const zookeeper = requirePeer<{ createClient(cs: string, o: object): ZkClient }>(
-    'node-zookeeper-client',
-    'zookeeper',
-    'node-zookeeper-client package: npm install node-zookeeper-client',
-  )
-  // retries: 0 because a blind retry of a sequential create would leave a second node; we recover by name.
-  const client = zookeeper.createClient(connectString, { sessionTimeout: sessionTimeoutMs, spinDelay: 200, retries: 0 })
-  readFramesDirectly(client)
+  const client = new ZkWireClient(connectString, sessionTimeoutMs)
   client.connect()
   return client
 }
 
 /**
- * Closes a client and makes sure its socket goes away. node-zookeeper-client waits forever for the reply to
- * its close request on a silently partitioned socket (upstream issue #20), which would keep the process alive.
+ * Closes a client and makes sure its socket goes away after `graceMs`: a close request on a silently partitioned
+ * socket is never answered (node-zookeeper-client waits for it forever, upstream issue #20), which would keep the
+ * process alive.
  */
 export function closeClient(client: ZkClient, graceMs: number): Promise<void> {
   const manager = (client as { connectionManager?: { socket?: { destroy(): void; destroyed?: boolean } } })
@@ -144,6 +146,7 @@ export function closeClient(client: ZkClient, graceMs: number): Promise<void> {
       client.removeListener('disconnected', done)
       const socket = manager?.socket
       if (socket !== undefined && socket.destroyed !== true) socket.destroy()
+      ;(client as { destroy?(): void }).destroy?.()
       resolve()
     }
     const timer = setTimeout(done, graceMs)

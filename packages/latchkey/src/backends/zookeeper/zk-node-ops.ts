@@ -69,6 +69,8 @@ const UNIMPLEMENTED = -6
 /** Creates an EPHEMERAL_SEQUENTIAL node: by CREATE2 (path and stat) where possible, else CREATE (path only). */
 function createOwnNode(conn: ZkConnection, path: string, data: Buffer): Promise<{ path: string; stat?: ZkStat }> {
   const { client } = conn
+  const create2 = client.create2?.bind(client)
+  if (create2 !== undefined) return conn.run('create', (cb) => create2(path, data, ZK.EPHEMERAL_SEQUENTIAL, cb))
   if (canCreate2(client))
     return conn.run('create', (cb) => sendCreate2(client, path, data, ZK.EPHEMERAL_SEQUENTIAL, cb))
   return conn.run<{ path: string }>('create', (cb) =>

@@ -1,8 +1,8 @@
 /**
  * Lock nodes (the persistent parents of the owners' ephemeral nodes): created on demand, deleted when idle.
- * ZooKeeper's CONTAINER nodes (3.5.3+) would be reaped by the server itself, but node-zookeeper-client cannot
- * send the createContainer request (a CONTAINER flag on a plain create makes a persistent node; tested), so
- * the process that empties a lock node deletes it after `idleMs`. A delete of a non-empty node fails
+ * ZooKeeper's CONTAINER nodes (3.5.3+) would be reaped by the server itself, but node-zookeeper-client (which a user
+ * may hand in) cannot send the createContainer request (a CONTAINER flag on a plain create makes a persistent node;
+ * tested), so the process that empties a lock node deletes it after `idleMs`. A delete of a non-empty node fails
  * atomically, so this never races a new waiter; one whose create meets a vanished parent recreates it.
  */
 

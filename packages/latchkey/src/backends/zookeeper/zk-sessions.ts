@@ -63,8 +63,11 @@ export class ZkSessions {
     const { settings } = this
     const owned = settings.client === undefined
     const client = settings.client ?? openClient(settings.connectString as string, settings.sessionTimeoutMs)
-    batchWrites(client)
-    decodeRepliesLean()
+    if (!owned) {
+      // A node-zookeeper-client handed in: its writes and reply decoders made leaner from outside.
+      batchWrites(client)
+      decodeRepliesLean()
+    }
     await waitConnected(client, settings.connectTimeoutMs, owned, settings.server)
     // The server may have clamped the timeout; the watchdog must use the shorter of the two.
     const negotiated = client.getSessionTimeout() || settings.sessionTimeoutMs
