@@ -71,8 +71,21 @@ export function foreignNode(name: string, wholeName = false): LockNode {
 /** Parses every child of a lock node: latchkey's own names, and any other child as an exclusive holder. */
 export type ChildParser = (name: string) => LockNode
 
+/** Children parsed lately: every listing of a busy line names mostly the same nodes (a LockNode never changes). */
+const parsed = new Map<string, LockNode>()
+/** Names kept at most; the map starts over past it. */
+const PARSED_KEPT = 4_096
+
 /** The default layout's parser. */
-export const parseChild: ChildParser = (name) => parseNode(name) ?? foreignNode(name)
+export const parseChild: ChildParser = (name) => {
+  let node = parsed.get(name)
+  if (node === undefined) {
+    node = parseNode(name) ?? foreignNode(name)
+    if (parsed.size >= PARSED_KEPT) parsed.clear()
+    parsed.set(name, node)
+  }
+  return node
+}
 
 /**
  * A semaphore's line as its rules see it: the count in force (the first node's that names one) and the nodes
@@ -152,9 +165,20 @@ export function standingOf(line: readonly LockNode[], index: number, permits: nu
  * Curator's semaphore also the permit count (Curator stores none, so latchkey clients agree on theirs this way).
  */
 export function encodeLease(ttlMs: number | undefined, permits?: number): Buffer {
-  if (ttlMs === undefined && permits === undefined) return Buffer.alloc(0)
-  return Buffer.from(JSON.stringify({ ttlMs, permits }))
+  if (ttlMs === undefined && permits === undefined) return EMPTY
+  if (permits !== undefined) return Buffer.from(JSON.stringify({ ttlMs, permits }))
+  let data = leases.get(ttlMs as number)
+  if (data === undefined) {
+    data = Buffer.from(JSON.stringify({ ttlMs }))
+    if (leases.size >= 64) leases.clear()
+    leases.set(ttlMs as number, data)
+  }
+  return data
 }
+
+/** Node data is only ever copied into requests, never written to: the same lease's bytes are shared. */
+const EMPTY = Buffer.alloc(0)
+const leases = new Map<number, Buffer>()
 
 function decodeJson(data: Buffer | null | undefined): { ttlMs?: unknown; permits?: unknown } | undefined {
   if (data === null || data === undefined || data.length === 0 || data[0] !== 0x7b) return undefined
