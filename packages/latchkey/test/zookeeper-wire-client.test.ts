@@ -78,6 +78,13 @@ describe('zookeeper wire client', () => {
     await expect(p((cb) => c.remove(plain, -1, (e) => cb(e, undefined)))).rejects.toMatchObject({ code: ZK.NO_NODE })
   })
 
+  it('xids wrap to 1 after 2^31 - 1, as the Java client’s do, and requests go on', async () => {
+    const c = await open()
+    ;(c as unknown as { xid: number }).xid = 0x7fffffff - 1
+    for (let i = 0; i < 4; i++) expect(await p<ZkStat | null>((cb) => c.exists('/', cb))).not.toBeNull()
+    expect((c as unknown as { xid: number }).xid).toBe(3)
+  })
+
   it('watches fire once: data on a write and on the deletion, children on a child created', async () => {
     const c = await open()
     const path = `${base}/watched`

@@ -141,7 +141,10 @@ export function closeClient(client: ZkClient, graceMs: number): Promise<void> {
   const manager = (client as { connectionManager?: { socket?: { destroy(): void; destroyed?: boolean } } })
     .connectionManager
   return new Promise((resolve) => {
+    let finished = false
     const done = (): void => {
+      if (finished) return
+      finished = true
       clearTimeout(timer)
       client.removeListener('disconnected', done)
       const socket = manager?.socket

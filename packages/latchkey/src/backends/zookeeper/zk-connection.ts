@@ -25,11 +25,16 @@ export class ZkConnection {
   private readonly pending = new Set<(error: unknown) => void>()
   private readonly timer: NodeJS.Timeout
   private readonly onExpired = (): void => this.lose('the ZooKeeper session expired')
+  /** A reconnect may negotiate a shorter timeout (another server's limits): the watchdog keeps the shortest. */
+  private readonly onConnected = (): void => {
+    const negotiated = this.client.getSessionTimeout()
+    if (negotiated > 0 && negotiated < this.sessionTimeoutMs) this.sessionTimeoutMs = negotiated
+  }
 
   constructor(
     readonly client: ZkClient,
     readonly generation: number,
-    readonly sessionTimeoutMs: number,
+    public sessionTimeoutMs: number,
     private readonly owned: boolean,
     private readonly onLost: (connection: ZkConnection) => void,
     /** The servers (`h1:2181,h2:2181`), named in every error of this session. */
@@ -37,6 +42,7 @@ export class ZkConnection {
   ) {
     this.lastAckSentAt = performance.now()
     client.on('expired', this.onExpired)
+    client.on('connected', this.onConnected)
     this.timer = setInterval(() => this.tick(), Math.max(20, Math.floor(sessionTimeoutMs / 12)))
     this.timer.unref()
   }
@@ -84,6 +90,7 @@ export class ZkConnection {
     this.lostReason = reason
     clearInterval(this.timer)
     this.client.removeListener('expired', this.onExpired)
+    this.client.removeListener('connected', this.onConnected)
     const error = this.lostError()
     for (const fail of [...this.pending]) fail(error)
     // An owned client is closed at once: nothing more is sent, so the server expires the session (and our
@@ -99,6 +106,7 @@ export class ZkConnection {
       this.lostReason = 'the backend was closed'
       clearInterval(this.timer)
       this.client.removeListener('expired', this.onExpired)
+      this.client.removeListener('connected', this.onConnected)
       for (const fail of [...this.pending]) fail(this.lostError())
     }
     if (this.owned) await closeClient(this.client, 1_000)

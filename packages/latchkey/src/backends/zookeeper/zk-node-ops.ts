@@ -65,12 +65,22 @@ export async function createNode(
 
 /** KeeperException.Code.UNIMPLEMENTED: the answer of a server before 3.5 to CREATE2. */
 const UNIMPLEMENTED = -6
+/** Clients with a `create2` of their own whose server refused it. */
+const refusedCreate2 = new WeakSet<object>()
 
 /** Creates an EPHEMERAL_SEQUENTIAL node: by CREATE2 (path and stat) where possible, else CREATE (path only). */
 function createOwnNode(conn: ZkConnection, path: string, data: Buffer): Promise<{ path: string; stat?: ZkStat }> {
   const { client } = conn
-  const create2 = client.create2?.bind(client)
-  if (create2 !== undefined) return conn.run('create', (cb) => create2(path, data, ZK.EPHEMERAL_SEQUENTIAL, cb))
+  const create2 = refusedCreate2.has(client) ? undefined : client.create2?.bind(client)
+  if (create2 !== undefined) {
+    return conn.run<{ path: string; stat?: ZkStat }>('create', (cb) =>
+      create2(path, data, ZK.EPHEMERAL_SEQUENTIAL, (error, created) => {
+        // A server before 3.5 answers "unimplemented" and created nothing: this client sends CREATE from now on.
+        if (zkCode(error) === UNIMPLEMENTED) refusedCreate2.add(client)
+        cb(error, created)
+      }),
+    )
+  }
   if (canCreate2(client))
     return conn.run('create', (cb) => sendCreate2(client, path, data, ZK.EPHEMERAL_SEQUENTIAL, cb))
   return conn.run<{ path: string }>('create', (cb) =>

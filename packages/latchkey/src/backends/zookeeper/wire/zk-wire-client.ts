@@ -60,6 +60,7 @@ interface Pending {
 const CONNECTION_LOSS = -4
 const NO_NODE = -101
 const SESSION_EXPIRED = -112
+const MARSHALLING_ERROR = -5
 /** A reply's header: xid, zxid, err. */
 const REPLY_HEADER = 4 + 16
 /** Wait before dialling again once every server was tried. */
@@ -273,12 +274,16 @@ export class ZkWireClient extends EventEmitter implements ZkClient {
       this.destroy()
       return
     }
-    const xid = this.xid++
+    const xid = this.nextXid()
     this.write({ xid, frame: closeFrame(xid), op: 'closeSession', path: '', onReply: () => socket.destroy() })
+    // Nothing answers on a silent partition: the socket goes after the read timeout anyway (it keeps the process up).
+    const timer = setTimeout(() => socket.destroy(), Math.max(1, (this.negotiatedMs * 2) / 3))
+    timer.unref()
   }
 
   /** Drops the socket now, without ending the session (close() does, when the server answers). */
   destroy(): void {
+    if (this.phase === 'closed') return
     const socket = this.socket
     if (this.phase !== 'expired') this.phase = 'closing'
     this.stopTimer()
@@ -293,11 +298,18 @@ export class ZkWireClient extends EventEmitter implements ZkClient {
     path: string,
     onReply: (error: Err, frame: Buffer, at: number) => void,
   ): void {
-    const xid = this.xid++
+    const xid = this.nextXid()
     const pending: Pending = { xid, frame: build(xid), op, path, onReply }
     if (this.phase === 'connected') this.write(pending)
     else if (this.phase === 'connecting' || this.phase === 'idle') this.unsent.push(pending)
     else queueMicrotask(() => this.fail(pending, this.phase === 'expired' ? SESSION_EXPIRED : CONNECTION_LOSS))
+  }
+
+  /** The next xid: positive, wrapping to 1 after 2^31 - 1 as the Java client does (the server only echoes it). */
+  private nextXid(): number {
+    const xid = this.xid
+    this.xid = xid >= 0x7fffffff ? 1 : xid + 1
+    return xid
   }
 
   /** Answers `pending` with the error `code`. */
@@ -398,6 +410,16 @@ export class ZkWireClient extends EventEmitter implements ZkClient {
   }
 
   private onFrame(frame: Buffer): void {
+    try {
+      this.dispatch(frame)
+    } catch (error) {
+      // A frame too short for what it should hold: the stream is not what we think; start over on a new connection.
+      if (!(error instanceof RangeError)) throw error
+      this.socket?.destroy()
+    }
+  }
+
+  private dispatch(frame: Buffer): void {
     this.lastHeardAt = performance.now()
     const xid = frame.readInt32BE(4)
     if (xid === XID.watchEvent) {
@@ -414,15 +436,25 @@ export class ZkWireClient extends EventEmitter implements ZkClient {
       this.socket?.destroy()
       return
     }
-    // The reply's zxid: the server's last one, never lower than what we saw before (-1 on some replies).
+    // The reply's zxid: the server's last one, kept when positive (-1 on some replies, 0 on others), as Java does.
     const zxidHigh = frame.readInt32BE(8)
-    if (zxidHigh !== -1) {
+    const zxidLow = frame.readInt32BE(12)
+    if (zxidHigh > 0 || (zxidHigh === 0 && zxidLow !== 0)) {
       this.zxidHigh = zxidHigh
-      this.zxidLow = frame.readInt32BE(12)
+      this.zxidLow = zxidLow
     }
     const err = frame.readInt32BE(16)
-    if (err === 0) pending.onReply(null, frame, REPLY_HEADER)
-    else this.fail(pending, err)
+    if (err !== 0) {
+      this.fail(pending, err)
+      return
+    }
+    try {
+      pending.onReply(null, frame, REPLY_HEADER)
+    } catch (error) {
+      // Each reply is decoded before its callback runs: a reply that does not decode is answered as such.
+      if (error instanceof RangeError) this.fail(pending, MARSHALLING_ERROR)
+      throw error
+    }
   }
 
   private onClose(socket: net.Socket): void {
@@ -438,7 +470,7 @@ export class ZkWireClient extends EventEmitter implements ZkClient {
     }
     if (this.phase === 'expired') {
       this.stopTimer()
-      this.failAll(this.unsent)
+      for (const pending of this.unsent) this.fail(pending, SESSION_EXPIRED)
       this.unsent = []
       return
     }
@@ -482,7 +514,7 @@ export class ZkWireClient extends EventEmitter implements ZkClient {
     if (socket === undefined) return
     if (this.phase === 'connecting') {
       // A connect (and its handshake) gets the session timeout over the servers, as the Java client gives it.
-      if (now - this.lastHeardAt > this.sessionTimeoutMs / this.hosts.length) socket.destroy()
+      if (now - this.lastHeardAt > (this.negotiatedMs || this.sessionTimeoutMs) / this.hosts.length) socket.destroy()
       return
     }
     if (this.phase !== 'connected') return
