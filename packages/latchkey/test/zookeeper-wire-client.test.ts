@@ -36,6 +36,16 @@ async function open(connectString = zkUrl(), sessionTimeoutMs = 6_000): Promise<
 
 const observed = (path: string): Promise<ZkStat | null> => p((cb) => observer.exists(path, cb))
 
+/** Sets a data watch on `path` that records its events in `events`. */
+const watchData = (c: ZkWireClient, path: string, events: ZkEvent[]): Promise<void> =>
+  p((cb) =>
+    c.getData(
+      path,
+      (e) => events.push(e),
+      (e) => cb(e, undefined),
+    ),
+  )
+
 beforeAll(async () => {
   observer = await rawClient(zkUrl())
   await p((cb) => observer.create(base, cb))
@@ -91,13 +101,7 @@ describe('zookeeper wire client', () => {
     await p((cb) => observer.create(path, cb))
     const dataEvents: ZkEvent[] = []
     const childEvents: ZkEvent[] = []
-    await p((cb) =>
-      c.getData(
-        path,
-        (e) => dataEvents.push(e),
-        (e) => cb(e, undefined),
-      ),
-    )
+    await watchData(c, path, dataEvents)
     await p((cb) => c.getChildren(path, (e) => childEvents.push(e), cb))
     await p((cb) => observer.setData(path, Buffer.from('1'), cb))
     await eventually('the data watch fired', () => dataEvents.length === 1)
@@ -106,13 +110,7 @@ describe('zookeeper wire client', () => {
     // One-shot: a second write and a second child tell nobody until watched again.
     await p((cb) => observer.setData(path, Buffer.from('2'), cb))
     await p((cb) => observer.remove(`${path}/kid`, (e) => cb(e, undefined)))
-    await p((cb) =>
-      c.getData(
-        path,
-        (e) => dataEvents.push(e),
-        (e) => cb(e, undefined),
-      ),
-    )
+    await watchData(c, path, dataEvents)
     await p((cb) => observer.remove(path, (e) => cb(e, undefined)))
     await eventually('the deletion fired the new data watch', () => dataEvents.length === 2)
     expect(dataEvents).toEqual([
@@ -160,13 +158,7 @@ describe('zookeeper wire client', () => {
       const path = `${base}/resumed`
       await p((cb) => c.create(path, Buffer.alloc(0), EPHEMERAL, cb))
       const events: ZkEvent[] = []
-      await p((cb) =>
-        c.getData(
-          path,
-          (e) => events.push(e),
-          (e) => cb(e, undefined),
-        ),
-      )
+      await watchData(c, path, events)
       const disconnected = new Promise((resolve) => c.once('disconnected', resolve))
       const reconnected = new Promise((resolve) => c.once('connected', resolve))
       // Silent first, so the write's event cannot reach the old connection; then cut: only SetWatches can tell it.
