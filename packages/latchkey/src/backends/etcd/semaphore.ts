@@ -8,6 +8,7 @@
  * exists, so two first acquirers with different counts never both win; the loser's next round reads the
  * winner's count and reports it. Nothing here grows with `permits`: a try costs O(holders).
  */
+import { shuffle } from '../../backend/shuffle.js'
 import type { AcquireRequest, AcquireResult } from '../../backend/types.js'
 import { type AcquireDeps, leaseFor, putOp, won } from './acquire.js'
 import {
@@ -141,12 +142,4 @@ export function freeSlots(permits: number, taken: ReadonlySet<number | undefined
     if (!taken.has(slot)) picked.add(slot)
   }
   return [...picked]
-}
-
-function shuffle<T>(items: T[]): T[] {
-  for (let i = items.length - 1; i > 0; i--) {
-    const j = Math.floor(Math.random() * (i + 1))
-    ;[items[i], items[j]] = [items[j] as T, items[i] as T]
-  }
-  return items
 }
