@@ -8,7 +8,6 @@ import {
   FrameWriter,
   OP,
   readBuffer,
-  readChildren,
   readStat,
   readString,
   STAT_BYTES,
@@ -48,6 +47,27 @@ export function setDataFrame(xid: number, path: string, data: Buffer | null, ver
     .buffer(data)
     .int(version)
     .done()
+}
+
+/**
+ * ConnectRequest, the first frame on a socket (no request header): protocolVersion 0, the last zxid seen, the
+ * session timeout asked for, and the session to resume (id and password; zeros for a new one), not read-only.
+ */
+export function connectFrame(lastZxid: Buffer, timeoutMs: number, sessionId: Buffer, passwd: Buffer): Buffer {
+  const b = Buffer.alloc(4 + 4 + 8 + 4 + 8 + 4 + 16 + 1)
+  b.writeInt32BE(b.length - 4, 0)
+  lastZxid.copy(b, 8, 0, 8)
+  b.writeInt32BE(timeoutMs, 16)
+  sessionId.copy(b, 20, 0, 8)
+  b.writeInt32BE(16, 28)
+  passwd.copy(b, 32, 0, 16)
+  return b
+}
+
+/** ConnectResponse: protocolVersion, the negotiated timeout (0: the session expired), the session id and password. */
+export function readConnectResponse(frame: Buffer): { timeOut: number; sessionId: Buffer; passwd: Buffer } {
+  const passwd = readBuffer(frame, 20).value
+  return { timeOut: frame.readInt32BE(8), sessionId: Buffer.from(frame.subarray(12, 20)), passwd }
 }
 
 /** A ping (no body; its reply carries the ping xid). */
@@ -157,5 +177,3 @@ export function readData(frame: Buffer, at: number): { data: Buffer; stat: ZkSta
   const data = readBuffer(frame, at)
   return { data: data.value, stat: readStat(frame, data.next) }
 }
-
-export { readChildren, readStat }

@@ -5,7 +5,8 @@
  */
 import type { ZkEvent } from '../zk-client.js'
 
-type Watcher = (event: ZkEvent) => void
+/** A watch's callback (node-zookeeper-client's shape). */
+export type Watcher = (event: ZkEvent) => void
 
 /** Watch event types (Watcher.Event.EventType). */
 const NODE_DELETED = 2
