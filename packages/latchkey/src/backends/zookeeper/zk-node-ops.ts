@@ -54,7 +54,9 @@ export async function createNode(
         entry.node = NO_NODE
         await ensureParent(parent)
       } else if (code === UNIMPLEMENTED) {
-        entry.node = NO_NODE // a server before 3.5 refused CREATE2 and created nothing: the next round uses CREATE
+        // A server before 3.5 refused CREATE2 and created nothing: this client sends CREATE from the next round on.
+        entry.node = NO_NODE
+        refusedCreate2.add(conn.client)
       } else if (!isConnectionError((error as { cause?: unknown }).cause ?? error) || !conn.alive) throw error
     }
   }
@@ -72,15 +74,7 @@ const refusedCreate2 = new WeakSet<object>()
 function createOwnNode(conn: ZkConnection, path: string, data: Buffer): Promise<{ path: string; stat?: ZkStat }> {
   const { client } = conn
   const create2 = refusedCreate2.has(client) ? undefined : client.create2?.bind(client)
-  if (create2 !== undefined) {
-    return conn.run<{ path: string; stat?: ZkStat }>('create', (cb) =>
-      create2(path, data, ZK.EPHEMERAL_SEQUENTIAL, (error, created) => {
-        // A server before 3.5 answers "unimplemented" and created nothing: this client sends CREATE from now on.
-        if (zkCode(error) === UNIMPLEMENTED) refusedCreate2.add(client)
-        cb(error, created)
-      }),
-    )
-  }
+  if (create2 !== undefined) return conn.run('create', (cb) => create2(path, data, ZK.EPHEMERAL_SEQUENTIAL, cb))
   if (canCreate2(client))
     return conn.run('create', (cb) => sendCreate2(client, path, data, ZK.EPHEMERAL_SEQUENTIAL, cb))
   return conn.run<{ path: string }>('create', (cb) =>
