@@ -5,7 +5,7 @@
  * in). Installed once per worker process, on the modules the library loads (the same hoisted copies).
  */
 import { createRequire } from 'node:module'
-import { ZkWireClient } from '../../packages/latchkey/dist/backends/zookeeper/wire/zk-wire-client.js'
+import { ZkPendingRequests } from '../../packages/latchkey/dist/backends/zookeeper/wire/zk-pending-requests.js'
 
 const require = createRequire(import.meta.url)
 /** ZooKeeper op codes that change state (create, delete, setData, multi, create2). */
@@ -29,9 +29,11 @@ function count(type: number | undefined): void {
 export function countZkRequests(): void {
   if (installed) return
   installed = true
-  // Every request of the wire client goes through its (private) `write` with its frame: the op code at byte 8.
-  const wire = ZkWireClient.prototype as unknown as { write(pending: { frame: Buffer }): void }
+  // Every request of the wire client is written by its pending-request list's `write` with its frame (the op code
+  // at byte 8), once, whether sent at once, held for the turn's batch or sent again from the parked list.
+  const wire = ZkPendingRequests.prototype as { write(pending: { frame: Buffer }): void }
   const write = wire.write
+  if (typeof write !== 'function') throw new Error('zk-client-requests: ZkPendingRequests has no write to count')
   wire.write = function (this: unknown, pending) {
     count(pending.frame.readInt32BE(8))
     write.call(this, pending)
