@@ -1,8 +1,10 @@
 /**
  * What the ZooKeeper backend sends per lock, counted on its client's request queue (pings excluded): an
  * uncontended mutex costs what Curator's InterProcessMutex costs (create, list, delete); a waiter's watch on the
- * node ahead fires on its deletion only; a woken waiter lists before it writes its lease, so the grant never
- * waits for that write to commit.
+ * node ahead fires on its deletion only; a waiter next in line is granted on that deletion's event with no request
+ * (zk-first-in-line.ts), and one further back lists the line when the node two ahead goes, so that it is next in
+ * line before its turn; a woken waiter that must list does so before it writes its lease, so the grant never waits
+ * for that write to commit.
  */
 import { randomUUID } from 'node:crypto'
 import type zookeeper from 'node-zookeeper-client'
@@ -62,7 +64,7 @@ describe('zookeeper: requests per lock', () => {
     await locks.close()
   })
 
-  it('a waiter sleeps through the renewals ahead; woken, it is granted on its listing with no write', async () => {
+  it('a waiter next in line sleeps through the renewals ahead, and is granted on the deletion event with no request', async () => {
     const holder = await recordedClient()
     const waiter = await recordedClient()
     clients.push(holder.client, waiter.client)
@@ -72,10 +74,10 @@ describe('zookeeper: requests per lock', () => {
     const first = await a.mutex('handoff').acquire()
     const askedAt = Date.now()
     const waiting = b.mutex('handoff').acquire({ waitMs: 10_000 })
-    // In line: its node created with its lease, the holder's lease read, a watch on the node ahead (for its deletion
-    // only: a getChildren on it). Its own lease is young, so it keeps it (no write).
-    await eventually('the waiter watches the holder', () => waiter.sent.length >= 4)
-    expect(waiter.sent).toEqual(['create2', 'getChildren', 'getData', 'getChildren'])
+    // In line: its node created with its lease, the holder's lease read, a watch on the node ahead and one on its own
+    // node (for their deletion only: a getChildren on each). Its own lease is young, so it keeps it (no write).
+    await eventually('the waiter watches the holder and its own node', () => waiter.sent.length >= 5)
+    expect(waiter.sent).toEqual(['create2', 'getChildren', 'getData', 'getChildren', 'getChildren'])
     waiter.sent.length = 0
     // The holder renewing (a write to its node) does not fire that watch: the waiter sends nothing.
     // One read on the waiter's own session after that write: ZooKeeper delivers a session's watch events and replies
@@ -88,8 +90,8 @@ describe('zookeeper: requests per lock', () => {
     await first.release()
     const second = await waiting
     expect(second.token).toBeGreaterThan(first.token)
-    // The listing alone decided the grant, on the lease of its create: nothing written...
-    expect(waiter.sent).toEqual(['getChildren'])
+    // The deletion of the only node ahead decided the grant, on the lease of its create: nothing sent...
+    expect(waiter.sent).toEqual([])
     // ...and that lease is timed from the create, sent after `askedAt`, not from the grant.
     expect(second.expiresAt).toBeLessThanOrEqual(askedAt + 30_000 + 1_000)
     await second.release()
@@ -107,19 +109,19 @@ describe('zookeeper: requests per lock', () => {
     // A third of its 900 ms TTL after its create, the waiter's node gives up the lease it was created with: a node
     // that waits holds no lease old enough to be judged expired once it is first.
     await eventually('the waiter empties its old lease', () => waiter.sent.includes('setData'))
-    expect(waiter.sent).toEqual(['create2', 'getChildren', 'getData', 'getChildren', 'setData'])
+    expect(waiter.sent).toEqual(['create2', 'getChildren', 'getData', 'getChildren', 'getChildren', 'setData'])
     waiter.sent.length = 0
     await first.release()
     const second = await waiting
     expect(second.token).toBeGreaterThan(first.token)
-    // Woken without a lease: the listing decides, the lease write follows it on the session.
-    expect(waiter.sent.slice(0, 2)).toEqual(['getChildren', 'setData'])
+    // Woken without a lease: granted on the deletion event, ahead of the lease write it sends (and no listing).
+    expect(waiter.sent).toEqual(['setData'])
     await second.release()
     await a.close()
     await b.close()
   })
 
-  it("a session hears only the deletion of the node ahead: not joiners, nor a short-lived holder's own delete", async () => {
+  it("a session hears only the deletions it waits for, its own node's once it waited: not joiners, nor an uncontended holder's own delete", async () => {
     const watched = await recordedClient()
     clients.push(watched.client)
     // Every watch event this session receives, by type (2 NodeDeleted, 4 NodeChildrenChanged) and path.
@@ -153,17 +155,20 @@ describe('zookeeper: requests per lock', () => {
     const second = await waiting
     expect(events).toHaveLength(1)
     expect(events[0]).toMatch(/^2 \//)
-    // Its own delete, the line's change behind it and the third contender's grant fire nothing here either.
+    // Waiting, it watched its own node too (zk-first-in-line.ts): its own delete fires that watch; the line's change
+    // behind it and the third contender's grant fire nothing here.
     await second.release()
     await (await third).release()
     await ordered()
-    expect(events).toHaveLength(1)
+    expect(events).toHaveLength(2)
+    expect(events[1]).toMatch(/^2 \//)
+    expect(events[1]).not.toBe(events[0])
     await a.close()
     await b.close()
     await c.close()
   })
 
-  it("a waiter woken by the deletion ahead sends its listing from the watch event, before the core's next try", async () => {
+  it('a waiter two behind lists the line from the event when the holder goes, then is granted on the next deletion with no request', async () => {
     const waiter = await recordedClient()
     clients.push(waiter.client)
     const a = createLocks({ backend: zookeeperBackend({ connectString: zkUrl() }), namespace })
@@ -176,15 +181,54 @@ describe('zookeeper: requests per lock', () => {
     }
     const b = createLocks({ backend: waiterBackend, namespace, ttlMs: 30_000 })
     const first = await a.mutex('listed-ahead').acquire()
+    const middle = a.mutex('listed-ahead').acquire({ waitMs: 10_000 })
+    await eventually('the second contender waits', async () => (await a.inspect('listed-ahead')).waiters.length === 1)
     const waiting = b.mutex('listed-ahead').acquire({ waitMs: 10_000 })
-    await eventually('the waiter watches the holder', () => waiter.sent.length >= 5)
+    // Third in line: created, listed, watches the node ahead, the holder (two ahead) and its own node.
+    await eventually('the waiter watches both nodes ahead and its own', () => waiter.sent.length >= 6)
+    expect(waiter.sent).toEqual(['tryAcquire', 'create2', 'getChildren', 'getChildren', 'getChildren', 'getChildren'])
     waiter.sent.length = 0
     await first.release()
-    const second = await waiting
-    expect(second.token).toBeGreaterThan(first.token)
-    // The listing went out as the NodeDeleted event arrived; the try that follows is granted on it.
-    expect(waiter.sent).toEqual(['getChildren', 'tryAcquire'])
+    const second = await middle
+    // The holder's deletion woke it: the listing went out with the event; the try that follows finds one node ahead
+    // and reads the new holder's lease (the first waiter judges it).
+    await eventually('the waiter reads the new holder', () => waiter.sent.length >= 3)
+    expect(waiter.sent).toEqual(['getChildren', 'tryAcquire', 'getData'])
+    waiter.sent.length = 0
     await second.release()
+    const third = await waiting
+    expect(third.token).toBeGreaterThan(second.token)
+    // Granted on the deletion of that node, with no request.
+    expect(waiter.sent).toEqual(['tryAcquire'])
+    await third.release()
+    await a.close()
+    await b.close()
+  })
+
+  it('a waiter is not granted when the node ahead of it gives up: it lists, and waits for the holder', async () => {
+    const a = createLocks({ backend: zookeeperBackend({ connectString: zkUrl() }), namespace })
+    const b = createLocks({ backend: zookeeperBackend({ connectString: zkUrl() }), namespace })
+    const first = await a.mutex('gives-up').acquire()
+    const giveUp = new AbortController()
+    const middle = a.mutex('gives-up').acquire({ waitMs: 10_000, signal: giveUp.signal })
+    await eventually('the second contender waits', async () => (await a.inspect('gives-up')).waiters.length === 1)
+    let granted = false
+    const waiting = b.mutex('gives-up').acquire({ waitMs: 10_000 })
+    waiting.then(() => {
+      granted = true
+    })
+    await eventually('the third contender waits', async () => (await a.inspect('gives-up')).waiters.length === 2)
+    giveUp.abort()
+    await expect(middle).rejects.toThrow()
+    // The third contender is now next in line behind the holder, and not granted while it holds.
+    await eventually('one waiter left', async () => (await a.inspect('gives-up')).waiters.length === 1)
+    expect(granted).toBe(false)
+    const state = await a.inspect('gives-up')
+    expect(state.holders).toHaveLength(1)
+    await first.release()
+    const next = await waiting
+    expect(next.token).toBeGreaterThan(first.token)
+    await next.release()
     await a.close()
     await b.close()
   })

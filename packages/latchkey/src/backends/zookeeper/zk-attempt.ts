@@ -6,6 +6,7 @@ import type { AcquireRequest, AcquireResult } from '../../backend/types.js'
 import { readLong, type ZkStat } from './zk-client.js'
 import type { ZkConnection } from './zk-connection.js'
 import { type CreatedLease, leaseLost, NO_NODE, type OwnerEntry } from './zk-entry.js'
+import { alsoWatched, firstAfterOf } from './zk-first-in-line.js'
 import { checkHolders } from './zk-holders.js'
 import { createNode, listChildren, statOf, writeLease } from './zk-node-ops.js'
 import { agreeingLine, lineOf, standingOf } from './zk-nodes.js'
@@ -47,12 +48,26 @@ export async function attempt(entry: OwnerEntry, request: AcquireRequest, deps: 
       const woken = node.is === 'waiting' && node.woken && !node.wakeOnChange
       // The listing the watch sent as it woke us (`ZkWaiters.listAhead`): used below where we would send the same.
       const listedAhead = node.is === 'waiting' ? node.listing : undefined
+      // Woken by the deletion of the only node ahead: first in line (zk-first-in-line.ts).
+      const first = woken && node.is === 'waiting' && node.first === true
       if (node.is === 'waiting') {
         node.listing = undefined
         node.woken = false
+        node.first = false
+        node.firstAfter = undefined
         if (woken) fromCreate = youngLease(entry, node, request.ttlMs)
         // Kept now, it must not be emptied under the grant (re-armed below if the listing says wait).
         if (fromCreate !== undefined) stopEmptyTimer(node)
+      }
+      if (first && node.is === 'waiting' && node.czxid !== undefined) {
+        // Granted on the event: on the young lease of our create, or ahead of the lease write.
+        if (fromCreate !== undefined) return grantOnCreate(entry, request, node.czxid, fromCreate)
+        if (!node.dataLeased) {
+          const leaseFrom = entry.conn.serverNow()
+          const leased = writeLease(entry, request.ttlMs)
+          leased.catch(() => undefined)
+          return grantAhead(entry, request, node.czxid, leaseFrom, leased)
+        }
       }
       if (fromCreate !== undefined) {
         // Still holding the young lease of its create (zk-young-lease.ts): the listing alone decides.
@@ -100,6 +115,10 @@ export async function attempt(entry: OwnerEntry, request: AcquireRequest, deps: 
       return grant(entry, request, await stat)
     }
     await leased
+    const firstAfter = firstAfterOf(request.kind, line, index, standing)
+    // With our own node already watched, a deletion event of the node ahead from here on comes after our own node's
+    // (zk-first-in-line.ts): next in line at once, even if that node goes while we check the holders.
+    if (ours.is === 'waiting' && ours.ownWatched) ours.firstAfter = firstAfter
     const holders = await checkHolders(entry, standing.blockers)
     if (holders === 'changed') continue
     retryAfterMs = holders.retryAfterMs
@@ -111,9 +130,24 @@ export async function attempt(entry: OwnerEntry, request: AcquireRequest, deps: 
     if (ours.is === 'waiting' && ours.dataLeased && !keepYoungLease(entry, ours, request.ttlMs)) {
       if ((await writeLease(entry, undefined)) === undefined) continue
     }
-    if (entry.node.is === 'waiting') entry.node.wakeOnChange = standing.wakeOnChange
-    // Only a semaphore waiter behind a waiting predecessor needs that node's data changes (its permit write).
-    if (await watchNodes(entry, standing.watch, deps.hub, entry.parent, !standing.wakeOnChange)) continue
+    const also = alsoWatched(request.kind, line, index)
+    if (ours.is === 'waiting') ours.wakeOnChange = standing.wakeOnChange
+    // Only a semaphore waiter behind a waiting predecessor needs that node's data changes (its permit write). The
+    // other watches go out in the same turn (zk-first-in-line.ts).
+    const gone = await Promise.all([
+      watchNodes(entry, standing.watch, deps.hub, entry.parent, !standing.wakeOnChange),
+      ...also.map((n) => watchNodes(entry, [n], deps.hub, entry.parent, true)),
+    ])
+    if (entry.node !== ours) continue // our own node's watch fired meanwhile (ZkWaiters)
+    if (also.some((n, i) => n.name === ours.name && gone[i + 1])) {
+      entry.node = NO_NODE // our node was deleted while we waited: take a new place in line
+      continue
+    }
+    if (ours.is === 'waiting' && also.some((n) => n.name === ours.name)) ours.ownWatched = true
+    if (gone.some(Boolean)) continue
+    // Only now that our own node is watched: a deletion event from here on comes after its own (events and replies
+    // arrive in order), and one that came before found `firstAfter` unset and made the next try list the line.
+    if (ours.is === 'waiting') ours.firstAfter = firstAfter
     return { acquired: false, retryAfterMs }
   }
   return { acquired: false, retryAfterMs: retryAfterMs ?? 1 }

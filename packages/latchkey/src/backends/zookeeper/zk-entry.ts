@@ -39,6 +39,12 @@ export type NodeState =
       emptyTimer?: NodeJS.Timeout | undefined
       /** The line, listed as soon as the node ahead was deleted (`ZkWaiters.listAhead`), for the next try. */
       listing?: Promise<string[]> | undefined
+      /** The watched node whose deletion alone makes ours first (zk-first-in-line.ts), from the last listing. */
+      firstAfter?: string | undefined
+      /** That node's deletion woke us: the next try is granted without a listing. */
+      first?: boolean
+      /** Our own node is watched for its deletion (zk-first-in-line.ts): `firstAfter` may be set. */
+      ownWatched?: boolean
     }
   | {
       readonly is: 'held'

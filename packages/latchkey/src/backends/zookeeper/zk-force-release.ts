@@ -7,12 +7,16 @@ import type { ZkConnection } from './zk-connection.js'
 import { lockState } from './zk-inspect.js'
 import type { ZkLayout } from './zk-layout.js'
 import { removeQuietly } from './zk-node-ops.js'
+import { lineOf } from './zk-nodes.js'
 
 /** Resolves whether anyone held the lock. */
 export async function clearLock(conn: ZkConnection, layout: ZkLayout, root: string, ref: LockRef): Promise<boolean> {
   const parent = layout.nodesParent(root, ref)
   const state = await lockState(conn, parent, Number.MAX_SAFE_INTEGER, layout.parse)
-  await Promise.all(state.children.map((child) => removeQuietly(conn, `${parent}/${child}`)))
+  // Waiters first, the holders last (one session's requests are applied in order): a waiter granted on the event
+  // of the node ahead being deleted learns of its own node's deletion first (zk-first-in-line.ts).
+  const backToFront = lineOf(state.children, layout.parse).reverse()
+  await Promise.all(backToFront.map((child) => removeQuietly(conn, `${parent}/${child.name}`)))
   await removeQuietly(conn, parent)
   const gate = layout.gateParent(root, ref)
   if (gate !== undefined) {

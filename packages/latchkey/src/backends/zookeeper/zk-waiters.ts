@@ -4,11 +4,11 @@
  * and path), and each event wakes only the entries that watched that path.
  */
 import { ZK, type ZkEvent } from './zk-client.js'
-import { leaseLost, type OwnerEntry } from './zk-entry.js'
+import { leaseLost, NO_NODE, type OwnerEntry } from './zk-entry.js'
 import { listChildren } from './zk-node-ops.js'
 import { ZkSubscription } from './zk-subscription.js'
 import { DELETED, type WatchHub, watchNodes } from './zk-watch.js'
-import { youngLease } from './zk-young-lease.js'
+import { stopEmptyTimer, youngLease } from './zk-young-lease.js'
 
 export class ZkWaiters {
   private readonly unbound: ZkSubscription[] = []
@@ -105,7 +105,18 @@ export class ZkWaiters {
           () => this.wake(entry),
         )
       } else {
-        if (event.type === ZK.NODE_DELETED) this.listAhead(entry)
+        if (event.type === ZK.NODE_DELETED && node.is === 'waiting') {
+          if (name === node.name) {
+            // Our own node, watched once it is next in line (zk-first-in-line.ts): deleted while we waited, so the
+            // next try takes a new place in line.
+            stopEmptyTimer(node)
+            entry.node = NO_NODE
+          } else if (name === node.firstAfter) {
+            node.first = true // first now: granted with no listing
+          } else {
+            this.listAhead(entry)
+          }
+        }
         this.wake(entry)
       }
     }

@@ -1,0 +1,56 @@
+/**
+ * Handing the lock over on the deletion event alone, without listing the line again.
+ *
+ * Curator's waiter watches the node just ahead of its own and, when that node is deleted, lists the line again:
+ * the node ahead need not have held the lock (it may have given up), so its deletion alone does not make the
+ * waiter first. That listing is a round trip on every handoff. But a waiter whose listing showed exactly one node
+ * ahead of its own is first the moment that node is deleted: ZooKeeper numbers a parent's sequential children
+ * from a counter that only grows, so every node created after the listing sorts behind ours, and nothing that was
+ * ahead of ours comes back. Such a waiter is granted on the event (`firstAfter`).
+ *
+ * To be in that position before its turn comes, a waiter of an exclusive kind also watches the node two ahead of
+ * its own: when that one goes (usually the holder releasing, which makes the node just ahead the holder), the
+ * waiter lists the line again, while the new holder holds, and finds one node ahead. The listing Curator makes
+ * after the handoff is made before it, off the handoff's path.
+ *
+ * What the listing after the event would also have caught is our own node deleted while we waited (forceRelease
+ * deletes waiters too). A waiter therefore watches its own node as well from its first wait, for its deletion, and
+ * that event forgets the node (the next try takes a new place in line); `firstAfter` is set only once that watch is
+ * in place. ZooKeeper delivers one session's events in the order of the changes, and forceRelease
+ * deletes the waiters before the holders, so that event arrives before the one that would have granted on a
+ * deleted node. A node deleted after the handoff is a holder's lease lost, told by the same watch.
+ *
+ * Not for semaphores: their line is the one whose permit counts agree (`agreeingLine`), which a deletion can change
+ * ahead of us, and several hold at once.
+ */
+import type { LockKind } from '../../backend/types.js'
+import type { LockNode, Standing } from './zk-nodes.js'
+
+/** Kinds whose waiter watches the node just ahead of its own (`standingOf`), so the node two ahead is the next. */
+const EXCLUSIVE = new Set<LockKind>(['mutex', 'fair', 'write'])
+
+/**
+ * The node whose deletion alone makes ours first: the only node ahead of ours (`index` 1) when it is the one
+ * watched; undefined otherwise.
+ */
+export function firstAfterOf(
+  kind: LockKind,
+  line: readonly LockNode[],
+  index: number,
+  standing: Standing,
+): string | undefined {
+  if (kind === 'semaphore' || index !== 1 || standing.watch.length !== 1) return undefined
+  const ahead = line[0]
+  return standing.watch[0] === ahead ? ahead?.name : undefined
+}
+
+/**
+ * What a waiter at `index` watches besides `standing.watch`, for its deletion (in the same turn): its own node (see
+ * the module comment; a watch already set is not sent again), and for an exclusive kind the node two ahead.
+ */
+export function alsoWatched(kind: LockKind, line: readonly LockNode[], index: number): LockNode[] {
+  if (kind === 'semaphore') return []
+  const own = line[index] as LockNode
+  const twoAhead = EXCLUSIVE.has(kind) && index >= 2 ? line[index - 2] : undefined
+  return twoAhead === undefined ? [own] : [twoAhead, own]
+}
