@@ -51,7 +51,9 @@ export interface ZookeeperBackendOptions {
  * Locks on ZooKeeper (3.5+), Curator's recipes on latchkey's own client (wire/zk-wire-client.ts), or on a
  * `node-zookeeper-client` handed in as `client`: each lease attempt is a protected
  * EPHEMERAL_SEQUENTIAL node `<root>/<lock>/_c_<owner>-<kind>-<seq>`, the lowest eligible node holds, and every
- * waiter watches only the node that must go before it can hold (no herd). Fencing tokens are the holder node's
+ * waiter watches only the node that must go before it can hold (no herd; an exclusive waiter also the node two ahead,
+ * so that it lists the line while the holder before it holds, and is granted on the next deletion event with no
+ * listing: zk-first-in-line.ts). Fencing tokens are the holder node's
  * czxid. All kinds: mutex, fair (ZooKeeper order is FIFO anyway), read/write (readers wait only for earlier
  * writers), semaphore.
  *
@@ -63,8 +65,9 @@ export interface ZookeeperBackendOptions {
  * also leaves a server silent for 2/3 of the timeout for another one, taking the session along, as ZooKeeper's Java
  * client does.) The core watches
  * every lease it grants (`watchLease`), so a lost session aborts `lease.signal` at once, and a node deleted
- * behind the holder's back (forceRelease) at once or, on a lease younger than 100 ms, when it reaches that age (the
- * holder watches its own node only then: a shorter hold costs no watch), not at the next renewal, whatever `ttlMs`.
+ * behind the holder's back (forceRelease) at once or, on a lease younger than 100 ms that did not wait (a waiter
+ * watches its own node from its first wait), when it reaches that age (an uncontended holder watches its own node
+ * only then: a shorter hold costs no watch), not at the next renewal, whatever `ttlMs`.
  * Lock-delay is not supported: a crashed holder's session expiry deletes its node at once. Needs no client package
  * (`node-zookeeper-client` 1.x only for `client`). Emptied lock nodes are deleted after `lockNodeIdleMs`.
  *
