@@ -155,6 +155,38 @@ describe('zookeeper: watchLease, a young lease', () => {
   })
 })
 
+describe('zookeeper: handoff on the deletion event', () => {
+  it('forceRelease while the next in line is cut off: reconnected, it takes a new place and holds, never a lease on its deleted node', async () => {
+    const proxy = await new ZkProxy(port).start()
+    try {
+      const waiterBackend = backend(proxy.url)
+      const holderLocks = createLocks({ backend: backend(), namespace })
+      const waiterLocks = createLocks({ backend: waiterBackend, namespace })
+      const first = await holderLocks.mutex('reconnect').acquire()
+      const waiting = waiterLocks.mutex('reconnect').acquire({ waitMs: 15_000 })
+      await eventually('one waiter', async () => (await holderLocks.inspect('reconnect')).waiters.length === 1)
+      await settled(waiterBackend) // its watches are set: it is granted on the holder's deletion event from now on
+      proxy.blackhole()
+      // Deletes the waiter's node, then the holder's; the waiter hears of both only when it reconnects, in the order of
+      // its watched paths (SetWatches), the holder's first: that event must not grant it on its deleted node.
+      expect(await backend().forceRelease(request('reconnect'))).toBe(true)
+      proxy.heal()
+      const lease = await waiting
+      await settled(waiterBackend)
+      expect(lease.signal.aborted).toBe(false)
+      const state = await holderLocks.inspect('reconnect')
+      expect(state.holders).toHaveLength(1)
+      expect(state.waiters).toHaveLength(0)
+      expect(proxy.accepted).toBe(2)
+      await lease.release()
+      await first.release().catch(() => undefined)
+      await Promise.all([holderLocks.close(), waiterLocks.close()])
+    } finally {
+      await proxy.close()
+    }
+  })
+})
+
 describe('zookeeper: protected names', () => {
   it('a create whose reply is lost is found again by its _c_<owner>- prefix, leaving no orphan', async () => {
     const proxy = await new ZkProxy(port).start()

@@ -6,7 +6,7 @@ import type { AcquireRequest, AcquireResult } from '../../backend/types.js'
 import { readLong, type ZkStat } from './zk-client.js'
 import type { ZkConnection } from './zk-connection.js'
 import { type CreatedLease, leaseLost, NO_NODE, type OwnerEntry } from './zk-entry.js'
-import { alsoWatched, firstAfterOf } from './zk-first-in-line.js'
+import { alsoWatched, firstAfterOf, nextInLine } from './zk-first-in-line.js'
 import { checkHolders } from './zk-holders.js'
 import { createNode, listChildren, statOf, writeLease } from './zk-node-ops.js'
 import { agreeingLine, lineOf, standingOf } from './zk-nodes.js'
@@ -118,7 +118,7 @@ export async function attempt(entry: OwnerEntry, request: AcquireRequest, deps: 
     const firstAfter = firstAfterOf(request.kind, line, index, standing)
     // With our own node already watched, a deletion event of the node ahead from here on comes after our own node's
     // (zk-first-in-line.ts): next in line at once, even if that node goes while we check the holders.
-    if (ours.is === 'waiting' && ours.ownWatched) ours.firstAfter = firstAfter
+    if (ours.is === 'waiting' && ours.ownWatched) nextInLine(entry, ours, firstAfter)
     const holders = await checkHolders(entry, standing.blockers)
     if (holders === 'changed') continue
     retryAfterMs = holders.retryAfterMs
@@ -147,7 +147,7 @@ export async function attempt(entry: OwnerEntry, request: AcquireRequest, deps: 
     if (gone.some(Boolean)) continue
     // Only now that our own node is watched: a deletion event from here on comes after its own (events and replies
     // arrive in order), and one that came before found `firstAfter` unset and made the next try list the line.
-    if (ours.is === 'waiting') ours.firstAfter = firstAfter
+    if (ours.is === 'waiting') nextInLine(entry, ours, firstAfter)
     return { acquired: false, retryAfterMs }
   }
   return { acquired: false, retryAfterMs: retryAfterMs ?? 1 }

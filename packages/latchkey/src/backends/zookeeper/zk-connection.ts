@@ -25,8 +25,14 @@ export class ZkConnection {
   private readonly pending = new Set<(error: unknown) => void>()
   private readonly timer: NodeJS.Timeout
   private readonly onExpired = (): void => this.lose('the ZooKeeper session expired')
+  /**
+   * Counts the client's connects: the watch events a reconnect brings (SetWatches) come in the order of the watched
+   * paths, not of the changes, so an ordering argued from events (zk-first-in-line.ts) holds only within one.
+   */
+  connects = 0
   /** A reconnect may negotiate a shorter timeout (another server's limits): the watchdog keeps the shortest. */
   private readonly onConnected = (): void => {
+    this.connects++
     const negotiated = this.client.getSessionTimeout()
     if (negotiated > 0 && negotiated < this.sessionTimeoutMs) this.sessionTimeoutMs = negotiated
   }

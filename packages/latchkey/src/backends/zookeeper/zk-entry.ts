@@ -41,6 +41,8 @@ export type NodeState =
       listing?: Promise<string[]> | undefined
       /** The watched node whose deletion alone makes ours first (zk-first-in-line.ts), from the last listing. */
       firstAfter?: string | undefined
+      /** `ZkConnection.connects` when `firstAfter` was set: a deletion event after a reconnect does not count. */
+      firstOn?: number
       /** That node's deletion woke us: the next try is granted without a listing. */
       first?: boolean
       /** Our own node is watched for its deletion (zk-first-in-line.ts): `firstAfter` may be set. */

@@ -16,15 +16,20 @@
  * What the listing after the event would also have caught is our own node deleted while we waited (forceRelease
  * deletes waiters too). A waiter therefore watches its own node as well from its first wait, for its deletion, and
  * that event forgets the node (the next try takes a new place in line); `firstAfter` is set only once that watch is
- * in place. ZooKeeper delivers one session's events in the order of the changes, and forceRelease
- * deletes the waiters before the holders, so that event arrives before the one that would have granted on a
- * deleted node. A node deleted after the handoff is a holder's lease lost, told by the same watch.
+ * in place. ZooKeeper delivers one session's events in the order of the changes, and forceRelease deletes the
+ * waiters before the holders, so that event arrives before the one that would have granted on a deleted node. Not
+ * across a reconnect: the events it brings (SetWatches) come in the order of the watched paths, so a deletion event
+ * after one lists the line as before. A node deleted after the handoff, or by another tool in another order, is a
+ * holder's lease lost, told by the same watch.
  *
  * Not for semaphores: their line is the one whose permit counts agree (`agreeingLine`), which a deletion can change
  * ahead of us, and several hold at once.
  */
 import type { LockKind } from '../../backend/types.js'
+import type { NodeState, OwnerEntry } from './zk-entry.js'
 import type { LockNode, Standing } from './zk-nodes.js'
+
+type Waiting = Extract<NodeState, { is: 'waiting' }>
 
 /** Kinds whose waiter watches the node just ahead of its own (`standingOf`), so the node two ahead is the next. */
 const EXCLUSIVE = new Set<LockKind>(['mutex', 'fair', 'write'])
@@ -42,6 +47,20 @@ export function firstAfterOf(
   if (kind === 'semaphore' || index !== 1 || standing.watch.length !== 1) return undefined
   const ahead = line[0]
   return standing.watch[0] === ahead ? ahead?.name : undefined
+}
+
+/** Records the node whose deletion makes `node` first (or none), on the entry's connection as it is now. */
+export function nextInLine(entry: OwnerEntry, node: Waiting, firstAfter: string | undefined): void {
+  node.firstAfter = firstAfter
+  node.firstOn = entry.conn.connects
+}
+
+/**
+ * Whether the deletion of `name` makes `node` first: it is `firstAfter`, and no reconnect came in between (the events
+ * a reconnect brings come in the order of the watched paths, so our own node's deletion could come second).
+ */
+export function firstOnDeletion(entry: OwnerEntry, node: Waiting, name: string): boolean {
+  return name === node.firstAfter && node.firstOn === entry.conn.connects
 }
 
 /**

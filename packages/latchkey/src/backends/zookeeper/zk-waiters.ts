@@ -5,6 +5,7 @@
  */
 import { ZK, type ZkEvent } from './zk-client.js'
 import { leaseLost, NO_NODE, type OwnerEntry } from './zk-entry.js'
+import { firstOnDeletion } from './zk-first-in-line.js'
 import { listChildren } from './zk-node-ops.js'
 import { ZkSubscription } from './zk-subscription.js'
 import { DELETED, type WatchHub, watchNodes } from './zk-watch.js'
@@ -107,11 +108,11 @@ export class ZkWaiters {
       } else {
         if (event.type === ZK.NODE_DELETED && node.is === 'waiting') {
           if (name === node.name) {
-            // Our own node, watched once it is next in line (zk-first-in-line.ts): deleted while we waited, so the
-            // next try takes a new place in line.
+            // Our own node, watched while we wait (zk-first-in-line.ts): deleted meanwhile, so the next try takes a
+            // new place in line.
             stopEmptyTimer(node)
             entry.node = NO_NODE
-          } else if (name === node.firstAfter) {
+          } else if (firstOnDeletion(entry, node, name)) {
             node.first = true // first now: granted with no listing
           } else {
             this.listAhead(entry)
