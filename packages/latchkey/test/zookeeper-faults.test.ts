@@ -170,6 +170,9 @@ describe('zookeeper: handoff on the deletion event', () => {
       // Deletes the waiter's node, then the holder's; the waiter hears of both only when it reconnects, in the order of
       // its watched paths (SetWatches), the holder's first: that event must not grant it on its deleted node.
       expect(await backend().forceRelease(request('reconnect'))).toBe(true)
+      // The reconnect's frames come one per turn, so the holder's deletion event is handled, and any try it starts
+      // has run, before the event of the waiter's own node.
+      proxy.spaceFrames(20)
       proxy.heal()
       const lease = await waiting
       await settled(waiterBackend)

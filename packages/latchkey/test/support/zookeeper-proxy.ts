@@ -2,7 +2,9 @@
  * A loopback TCP proxy in front of one ZooKeeper server, for fault injection in tests:
  * - `blackhole()`: stop forwarding in both directions but keep the sockets open (a silent partition);
  * - `loseReplyToNextCreate()`: forward a create request, and when the server's reply to it arrives, drop
- *   that reply and cut the connection (the create succeeded on the server; the client never hears of it).
+ *   that reply and cut the connection (the create succeeded on the server; the client never hears of it);
+ * - `spaceFrames(ms)`: forward the server's frames one per write, `ms` apart, so that the client handles each in a
+ *   turn of its own (events that arrive together would otherwise be handled in one).
  * It parses ZooKeeper's length-prefixed frames only to find the create's xid and its reply.
  */
 import type { Socket } from 'node:net'
@@ -33,6 +35,7 @@ export class ZkProxy extends LoopbackProxy {
   droppedCreateXid: number | undefined
   private holes = false
   private armed = false
+  private spacing: number | undefined
   private readonly pairs = new Set<[Socket, Socket]>()
 
   get url(): string {
@@ -52,6 +55,11 @@ export class ZkProxy extends LoopbackProxy {
 
   loseReplyToNextCreate(): void {
     this.armed = true
+  }
+
+  /** On connections accepted from now on, forwards the server's frames one per write, `ms` apart. */
+  spaceFrames(ms: number): void {
+    this.spacing = ms
   }
 
   cutAll(): void {
@@ -79,7 +87,22 @@ export class ZkProxy extends LoopbackProxy {
       if (firstUp) firstUp = false
       else if (this.armed && frame.length >= 8 && OP_CREATES.has(frame.readInt32BE(4))) createXid = frame.readInt32BE(0)
     })
+    const spacing = this.spacing
+    let queued: Buffer[] = []
+    const forwardNext = (): void => {
+      const next = queued.shift()
+      if (next === undefined || client.destroyed) return
+      client.write(next)
+      if (queued.length > 0) setTimeout(forwardNext, spacing)
+    }
     const down = new Framer((frame) => {
+      if (spacing !== undefined) {
+        const framed = Buffer.alloc(4 + frame.length)
+        framed.writeInt32BE(frame.length, 0)
+        frame.copy(framed, 4)
+        queued.push(framed)
+        if (queued.length === 1) setTimeout(forwardNext, spacing)
+      }
       if (firstDown) firstDown = false
       else if (createXid !== undefined && frame.readInt32BE(0) === createXid) {
         this.armed = false
@@ -96,10 +119,13 @@ export class ZkProxy extends LoopbackProxy {
     upstream.on('data', (chunk: Buffer) => {
       if (this.holes) return
       down.push(chunk)
-      // A chunk holding the dropped reply is not forwarded (the pair is already destroyed).
-      if (!client.destroyed) client.write(chunk)
+      // A chunk holding the dropped reply is not forwarded (the pair is already destroyed); spaced frames are queued.
+      if (!client.destroyed && spacing === undefined) client.write(chunk)
     })
-    const end = (): void => this.cut(pair)
+    const end = (): void => {
+      queued = []
+      this.cut(pair)
+    }
     client.on('close', end)
     upstream.on('close', end)
     client.on('error', end)
