@@ -11,7 +11,7 @@ import { checkHolders } from './zk-holders.js'
 import { createNode, listChildren, statOf, writeLease } from './zk-node-ops.js'
 import { agreeingLine, lineOf, standingOf } from './zk-nodes.js'
 import { DELETED, type WatchHub, watchNodes } from './zk-watch.js'
-import { keepYoungLease, stopEmptyTimer, youngLease } from './zk-young-lease.js'
+import { keepYoungLease, stopWaitTimers, youngLease } from './zk-young-lease.js'
 
 /** What an attempt needs from the backend. */
 export interface AttemptDeps {
@@ -55,9 +55,13 @@ export async function attempt(entry: OwnerEntry, request: AcquireRequest, deps: 
         node.woken = false
         node.first = false
         node.firstAfter = undefined
+        node.twoAhead = undefined
+        // This try judges the holders itself and tells the core when to try again.
+        clearTimeout(node.judgeTimer)
+        node.judgeTimer = undefined
         if (woken) fromCreate = youngLease(entry, node, request.ttlMs)
         // Kept now, it must not be emptied under the grant (re-armed below if the listing says wait).
-        if (fromCreate !== undefined) stopEmptyTimer(node)
+        if (fromCreate !== undefined) stopWaitTimers(node)
       }
       if (first && node.is === 'waiting' && node.czxid !== undefined) {
         // Granted on the event: on the young lease of our create, or ahead of the lease write.
@@ -147,7 +151,10 @@ export async function attempt(entry: OwnerEntry, request: AcquireRequest, deps: 
     if (gone.some(Boolean)) continue
     // Only now that our own node is watched: a deletion event from here on comes after its own (events and replies
     // arrive in order), and one that came before found `firstAfter` unset and made the next try list the line.
-    if (ours.is === 'waiting') nextInLine(entry, ours, firstAfter)
+    if (ours.is === 'waiting') {
+      nextInLine(entry, ours, firstAfter)
+      ours.twoAhead = also.length === 2 ? also[0]?.name : undefined
+    }
     return { acquired: false, retryAfterMs }
   }
   return { acquired: false, retryAfterMs: retryAfterMs ?? 1 }

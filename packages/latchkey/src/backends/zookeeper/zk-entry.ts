@@ -47,6 +47,10 @@ export type NodeState =
       first?: boolean
       /** Our own node is watched for its deletion (zk-first-in-line.ts): `firstAfter` may be set. */
       ownWatched?: boolean
+      /** The node two ahead of ours, watched: its deletion moves us up without waking the core (zk-first-in-line.ts). */
+      twoAhead?: string | undefined
+      /** Wakes the core when the holder's lease could run out, set by a move up without a try (`ZkWaiters.moveUp`). */
+      judgeTimer?: NodeJS.Timeout | undefined
     }
   | {
       readonly is: 'held'

@@ -10,8 +10,9 @@
  *
  * To be in that position before its turn comes, a waiter of an exclusive kind also watches the node two ahead of
  * its own: when that one goes (usually the holder releasing, which makes the node just ahead the holder), the
- * waiter lists the line again, while the new holder holds, and finds one node ahead. The listing Curator makes
- * after the handoff is made before it, off the handoff's path.
+ * backend lists the line again, while the new holder holds, and finds one node ahead (`moveUp`), without waking the
+ * core: one release still wakes one waiter. The listing Curator makes after the handoff is made before it, off the
+ * handoff's path.
  *
  * What the listing after the event would also have caught is our own node deleted while we waited (forceRelease
  * deletes waiters too). A waiter therefore watches its own node as well from its first wait, for its deletion, and
@@ -27,7 +28,9 @@
  */
 import type { LockKind } from '../../backend/types.js'
 import type { NodeState, OwnerEntry } from './zk-entry.js'
-import type { LockNode, Standing } from './zk-nodes.js'
+import { checkHolders } from './zk-holders.js'
+import { listChildren } from './zk-node-ops.js'
+import { type LockNode, lineOf, type Standing } from './zk-nodes.js'
 
 type Waiting = Extract<NodeState, { is: 'waiting' }>
 
@@ -72,4 +75,31 @@ export function alsoWatched(kind: LockKind, line: readonly LockNode[], index: nu
   const own = line[index] as LockNode
   const twoAhead = EXCLUSIVE.has(kind) && index >= 2 ? line[index - 2] : undefined
   return twoAhead === undefined ? [own] : [twoAhead, own]
+}
+
+/**
+ * What `moveUp` found: the core must try now (`wake`), nothing to do (the waiter was woken or its node went meanwhile:
+ * the core is on it), or the waiter is next in line and sleeps on, its core to be woken after `retryAfterMs` (when
+ * the holder's lease could run out: the first waiter judges it), if set.
+ */
+export type MoveUp = 'wake' | 'none' | { readonly retryAfterMs: number | undefined }
+
+/**
+ * The node two ahead of `node` was deleted: lists the line and, when one node is left ahead of ours and it is the one
+ * we watch, makes us next in line (`firstAfter`) and reads that holder's lease, as the core's next try would, without
+ * waking it.
+ */
+export async function moveUp(entry: OwnerEntry, node: Waiting): Promise<MoveUp> {
+  const children = await listChildren(entry.conn, entry.parent)
+  if (entry.node !== node || node.woken) return 'none'
+  const line = lineOf(children, entry.layout.parse)
+  const ahead = line[0]
+  if (line[1]?.name !== node.name || ahead === undefined || !entry.watching.has(ahead.name) || !node.ownWatched) {
+    return 'wake'
+  }
+  nextInLine(entry, node, ahead.name)
+  node.twoAhead = undefined
+  const holders = await checkHolders(entry, [ahead])
+  if (entry.node !== node || node.woken) return 'none'
+  return holders === 'changed' ? 'wake' : holders
 }

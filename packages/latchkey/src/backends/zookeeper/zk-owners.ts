@@ -11,7 +11,7 @@ import type { ZkLayout } from './zk-layout.js'
 import { removeOwnNode } from './zk-node-ops.js'
 import type { ZkParents } from './zk-parents.js'
 import type { ZkSubscription } from './zk-subscription.js'
-import { stopEmptyTimer } from './zk-young-lease.js'
+import { stopWaitTimers } from './zk-young-lease.js'
 
 export class ZkOwners {
   private readonly entries = new Map<string, OwnerEntry>()
@@ -72,7 +72,7 @@ export class ZkOwners {
 
   /** Forgets an entry, leaving its node alone. */
   forget(entry: OwnerEntry): false {
-    stopEmptyTimer(entry.node)
+    stopWaitTimers(entry.node)
     if (this.entries.get(entry.owner) === entry) this.entries.delete(entry.owner)
     return false
   }

@@ -4,12 +4,14 @@
  * and path), and each event wakes only the entries that watched that path.
  */
 import { ZK, type ZkEvent } from './zk-client.js'
-import { leaseLost, NO_NODE, type OwnerEntry } from './zk-entry.js'
-import { firstOnDeletion } from './zk-first-in-line.js'
+import { leaseLost, NO_NODE, type NodeState, type OwnerEntry } from './zk-entry.js'
+import { firstOnDeletion, moveUp } from './zk-first-in-line.js'
 import { listChildren } from './zk-node-ops.js'
 import { ZkSubscription } from './zk-subscription.js'
 import { DELETED, type WatchHub, watchNodes } from './zk-watch.js'
-import { stopEmptyTimer, youngLease } from './zk-young-lease.js'
+import { stopWaitTimers, youngLease } from './zk-young-lease.js'
+
+type Waiting = Extract<NodeState, { is: 'waiting' }>
 
 export class ZkWaiters {
   private readonly unbound: ZkSubscription[] = []
@@ -110,10 +112,13 @@ export class ZkWaiters {
           if (name === node.name) {
             // Our own node, watched while we wait (zk-first-in-line.ts): deleted meanwhile, so the next try takes a
             // new place in line.
-            stopEmptyTimer(node)
+            stopWaitTimers(node)
             entry.node = NO_NODE
           } else if (firstOnDeletion(entry, node, name)) {
             node.first = true // first now: granted with no listing
+          } else if (name === node.twoAhead && !node.woken) {
+            this.moveUp(entry, node)
+            continue
           } else {
             this.listAhead(entry)
           }
@@ -137,6 +142,23 @@ export class ZkWaiters {
     const listing = listChildren(entry.conn, entry.parent)
     listing.catch(() => undefined)
     node.listing = listing
+  }
+
+  /** The node two ahead of a waiter's went: it moves up in line without a try of the core (zk-first-in-line.ts). */
+  private moveUp(entry: OwnerEntry, node: Waiting): void {
+    moveUp(entry, node).then(
+      (moved) => {
+        if (moved === 'wake') this.wake(entry)
+        else if (moved !== 'none' && moved.retryAfterMs !== undefined) {
+          clearTimeout(node.judgeTimer)
+          node.judgeTimer = setTimeout(() => {
+            if (entry.node === node && this.isCurrent(entry)) this.wake(entry)
+          }, moved.retryAfterMs)
+          node.judgeTimer.unref()
+        }
+      },
+      () => this.wake(entry),
+    )
   }
 
   private wake(entry: OwnerEntry): void {

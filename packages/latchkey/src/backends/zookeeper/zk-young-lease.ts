@@ -37,7 +37,7 @@ export function youngLease(entry: OwnerEntry, node: Waiting, ttlMs: number): Cre
 export function keepYoungLease(entry: OwnerEntry, node: Waiting, ttlMs: number): boolean {
   const created = youngLease(entry, node, ttlMs)
   if (created === undefined) return false
-  stopEmptyTimer(node)
+  stopWaitTimers(node)
   const timer = setTimeout(
     () => {
       node.emptyTimer = undefined
@@ -53,9 +53,15 @@ export function keepYoungLease(entry: OwnerEntry, node: Waiting, ttlMs: number):
   return true
 }
 
-/** Stops the timer that would empty the node's lease (the node is granted, woken or dropped). */
-export function stopEmptyTimer(node: NodeState): void {
-  if (node.is !== 'waiting' || node.emptyTimer === undefined) return
+/**
+ * Stops the timers of a waiting node: the one that would empty its lease, and the one that would wake its core to
+ * judge the holder (`ZkWaiters.moveUp`). For a node granted, woken or dropped.
+ */
+export function stopWaitTimers(node: NodeState): void {
+  if (node.is !== 'waiting') return
+  clearTimeout(node.judgeTimer)
+  node.judgeTimer = undefined
+  if (node.emptyTimer === undefined) return
   clearTimeout(node.emptyTimer)
   node.emptyTimer = undefined
 }

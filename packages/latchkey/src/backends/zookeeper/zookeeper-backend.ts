@@ -24,7 +24,7 @@ import { ZkParents } from './zk-parents.js'
 import { ZkSessions } from './zk-sessions.js'
 import { ZkWaiters } from './zk-waiters.js'
 import { guardLease } from './zk-watch.js'
-import { stopEmptyTimer } from './zk-young-lease.js'
+import { stopWaitTimers } from './zk-young-lease.js'
 
 /** Resolved options of {@link ZookeeperBackend}. */
 export interface ZookeeperSettings {
@@ -214,7 +214,7 @@ export class ZookeeperBackend extends BackendBase {
   override async close(): Promise<void> {
     const conn = await this.sessions.close()
     const entries = this.owners.takeAll()
-    for (const entry of entries) stopEmptyTimer(entry.node)
+    for (const entry of entries) stopWaitTimers(entry.node)
     for (const entry of entries) entry.sub?.fire()
     const parents = new Set([...this.parents.drain(), ...entries.map((e) => e.parent)])
     if (conn === undefined) return
