@@ -159,12 +159,20 @@ describe('zookeeper: handoff on the deletion event', () => {
     const proxy = await new ZkProxy(port).start()
     try {
       const waiterBackend = backend(proxy.url)
+      // The waiter's tries, counted when they return: its first one returns once its watches are set.
+      let tries = 0
+      const tryAcquire = waiterBackend.tryAcquire.bind(waiterBackend)
+      waiterBackend.tryAcquire = async (r) => {
+        const result = await tryAcquire(r)
+        tries++
+        return result
+      }
       const holderLocks = createLocks({ backend: backend(), namespace })
       const waiterLocks = createLocks({ backend: waiterBackend, namespace })
       const first = await holderLocks.mutex('reconnect').acquire()
       const waiting = waiterLocks.mutex('reconnect').acquire({ waitMs: 15_000 })
-      await eventually('one waiter', async () => (await holderLocks.inspect('reconnect')).waiters.length === 1)
-      await settled(waiterBackend) // its watches are set: it is granted on the holder's deletion event from now on
+      // Its watches are set: it is granted on the holder's deletion event from now on.
+      await eventually('the waiter is in line, its watches set', () => tries === 1)
       proxy.blackhole()
       // Deletes the waiter's node, then the holder's; the waiter hears of both only when it reconnects, in the order of
       // its watched paths (SetWatches), the holder's first: that event must not grant it on its deleted node.
@@ -194,7 +202,8 @@ describe('zookeeper: a waiter moved up without a try', () => {
     const locks = createLocks({ backend: backend(), namespace })
     const others = createLocks({ backend: backend(), namespace })
     const first = await locks.mutex('moved-up').acquire()
-    // Second in line: held without renewals for 300 ms once granted.
+    // Second in line: held without renewals; its lease runs 300 ms from its create (the young lease it is granted on).
+    const queuedAt = performance.now()
     const second = locks.mutex('moved-up').acquire({ waitMs: 10_000, ttlMs: 300, autoRenew: false })
     await eventually('one waiter', async () => (await locks.inspect('moved-up')).waiters.length === 1)
     // Third: its core's last try found two nodes ahead, so it would next try at the 2 s fallback poll; the holder's
@@ -205,9 +214,11 @@ describe('zookeeper: a waiter moved up without a try', () => {
     const held = await second
     const grantedAt = performance.now()
     const next = await third
+    // Not before that lease ran out (judged by the server's clock, from a create sent after `queuedAt`), and long
+    // before the fallback poll.
+    expect(performance.now() - queuedAt).toBeGreaterThanOrEqual(300 - 20)
     expect(performance.now() - grantedAt).toBeLessThan(300 + 700)
     expect(next.token).toBeGreaterThan(held.token)
-    expect(held.signal.aborted).toBe(true)
     await next.release()
     await Promise.all([locks.close(), others.close()])
   })

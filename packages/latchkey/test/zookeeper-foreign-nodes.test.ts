@@ -1,13 +1,17 @@
 /**
  * A child of a lock node that latchkey did not name (another client's, here one named like kazoo's `Lock`) is an
  * exclusive holder at its place in line, in the default layout: it blocks every kind until it is deleted, and its
- * deletion wakes the latchkey waiter behind it. Before, latchkey ignored such children and granted past them.
+ * deletion wakes the latchkey waiter behind it. Before, latchkey ignored such children and granted past them. One
+ * made by hand with no sequence number sorts first even when created after a waiter listed the line: the waiter
+ * granted on the event alone (zk-first-in-line.ts) then loses its lease as soon as the listing sent with the grant
+ * answers.
  */
 import { randomUUID } from 'node:crypto'
 import { afterAll, describe, expect, it } from 'vitest'
 import { type ZookeeperBackend, zookeeperBackend } from '../src/backends/zookeeper/index.js'
 import { encodeSegment } from '../src/backends/zookeeper/zk-nodes.js'
 import { createLocks } from '../src/core/locks.js'
+import { eventually } from './support/eventually.js'
 import { cleanupNamespace, rawClient, zkUrl } from './support/zookeeper-env.js'
 
 const namespace = `lkf-${randomUUID().slice(0, 8)}`
@@ -43,6 +47,39 @@ describe('zookeeper: children latchkey cannot parse', () => {
       const lease = await waiting
       await lease.release()
     } finally {
+      raw.close()
+    }
+  }, 30_000)
+
+  it('a child made by hand with no sequence number, created while a waiter is next in line: that waiter granted on the deletion event loses its lease at once', async () => {
+    const name = 'by-hand'
+    const raw = await rawClient(zkUrl())
+    const parent = `/latchkey/${encodeSegment(`${namespace}:${name}`)}`
+    const byHand = `${parent}/maintenance`
+    try {
+      const holder = await locks.mutex(name).acquire()
+      let tries = 0
+      const tryAcquire = backend.tryAcquire.bind(backend)
+      backend.tryAcquire = async (r) => {
+        const result = await tryAcquire(r)
+        tries++
+        return result
+      }
+      const waiting = locks.mutex(name).acquire({ waitMs: 20_000 })
+      // Its first try returned: it is next in line, granted on the holder's deletion event from now on.
+      await eventually('the waiter is in line', () => tries === 1)
+      // Sorted first in the default layout (no sequence number), though created after the waiter listed the line.
+      await new Promise<void>((resolve, reject) =>
+        raw.create(byHand, Buffer.alloc(0), 0, (e) => (e ? reject(e) : resolve())),
+      )
+      await holder.release()
+      const lease = await waiting
+      // The listing sent with that grant shows the hand-made child ahead of it: the lease is lost, not kept.
+      await eventually('the lease is lost', () => lease.signal.aborted)
+      expect(String(lease.signal.reason)).toMatch(/another node ahead/)
+      await lease.release().catch(() => undefined)
+    } finally {
+      await new Promise<void>((resolve) => raw.remove(byHand, -1, () => resolve()))
       raw.close()
     }
   }, 30_000)

@@ -1,8 +1,8 @@
 /**
  * What the ZooKeeper backend sends per lock, counted on its client's request queue (pings excluded): an
  * uncontended mutex costs what Curator's InterProcessMutex costs (create, list, delete); a waiter's watch on the
- * node ahead fires on its deletion only; a waiter next in line is granted on that deletion's event with no request
- * (zk-first-in-line.ts), and one further back lists the line when the node two ahead goes, so that it is next in
+ * node ahead fires on its deletion only; a waiter next in line is granted on that deletion's event before any reply
+ * (zk-first-in-line.ts: a listing sent with the grant confirms it), and one further back lists the line when the node two ahead goes, so that it is next in
  * line before its turn; a woken waiter that must list does so before it writes its lease, so the grant never waits
  * for that write to commit.
  */
@@ -64,7 +64,7 @@ describe('zookeeper: requests per lock', () => {
     await locks.close()
   })
 
-  it('a waiter next in line sleeps through the renewals ahead, and is granted on the deletion event with no request', async () => {
+  it('a waiter next in line sleeps through the renewals ahead, and is granted on the deletion event before any reply', async () => {
     const holder = await recordedClient()
     const waiter = await recordedClient()
     clients.push(holder.client, waiter.client)
@@ -90,8 +90,9 @@ describe('zookeeper: requests per lock', () => {
     await first.release()
     const second = await waiting
     expect(second.token).toBeGreaterThan(first.token)
-    // The deletion of the only node ahead decided the grant, on the lease of its create: nothing sent...
-    expect(waiter.sent).toEqual([])
+    // The deletion of the only node ahead decided the grant, on the lease of its create: nothing written, and only the
+    // listing that confirms it afterwards (zk-first-in-line.ts), not waited for...
+    expect(waiter.sent).toEqual(['getChildren'])
     // ...and that lease is timed from the create, sent after `askedAt`, not from the grant.
     expect(second.expiresAt).toBeLessThanOrEqual(askedAt + 30_000 + 1_000)
     await second.release()
@@ -114,8 +115,9 @@ describe('zookeeper: requests per lock', () => {
     await first.release()
     const second = await waiting
     expect(second.token).toBeGreaterThan(first.token)
-    // Woken without a lease: granted on the deletion event, ahead of the lease write it sends (and no listing).
-    expect(waiter.sent).toEqual(['setData'])
+    // Woken without a lease: granted on the deletion event, ahead of the lease write it sends and of the listing that
+    // confirms it.
+    expect(waiter.sent).toEqual(['getChildren', 'setData'])
     await second.release()
     await a.close()
     await b.close()
@@ -168,7 +170,7 @@ describe('zookeeper: requests per lock', () => {
     await c.close()
   })
 
-  it('a waiter two behind lists the line when the holder goes, with no try of the core, then is granted on the next deletion with no request', async () => {
+  it('a waiter two behind lists the line when the holder goes, with no try of the core, then is granted on the next deletion before any reply', async () => {
     const waiter = await recordedClient()
     clients.push(waiter.client)
     const a = createLocks({ backend: zookeeperBackend({ connectString: zkUrl() }), namespace })
@@ -198,8 +200,8 @@ describe('zookeeper: requests per lock', () => {
     await second.release()
     const third = await waiting
     expect(third.token).toBeGreaterThan(second.token)
-    // Granted on the deletion of that node, with no request.
-    expect(waiter.sent).toEqual(['tryAcquire'])
+    // Granted on the deletion of that node, with only the confirming listing sent (not waited for).
+    expect(waiter.sent).toEqual(['tryAcquire', 'getChildren'])
     await third.release()
     await a.close()
     await b.close()
@@ -214,9 +216,12 @@ describe('zookeeper: requests per lock', () => {
     await eventually('the second contender waits', async () => (await a.inspect('gives-up')).waiters.length === 1)
     let granted = false
     const waiting = b.mutex('gives-up').acquire({ waitMs: 10_000 })
-    waiting.then(() => {
-      granted = true
-    })
+    waiting.then(
+      () => {
+        granted = true
+      },
+      () => undefined,
+    )
     await eventually('the third contender waits', async () => (await a.inspect('gives-up')).waiters.length === 2)
     giveUp.abort()
     await expect(middle).rejects.toThrow()

@@ -6,7 +6,7 @@ import type { AcquireRequest, AcquireResult } from '../../backend/types.js'
 import { readLong, type ZkStat } from './zk-client.js'
 import type { ZkConnection } from './zk-connection.js'
 import { type CreatedLease, leaseLost, NO_NODE, type OwnerEntry } from './zk-entry.js'
-import { alsoWatched, firstAfterOf, nextInLine } from './zk-first-in-line.js'
+import { alsoWatched, confirmFirst, firstAfterOf, nextInLine } from './zk-first-in-line.js'
 import { checkHolders } from './zk-holders.js'
 import { createNode, listChildren, statOf, writeLease } from './zk-node-ops.js'
 import { agreeingLine, lineOf, standingOf } from './zk-nodes.js'
@@ -60,18 +60,30 @@ export async function attempt(entry: OwnerEntry, request: AcquireRequest, deps: 
         clearTimeout(node.judgeTimer)
         node.judgeTimer = undefined
         if (woken) fromCreate = youngLease(entry, node, request.ttlMs)
-        // Kept now, it must not be emptied under the grant (re-armed below if the listing says wait).
-        if (fromCreate !== undefined) stopWaitTimers(node)
+        // Woken, its lease is kept or written now: it must not be emptied under the grant (re-armed below if the
+        // listing says wait).
+        if (woken) stopWaitTimers(node)
       }
-      if (first && node.is === 'waiting' && node.czxid !== undefined) {
-        // Granted on the event: on the young lease of our create, or ahead of the lease write.
-        if (fromCreate !== undefined) return grantOnCreate(entry, request, node.czxid, fromCreate)
-        if (!node.dataLeased) {
+      if (
+        first &&
+        node.is === 'waiting' &&
+        node.czxid !== undefined &&
+        (fromCreate !== undefined || !node.dataLeased)
+      ) {
+        // Granted on the event: on the young lease of our create, or ahead of the lease write; the listing sent with
+        // it only confirms it (zk-first-in-line.ts).
+        const listing = listChildren(entry.conn, entry.parent)
+        listing.catch(() => undefined)
+        let granted: AcquireResult
+        if (fromCreate !== undefined) granted = grantOnCreate(entry, request, node.czxid, fromCreate)
+        else {
           const leaseFrom = entry.conn.serverNow()
           const leased = writeLease(entry, request.ttlMs)
           leased.catch(() => undefined)
-          return grantAhead(entry, request, node.czxid, leaseFrom, leased)
+          granted = grantAhead(entry, request, node.czxid, leaseFrom, leased)
         }
+        confirmFirst(entry, listing)
+        return granted
       }
       if (fromCreate !== undefined) {
         // Still holding the young lease of its create (zk-young-lease.ts): the listing alone decides.

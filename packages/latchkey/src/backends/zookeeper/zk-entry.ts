@@ -58,6 +58,8 @@ export type NodeState =
       lease: WrittenLease
       /** Set by `watchLease`: called once when the lease is lost behind the holder's back. */
       onLeaseLost: ((reason: string) => void) | undefined
+      /** Why the lease was lost before `watchLease` was called (a check that answered first): told to it then. */
+      lost?: string | undefined
     }
 
 /**
@@ -124,5 +126,6 @@ export function leaseLost(entry: OwnerEntry, reason: string): void {
   if (node.is !== 'held') return
   const listener = node.onLeaseLost
   node.onLeaseLost = undefined
-  listener?.(reason)
+  if (listener === undefined) node.lost ??= reason
+  else listener(reason)
 }

@@ -23,11 +23,16 @@
  * after one lists the line as before. A node deleted after the handoff, or by another tool in another order, is a
  * holder's lease lost, told by the same watch.
  *
+ * One kind of child can join ahead of ours after all: one made by hand (or by another tool) with no sequence number,
+ * which the default layout puts first in line (`orderOf`), or with a made-up one lower than ours. The grant on the
+ * event therefore sends a listing with it, not waited for (`confirmFirst`): a node ahead of ours in it makes the
+ * lease lost.
+ *
  * Not for semaphores: their line is the one whose permit counts agree (`agreeingLine`), which a deletion can change
  * ahead of us, and several hold at once.
  */
 import type { LockKind } from '../../backend/types.js'
-import type { NodeState, OwnerEntry } from './zk-entry.js'
+import { leaseLost, type NodeState, type OwnerEntry } from './zk-entry.js'
 import { checkHolders } from './zk-holders.js'
 import { listChildren } from './zk-node-ops.js'
 import { type LockNode, lineOf, type Standing } from './zk-nodes.js'
@@ -102,4 +107,26 @@ export async function moveUp(entry: OwnerEntry, node: Waiting): Promise<MoveUp> 
   const holders = await checkHolders(entry, [ahead])
   if (entry.node !== node || node.woken) return 'none'
   return holders === 'changed' ? 'wake' : holders
+}
+
+/** Why a lease granted on the deletion event was lost: the listing sent with the grant showed it not first. */
+export const NOT_FIRST =
+  'the listing sent with its grant showed another node ahead of it (a child made by hand) or its own node gone'
+
+/**
+ * Checks a grant on the deletion event (made without listing) against `listing`, sent with it: when the listing
+ * answers and the entry still holds that grant, its node must be first in line; else its lease is lost.
+ */
+export function confirmFirst(entry: OwnerEntry, listing: Promise<string[]>): void {
+  const held = entry.node
+  if (held.is !== 'held') return
+  listing.then(
+    (children) => {
+      if (entry.node === held && lineOf(children, entry.layout.parse)[0]?.name !== held.name) {
+        leaseLost(entry, NOT_FIRST)
+      }
+    },
+    // A listing lost with the connection says nothing about the line; the session's liveness check tells the lease.
+    () => undefined,
+  )
 }

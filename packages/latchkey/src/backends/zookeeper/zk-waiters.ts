@@ -4,6 +4,7 @@
  * and path), and each event wakes only the entries that watched that path.
  */
 import { ZK, type ZkEvent } from './zk-client.js'
+import type { ZkConnection } from './zk-connection.js'
 import { leaseLost, NO_NODE, type NodeState, type OwnerEntry } from './zk-entry.js'
 import { firstOnDeletion, moveUp } from './zk-first-in-line.js'
 import { listChildren } from './zk-node-ops.js'
@@ -35,6 +36,17 @@ export class ZkWaiters {
     private readonly isCurrent: (entry: OwnerEntry) => boolean,
     private readonly closed: (sub: ZkSubscription) => void,
   ) {}
+
+  /**
+   * Forgets the watches of `conn`'s entries: a lost session's watches never fire, so their routes would stay (with
+   * the entries) for as long as the backend lives.
+   */
+  forgetSession(conn: ZkConnection): void {
+    for (const [path, entries] of this.watched) {
+      for (const entry of entries) if (entry.conn === conn) entries.delete(entry)
+      if (entries.size === 0) this.watched.delete(path)
+    }
+  }
 
   /**
    * A new subscription. With `owner` (the waiter whose tries follow) it is bound at once. Without, it stays
@@ -149,10 +161,11 @@ export class ZkWaiters {
     moveUp(entry, node).then(
       (moved) => {
         if (moved === 'wake') this.wake(entry)
-        else if (moved !== 'none' && moved.retryAfterMs !== undefined) {
+        else if (moved !== 'none' && moved.retryAfterMs !== undefined && entry.node === node && this.isCurrent(entry)) {
           clearTimeout(node.judgeTimer)
+          // A try to judge the holder, not a release: the try must not take it for a wake (no lease write).
           node.judgeTimer = setTimeout(() => {
-            if (entry.node === node && this.isCurrent(entry)) this.wake(entry)
+            if (entry.node === node && this.isCurrent(entry)) entry.sub?.fire()
           }, moved.retryAfterMs)
           node.judgeTimer.unref()
         }

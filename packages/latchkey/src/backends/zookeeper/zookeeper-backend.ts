@@ -90,7 +90,10 @@ export class ZookeeperBackend extends BackendBase {
   constructor(private readonly settings: ZookeeperSettings) {
     super()
     this.capabilities = settings.layout.name === 'curator' ? CURATOR_CAPABILITIES : CAPABILITIES
-    this.sessions = new ZkSessions(settings, (conn) => this.owners.lost(conn))
+    this.sessions = new ZkSessions(settings, (conn) => {
+      this.waiters.forgetSession(conn)
+      this.owners.lost(conn)
+    })
     this.parents = new ZkParents(() => this.sessions.live, settings.lockNodeIdleMs, settings.root)
     this.owners = new ZkOwners(this.parents, (paths) => this.sessions.abandon(paths))
   }
@@ -187,6 +190,11 @@ export class ZookeeperBackend extends BackendBase {
       return () => undefined
     }
     const { node } = entry
+    if (node.lost !== undefined) {
+      const reason = node.lost
+      queueMicrotask(() => onLost(reason))
+      return () => undefined
+    }
     node.onLeaseLost = onLost
     // The own-node watch is armed only once the lease has lived GUARD_AFTER_MS (see there): a shorter hold costs
     // neither its request nor the event its own delete would fire.
