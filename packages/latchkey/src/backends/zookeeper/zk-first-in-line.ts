@@ -92,7 +92,8 @@ export type MoveUp = 'wake' | 'none' | { readonly retryAfterMs: number | undefin
 /**
  * The node two ahead of `node` was deleted: lists the line and, when one node is left ahead of ours and it is the one
  * we watch, makes us next in line (`firstAfter`) and reads that holder's lease, as the core's next try would, without
- * waking it.
+ * waking it. A holder granted ahead of its lease write may show no lease yet: then no time is set, and the waiter
+ * judges that holder at its core's next poll, as a waiter that the line moved up always did before.
  */
 export async function moveUp(entry: OwnerEntry, node: Waiting): Promise<MoveUp> {
   const children = await listChildren(entry.conn, entry.parent)
