@@ -3,8 +3,8 @@
  * exclusive holder at its place in line, in the default layout: it blocks every kind until it is deleted, and its
  * deletion wakes the latchkey waiter behind it. Before, latchkey ignored such children and granted past them. One
  * made by hand with no sequence number sorts first even when created after a waiter listed the line: the waiter
- * granted on the event alone (zk-first-in-line.ts) then loses its lease as soon as the listing sent with the grant
- * answers.
+ * granted on the event alone (zk-first-in-line.ts) then loses its lease once it has held it GUARD_AFTER_MS (100 ms),
+ * when a listing checks that grant.
  */
 import { randomUUID } from 'node:crypto'
 import { afterAll, describe, expect, it } from 'vitest'
@@ -51,7 +51,7 @@ describe('zookeeper: children latchkey cannot parse', () => {
     }
   }, 30_000)
 
-  it('a child made by hand with no sequence number, created while a waiter is next in line: that waiter granted on the deletion event loses its lease at once', async () => {
+  it('a child made by hand with no sequence number, created while a waiter is next in line: that waiter granted on the deletion event loses its lease once it has held it 100 ms', async () => {
     const name = 'by-hand'
     const raw = await rawClient(zkUrl())
     const parent = `/latchkey/${encodeSegment(`${namespace}:${name}`)}`
@@ -74,7 +74,7 @@ describe('zookeeper: children latchkey cannot parse', () => {
       )
       await holder.release()
       const lease = await waiting
-      // The listing sent with that grant shows the hand-made child ahead of it: the lease is lost, not kept.
+      // The listing that checks that grant, 100 ms on, shows the hand-made child ahead of it: the lease is lost.
       await eventually('the lease is lost', () => lease.signal.aborted)
       expect(String(lease.signal.reason)).toMatch(/another node ahead/)
       await lease.release().catch(() => undefined)

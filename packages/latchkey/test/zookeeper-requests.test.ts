@@ -1,8 +1,8 @@
 /**
  * What the ZooKeeper backend sends per lock, counted on its client's request queue (pings excluded): an
  * uncontended mutex costs what Curator's InterProcessMutex costs (create, list, delete); a waiter's watch on the
- * node ahead fires on its deletion only; a waiter next in line is granted on that deletion's event before any reply
- * (zk-first-in-line.ts: a listing sent with the grant confirms it), and one further back lists the line when the node two ahead goes, so that it is next in
+ * node ahead fires on its deletion only; a waiter next in line is granted on that deletion's event with no request
+ * (zk-first-in-line.ts), and one further back lists the line when the node two ahead goes, so that it is next in
  * line before its turn; a woken waiter that must list does so before it writes its lease, so the grant never waits
  * for that write to commit.
  */
@@ -64,7 +64,7 @@ describe('zookeeper: requests per lock', () => {
     await locks.close()
   })
 
-  it('a waiter next in line sleeps through the renewals ahead, and is granted on the deletion event before any reply', async () => {
+  it('a waiter next in line sleeps through the renewals ahead, and is granted on the deletion event with no request', async () => {
     const holder = await recordedClient()
     const waiter = await recordedClient()
     clients.push(holder.client, waiter.client)
@@ -90,9 +90,9 @@ describe('zookeeper: requests per lock', () => {
     await first.release()
     const second = await waiting
     expect(second.token).toBeGreaterThan(first.token)
-    // The deletion of the only node ahead decided the grant, on the lease of its create: nothing written, and only the
-    // listing that confirms it afterwards (zk-first-in-line.ts), not waited for...
-    expect(waiter.sent).toEqual(['getChildren'])
+    // The deletion of the only node ahead decided the grant, on the lease of its create: nothing sent (a hold that
+    // lasts past GUARD_AFTER_MS is checked against a listing then, zk-first-in-line.ts)...
+    expect(waiter.sent).toEqual([])
     // ...and that lease is timed from the create, sent after `askedAt`, not from the grant.
     expect(second.expiresAt).toBeLessThanOrEqual(askedAt + 30_000 + 1_000)
     await second.release()
@@ -115,9 +115,8 @@ describe('zookeeper: requests per lock', () => {
     await first.release()
     const second = await waiting
     expect(second.token).toBeGreaterThan(first.token)
-    // Woken without a lease: granted on the deletion event, ahead of the lease write it sends and of the listing that
-    // confirms it.
-    expect(waiter.sent).toEqual(['getChildren', 'setData'])
+    // Woken without a lease: granted on the deletion event, ahead of the lease write it sends (and no listing).
+    expect(waiter.sent).toEqual(['setData'])
     await second.release()
     await a.close()
     await b.close()
@@ -170,7 +169,7 @@ describe('zookeeper: requests per lock', () => {
     await c.close()
   })
 
-  it('a waiter two behind lists the line when the holder goes, with no try of the core, then is granted on the next deletion before any reply', async () => {
+  it('a waiter two behind lists the line when the holder goes, with no try of the core, then is granted on the next deletion with no request', async () => {
     const waiter = await recordedClient()
     clients.push(waiter.client)
     const a = createLocks({ backend: zookeeperBackend({ connectString: zkUrl() }), namespace })
@@ -200,8 +199,8 @@ describe('zookeeper: requests per lock', () => {
     await second.release()
     const third = await waiting
     expect(third.token).toBeGreaterThan(second.token)
-    // Granted on the deletion of that node, with only the confirming listing sent (not waited for).
-    expect(waiter.sent).toEqual(['tryAcquire', 'getChildren'])
+    // Granted on the deletion of that node, with no request.
+    expect(waiter.sent).toEqual(['tryAcquire'])
     await third.release()
     await a.close()
     await b.close()

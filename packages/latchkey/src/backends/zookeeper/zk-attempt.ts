@@ -6,7 +6,7 @@ import type { AcquireRequest, AcquireResult } from '../../backend/types.js'
 import { readLong, type ZkStat } from './zk-client.js'
 import type { ZkConnection } from './zk-connection.js'
 import { type CreatedLease, leaseLost, NO_NODE, type OwnerEntry } from './zk-entry.js'
-import { alsoWatched, confirmFirst, firstAfterOf, nextInLine } from './zk-first-in-line.js'
+import { alsoWatched, firstAfterOf, nextInLine } from './zk-first-in-line.js'
 import { checkHolders } from './zk-holders.js'
 import { createNode, listChildren, statOf, writeLease } from './zk-node-ops.js'
 import { agreeingLine, lineOf, standingOf } from './zk-nodes.js'
@@ -70,10 +70,8 @@ export async function attempt(entry: OwnerEntry, request: AcquireRequest, deps: 
         node.czxid !== undefined &&
         (fromCreate !== undefined || !node.dataLeased)
       ) {
-        // Granted on the event: on the young lease of our create, or ahead of the lease write; the listing sent with
-        // it only confirms it (zk-first-in-line.ts).
-        const listing = listChildren(entry.conn, entry.parent)
-        listing.catch(() => undefined)
+        // Granted on the event: on the young lease of our create, or ahead of the lease write. A hold that lasts is
+        // checked against a listing later (`unconfirmed`, zk-first-in-line.ts).
         let granted: AcquireResult
         if (fromCreate !== undefined) granted = grantOnCreate(entry, request, node.czxid, fromCreate)
         else {
@@ -82,7 +80,7 @@ export async function attempt(entry: OwnerEntry, request: AcquireRequest, deps: 
           leased.catch(() => undefined)
           granted = grantAhead(entry, request, node.czxid, leaseFrom, leased)
         }
-        confirmFirst(entry, listing)
+        if (entry.node.is === 'held') entry.node.unconfirmed = true
         return granted
       }
       if (fromCreate !== undefined) {

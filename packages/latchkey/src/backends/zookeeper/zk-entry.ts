@@ -60,6 +60,8 @@ export type NodeState =
       onLeaseLost: ((reason: string) => void) | undefined
       /** Why the lease was lost before `watchLease` was called (a check that answered first): told to it then. */
       lost?: string | undefined
+      /** Granted on the deletion event, with no listing: checked against one if it lives (zk-first-in-line.ts). */
+      unconfirmed?: boolean
     }
 
 /**

@@ -24,9 +24,11 @@
  * holder's lease lost, told by the same watch.
  *
  * One kind of child can join ahead of ours after all: one made by hand (or by another tool) with no sequence number,
- * which the default layout puts first in line (`orderOf`), or with a made-up one lower than ours. The grant on the
- * event therefore sends a listing with it, not waited for (`confirmFirst`): a node ahead of ours in it makes the
- * lease lost.
+ * which the default layout puts first in line (`orderOf`), or with a made-up one lower than ours. A lease granted on
+ * the event is therefore checked against a listing once it has lived GUARD_AFTER_MS (`confirmFirst`, from the
+ * backend's `watchLease`), when the holder's own-node watch would be set: a node ahead of ours makes the lease lost.
+ * A shorter hold is not checked, as it is not guarded against forceRelease either: a listing sent with every grant
+ * cost 0.3 ms of handoff gap and of client CPU per acquisition with 10 waiters over 4 processes.
  *
  * Not for semaphores: their line is the one whose permit counts agree (`agreeingLine`), which a deletion can change
  * ahead of us, and several hold at once.
@@ -110,13 +112,13 @@ export async function moveUp(entry: OwnerEntry, node: Waiting): Promise<MoveUp> 
   return holders === 'changed' ? 'wake' : holders
 }
 
-/** Why a lease granted on the deletion event was lost: the listing sent with the grant showed it not first. */
+/** Why a lease granted on the deletion event was lost: a listing after the grant showed it not first. */
 export const NOT_FIRST =
-  'the listing sent with its grant showed another node ahead of it (a child made by hand) or its own node gone'
+  'a listing after its grant showed another node ahead of it (a child made by hand) or its own node gone'
 
 /**
- * Checks a grant on the deletion event (made without listing) against `listing`, sent with it: when the listing
- * answers and the entry still holds that grant, its node must be first in line; else its lease is lost.
+ * Checks a grant on the deletion event (made without listing) against `listing`, sent since: when the listing answers
+ * and the entry still holds that grant, its node must be first in line; else its lease is lost.
  */
 export function confirmFirst(entry: OwnerEntry, listing: Promise<string[]>): void {
   const held = entry.node

@@ -14,10 +14,11 @@ import { readLong, type ZkClient } from './zk-client.js'
 import type { ConnectionState } from './zk-connection.js'
 import { attemptCuratorSemaphore } from './zk-curator-semaphore.js'
 import { nameOf } from './zk-entry.js'
+import { confirmFirst } from './zk-first-in-line.js'
 import { clearLock } from './zk-force-release.js'
 import { lockState } from './zk-inspect.js'
 import type { ZkLayout } from './zk-layout.js'
-import { removeOwnNode, removeQuietly, writeLease } from './zk-node-ops.js'
+import { listChildren, removeOwnNode, removeQuietly, writeLease } from './zk-node-ops.js'
 import { inspectZk, listZk } from './zk-operator.js'
 import { ZkOwners } from './zk-owners.js'
 import { ZkParents } from './zk-parents.js'
@@ -58,7 +59,8 @@ const CAPABILITIES = defineCapabilities({
  * was deleted behind its back; only forceRelease can do that to a lease this young (a contender judges a lease
  * expired only after its TTL), and a forceRelease meanwhile is told when the watch is set (its node is gone then).
  * A watch set at the grant fires on the holder's own delete as well: one request and one event per acquisition that
- * a short hold (and Curator's InterProcessMutex, which keeps no such watch) does without.
+ * a short hold (and Curator's InterProcessMutex, which keeps no such watch) does without. A lease granted on the
+ * deletion event is checked against a listing then too, for the same reason (zk-first-in-line.ts).
  */
 const GUARD_AFTER_MS = 100
 
@@ -201,6 +203,7 @@ export class ZookeeperBackend extends BackendBase {
     const guard = setTimeout(() => {
       if (entry.node === node && node.onLeaseLost === onLost && this.owners.isCurrent(entry)) {
         guardLease(entry, this.waiters.hub)
+        if (node.unconfirmed) confirmFirst(entry, listChildren(entry.conn, entry.parent))
       }
     }, GUARD_AFTER_MS)
     guard.unref()
