@@ -8,6 +8,7 @@ import type { AcquireRequest, Backend, LockKind } from '../src/backend/types.js'
 import { type ZookeeperBackend, zookeeperBackend } from '../src/backends/zookeeper/index.js'
 import { createLocks } from '../src/core/locks.js'
 import { BackendUnavailableError, LockLostError } from '../src/errors.js'
+import { countTries } from './support/counted-tries.js'
 import { eventually } from './support/eventually.js'
 import { childrenOf, cleanupNamespace, rawClient, zkUrl } from './support/zookeeper-env.js'
 import { ZkProxy } from './support/zookeeper-proxy.js'
@@ -159,20 +160,13 @@ describe('zookeeper: handoff on the deletion event', () => {
     const proxy = await new ZkProxy(port).start()
     try {
       const waiterBackend = backend(proxy.url)
-      // The waiter's tries, counted when they return: its first one returns once its watches are set.
-      let tries = 0
-      const tryAcquire = waiterBackend.tryAcquire.bind(waiterBackend)
-      waiterBackend.tryAcquire = async (r) => {
-        const result = await tryAcquire(r)
-        tries++
-        return result
-      }
+      const tries = countTries(waiterBackend)
       const holderLocks = createLocks({ backend: backend(), namespace })
       const waiterLocks = createLocks({ backend: waiterBackend, namespace })
       const first = await holderLocks.mutex('reconnect').acquire()
       const waiting = waiterLocks.mutex('reconnect').acquire({ waitMs: 15_000 })
       // Its watches are set: it is granted on the holder's deletion event from now on.
-      await eventually('the waiter is in line, its watches set', () => tries === 1)
+      await eventually('the waiter is in line, its watches set', () => tries() === 1)
       proxy.blackhole()
       // Deletes the waiter's node, then the holder's; the waiter hears of both only when it reconnects, in the order of
       // its watched paths (SetWatches), the holder's first: that event must not grant it on its deleted node.

@@ -11,6 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { type ZookeeperBackend, zookeeperBackend } from '../src/backends/zookeeper/index.js'
 import { encodeSegment } from '../src/backends/zookeeper/zk-nodes.js'
 import { createLocks } from '../src/core/locks.js'
+import { countTries } from './support/counted-tries.js'
 import { eventually } from './support/eventually.js'
 import { cleanupNamespace, rawClient, zkUrl } from './support/zookeeper-env.js'
 
@@ -58,16 +59,10 @@ describe('zookeeper: children latchkey cannot parse', () => {
     const byHand = `${parent}/maintenance`
     try {
       const holder = await locks.mutex(name).acquire()
-      let tries = 0
-      const tryAcquire = backend.tryAcquire.bind(backend)
-      backend.tryAcquire = async (r) => {
-        const result = await tryAcquire(r)
-        tries++
-        return result
-      }
+      const tries = countTries(backend)
       const waiting = locks.mutex(name).acquire({ waitMs: 20_000 })
       // Its first try returned: it is next in line, granted on the holder's deletion event from now on.
-      await eventually('the waiter is in line', () => tries === 1)
+      await eventually('the waiter is in line', () => tries() === 1)
       // Sorted first in the default layout (no sequence number), though created after the waiter listed the line.
       await new Promise<void>((resolve, reject) =>
         raw.create(byHand, Buffer.alloc(0), 0, (e) => (e ? reject(e) : resolve())),
