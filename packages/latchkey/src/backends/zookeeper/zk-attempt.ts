@@ -153,11 +153,12 @@ export async function attempt(entry: OwnerEntry, request: AcquireRequest, deps: 
       ...also.map((n) => watchNodes(entry, [n], deps.hub, entry.parent, true)),
     ])
     if (entry.node !== ours) continue // our own node's watch fired meanwhile (ZkWaiters)
-    if (also.some((n, i) => n.name === ours.name && gone[i + 1])) {
+    const ownAt = also.findIndex((n) => n.name === ours.name)
+    if (ownAt >= 0 && gone[ownAt + 1]) {
       entry.node = NO_NODE // our node was deleted while we waited: take a new place in line
       continue
     }
-    if (ours.is === 'waiting' && also.some((n) => n.name === ours.name)) ours.ownWatched = true
+    if (ours.is === 'waiting' && ownAt >= 0) ours.ownWatched = true
     if (gone.some(Boolean)) continue
     // Only now that our own node is watched: a deletion event from here on comes after its own (events and replies
     // arrive in order), and one that came before found `firstAfter` unset and made the next try list the line.

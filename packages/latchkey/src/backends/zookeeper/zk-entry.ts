@@ -105,6 +105,9 @@ export interface CreatedLease {
   readonly mtime: number
 }
 
+/** A node in line, not yet granted. */
+export type WaitingNode = Extract<NodeState, { is: 'waiting' }>
+
 /** An entry whose node holds the lease. */
 export type HeldEntry = OwnerEntry & { node: Extract<NodeState, { is: 'held' }> }
 

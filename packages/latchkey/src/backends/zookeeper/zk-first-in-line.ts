@@ -34,15 +34,10 @@
  * ahead of us, and several hold at once.
  */
 import type { LockKind } from '../../backend/types.js'
-import { leaseLost, type NodeState, type OwnerEntry } from './zk-entry.js'
+import { leaseLost, type OwnerEntry, type WaitingNode } from './zk-entry.js'
 import { checkHolders } from './zk-holders.js'
 import { listChildren } from './zk-node-ops.js'
-import { type LockNode, lineOf, type Standing } from './zk-nodes.js'
-
-type Waiting = Extract<NodeState, { is: 'waiting' }>
-
-/** Kinds whose waiter watches the node just ahead of its own (`standingOf`), so the node two ahead is the next. */
-const EXCLUSIVE = new Set<LockKind>(['mutex', 'fair', 'write'])
+import { EXCLUSIVE, type LockNode, lineOf, type Standing } from './zk-nodes.js'
 
 /**
  * The node whose deletion alone makes ours first: the only node ahead of ours (`index` 1) when it is the one
@@ -60,7 +55,7 @@ export function firstAfterOf(
 }
 
 /** Records the node whose deletion makes `node` first (or none), on the entry's connection as it is now. */
-export function nextInLine(entry: OwnerEntry, node: Waiting, firstAfter: string | undefined): void {
+export function nextInLine(entry: OwnerEntry, node: WaitingNode, firstAfter: string | undefined): void {
   node.firstAfter = firstAfter
   node.firstOn = entry.conn.connects
 }
@@ -69,7 +64,7 @@ export function nextInLine(entry: OwnerEntry, node: Waiting, firstAfter: string 
  * Whether the deletion of `name` makes `node` first: it is `firstAfter`, and no reconnect came in between (the events
  * a reconnect brings come in the order of the watched paths, so our own node's deletion could come second).
  */
-export function firstOnDeletion(entry: OwnerEntry, node: Waiting, name: string): boolean {
+export function firstOnDeletion(entry: OwnerEntry, node: WaitingNode, name: string): boolean {
   return name === node.firstAfter && node.firstOn === entry.conn.connects
 }
 
@@ -80,6 +75,7 @@ export function firstOnDeletion(entry: OwnerEntry, node: Waiting, name: string):
 export function alsoWatched(kind: LockKind, line: readonly LockNode[], index: number): LockNode[] {
   if (kind === 'semaphore') return []
   const own = line[index] as LockNode
+  // An exclusive kind's waiter watches the node just ahead of its own (`standingOf`): the node two ahead is the next.
   const twoAhead = EXCLUSIVE.has(kind) && index >= 2 ? line[index - 2] : undefined
   return twoAhead === undefined ? [own] : [twoAhead, own]
 }
@@ -97,7 +93,7 @@ export type MoveUp = 'wake' | 'none' | { readonly retryAfterMs: number | undefin
  * waking it. A holder granted ahead of its lease write may show no lease yet: then no time is set, and the waiter
  * judges that holder at its core's next poll, as a waiter that the line moved up always did before.
  */
-export async function moveUp(entry: OwnerEntry, node: Waiting): Promise<MoveUp> {
+export async function moveUp(entry: OwnerEntry, node: WaitingNode): Promise<MoveUp> {
   const children = await listChildren(entry.conn, entry.parent)
   if (entry.node !== node || node.woken) return 'none'
   const line = lineOf(children, entry.layout.parse)

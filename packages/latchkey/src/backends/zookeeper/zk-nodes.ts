@@ -31,7 +31,8 @@ export interface LockNode {
 }
 
 const NODE = /^_c_(.+)-(mutex|fair|read|write|semaphore)(?:-(\d+))?-(\d{10,})$/
-const EXCLUSIVE = new Set<LockKind>(['mutex', 'fair', 'write'])
+/** Kinds that hold alone: their holder is the first node of the line, and their waiter watches the node just ahead. */
+export const EXCLUSIVE: ReadonlySet<LockKind> = new Set<LockKind>(['mutex', 'fair', 'write'])
 
 /** A path segment for any lock key: URI-encoded, with `.` encoded too so `.` and `..` cannot occur. */
 export function encodeSegment(value: string): string {

@@ -5,14 +5,12 @@
  */
 import { ZK, type ZkEvent } from './zk-client.js'
 import type { ZkConnection } from './zk-connection.js'
-import { leaseLost, NO_NODE, type NodeState, type OwnerEntry } from './zk-entry.js'
+import { leaseLost, NO_NODE, type OwnerEntry, type WaitingNode } from './zk-entry.js'
 import { firstOnDeletion, moveUp } from './zk-first-in-line.js'
 import { listChildren } from './zk-node-ops.js'
 import { ZkSubscription } from './zk-subscription.js'
 import { DELETED, type WatchHub, watchNodes } from './zk-watch.js'
 import { stopWaitTimers, youngLease } from './zk-young-lease.js'
-
-type Waiting = Extract<NodeState, { is: 'waiting' }>
 
 export class ZkWaiters {
   private readonly unbound: ZkSubscription[] = []
@@ -129,7 +127,7 @@ export class ZkWaiters {
           } else if (firstOnDeletion(entry, node, name)) {
             node.first = true // first now: granted with no listing
           } else if (name === node.twoAhead && !node.woken) {
-            this.moveUp(entry, node)
+            this.moveUpWithoutTry(entry, node)
             continue
           } else {
             this.listAhead(entry)
@@ -157,7 +155,7 @@ export class ZkWaiters {
   }
 
   /** The node two ahead of a waiter's went: it moves up in line without a try of the core (zk-first-in-line.ts). */
-  private moveUp(entry: OwnerEntry, node: Waiting): void {
+  private moveUpWithoutTry(entry: OwnerEntry, node: WaitingNode): void {
     moveUp(entry, node).then(
       (moved) => {
         if (moved === 'wake') this.wake(entry)

@@ -12,20 +12,17 @@
  * loop) writes a new one and waits for that write before it takes the grant, as before. The core renews a lease
  * granted this way a third of the TTL after `grantedAt`, as any other.
  */
-import type { CreatedLease, NodeState, OwnerEntry } from './zk-entry.js'
+import type { CreatedLease, NodeState, OwnerEntry, WaitingNode } from './zk-entry.js'
 import { writeLease } from './zk-node-ops.js'
-
-type Waiting = Extract<NodeState, { is: 'waiting' }>
-
-/** Kinds whose waiting nodes are never judged by a contender before they are first in line. */
-const EXCLUSIVE = new Set(['mutex', 'fair', 'write'])
+import { EXCLUSIVE } from './zk-nodes.js'
 
 /** The part of the TTL after which a waiting node's lease from its create counts as old. */
 const YOUNG_PART = 1 / 3
 
 /** The lease `node` was created with, while its data still holds it and it is young; else undefined. */
-export function youngLease(entry: OwnerEntry, node: Waiting, ttlMs: number): CreatedLease | undefined {
+export function youngLease(entry: OwnerEntry, node: WaitingNode, ttlMs: number): CreatedLease | undefined {
   const { created } = node
+  // Only an exclusive kind's waiting node is never judged by a contender before it is first in line.
   if (!EXCLUSIVE.has(entry.kind) || !node.dataLeased || created === undefined) return undefined
   return performance.now() - created.sentAt < ttlMs * YOUNG_PART ? created : undefined
 }
@@ -34,7 +31,7 @@ export function youngLease(entry: OwnerEntry, node: Waiting, ttlMs: number): Cre
  * Keeps the young lease of a waiting node (true), emptying it by a timer once it turns old; false when it has no
  * young lease to keep (the caller empties the node now if it holds one).
  */
-export function keepYoungLease(entry: OwnerEntry, node: Waiting, ttlMs: number): boolean {
+export function keepYoungLease(entry: OwnerEntry, node: WaitingNode, ttlMs: number): boolean {
   const created = youngLease(entry, node, ttlMs)
   if (created === undefined) return false
   stopWaitTimers(node)
