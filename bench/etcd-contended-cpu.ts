@@ -3,7 +3,7 @@
  * processes (as the bench's contended cells: hold 1 ms, think 5 ms), each process reporting its acquisitions,
  * its CPU over the window and the gRPC calls it sent (per path) and watch responses it decoded, socket writes and
  * reads, timers and immediates set (the harness's two sleeps per acquisition included) and PINGs received, and the
- * handoff gap (a release() call to the next acquire() returning, in any process). BYSTANDERS=n adds n processes
+ * handoff gap (a release() call to the next acquire() returning, in any process), split into its two client sides (the releaser's release() call to its next socket write, the next holder's last socket read to its acquire() returning). BYSTANDERS=n adds n processes
  * that only follow the name's deletes (lib/etcd-bystander.ts; BARE_BYSTANDERS=1 on a bare watch of the transport)
  * and prints their CPU per watch response; they follow latchkey's keys, so they see nothing beside a FLOOR.
  * HEAP_DIR=<dir> writes a sampling allocation profile of each child's window there (collected objects included).
@@ -28,6 +28,10 @@ type Report = {
   calls: Record<string, number>
   /** Per acquisition in the window: when acquire() returned and when release() was called (epoch ms). */
   holds: [number, number][]
+  /** Per release in the window: from the release() call to the process's next socket write (ms). */
+  releaseToWrite: number[]
+  /** Per acquisition in the window: from the process's last socket read to acquire() returning (ms). */
+  readToGrant: number[]
 }
 
 /** utime + stime clock ticks per thread name of this process (empty where /proc is not there). */
@@ -51,6 +55,13 @@ async function child(): Promise<void> {
   const waiters = Number(waitersArg)
   const grpc = await import(pathToFileURL(resolve(dist as string, 'backends/etcd/wire/grpc-http2.js')).href)
   const calls: Record<string, number> = {}
+  // The two client-side parts of a handoff gap: the releaser's release() call to its txn's socket write, and the
+  // next holder's socket read (the delete event) to its acquire() returning.
+  let releasedAt: number | undefined
+  let lastReadAt = 0
+  let counting = false
+  const releaseToWrite: number[] = []
+  const readToGrant: number[] = []
   const count = (k: string) => {
     calls[k] = (calls[k] ?? 0) + 1
   }
@@ -77,6 +88,10 @@ async function child(): Promise<void> {
   const socketWrite = net.Socket.prototype.write
   net.Socket.prototype.write = function (this: import('node:net').Socket, ...args: unknown[]) {
     count('socket write')
+    if (releasedAt !== undefined) {
+      if (counting) releaseToWrite.push(performance.now() - releasedAt)
+      releasedAt = undefined
+    }
     const out = args[0]
     // A write of PING ACKs alone (9-byte header + 8-byte payload each, type 6, flag ACK).
     if (Buffer.isBuffer(out) && out.length % 17 === 0 && out[3] === 6 && out[4] === 1)
@@ -109,6 +124,7 @@ async function child(): Promise<void> {
   const framePush = frames.FrameReader.prototype.push
   frames.FrameReader.prototype.push = function (this: unknown, ...args: unknown[]) {
     count('socket read')
+    lastReadAt = performance.now()
     return framePush.apply(this, args)
   }
   // FLOOR=etcd-line or etcd-go: that floor (lib/etcd-line-floor.ts, lib/etcd-go-mutex-floor.ts) instead of latchkey.
@@ -190,9 +206,12 @@ async function child(): Promise<void> {
         if (held === undefined) continue
         const at = performance.now()
         const counted = at >= warmEnd && at < end
+        counting = counted
         if (counted) acq++
+        if (counted) readToGrant.push(at - lastReadAt)
         await sleep(1)
         if (counted) holds.push([performance.timeOrigin + at, performance.timeOrigin + performance.now()])
+        releasedAt = performance.now()
         await held.release()
         await sleep(5)
       }
@@ -210,6 +229,8 @@ async function child(): Promise<void> {
     systemMs: used.system / 1_000,
     calls: delta,
     holds,
+    releaseToWrite,
+    readToGrant,
   } satisfies Report)
   await close()
   process.exit(0)
@@ -251,6 +272,10 @@ async function parent(): Promise<void> {
     .sort((a, b) => a - b)
   const pct = (q: number) => (gaps[Math.min(gaps.length - 1, Math.floor(q * gaps.length))] ?? Number.NaN).toFixed(2)
   console.log(`  gap p50 ${pct(0.5)} ms, p99 ${pct(0.99)} ms`)
+  const p50 = (xs: number[]) => ([...xs].sort((a, b) => a - b)[xs.length >> 1] ?? Number.NaN) * 1_000
+  console.log(
+    `  release() call to its socket write p50 ${p50(reports.flatMap((r) => r.releaseToWrite)).toFixed(0)} µs; last socket read to acquire() returning p50 ${p50(reports.flatMap((r) => r.readToGrant)).toFixed(0)} µs`,
+  )
   for (const b of await Promise.all(bystanders))
     console.log(
       `  bystander: ${b.messages} watch responses, CPU ${b.cpuMs.toFixed(0)} ms, ${((b.cpuMs * 1_000) / Math.max(1, b.messages)).toFixed(0)} µs per response`,

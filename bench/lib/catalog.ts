@@ -108,6 +108,18 @@ export function catalog(s: Servers): ContenderDef[] {
         probeUrls: [s.redis],
       },
     ),
+    // The least a fenced, owner-checked lock sends per pair: what the uncontended Redis targets are bounded by.
+    floor(
+      'redis-fenced',
+      'floor: fenced lock, no library (INCR + SET NX PX in one script; GET + DEL in one script)',
+      'redis-fenced',
+      s.redis,
+      {
+        tables: ['peers'],
+        probeUrls: [s.redis],
+        scenarios: ['c1', 'c50'],
+      },
+    ),
     latchkey('redis-1p', 'latchkey Redis, waiters in one process', s.redis, {
       tables: ['peers'],
       probeUrls: [s.redis],

@@ -24,7 +24,15 @@ export interface Contender {
 }
 
 /** The floors (floors.ts). */
-export type FloorName = 'znode' | 'etcd-txn' | 'etcd-txn-wire' | 'etcd-line' | 'etcd-go' | 'proto-blpop' | 'zk-recipe'
+export type FloorName =
+  | 'znode'
+  | 'etcd-txn'
+  | 'etcd-txn-wire'
+  | 'etcd-line'
+  | 'etcd-go'
+  | 'proto-blpop'
+  | 'redis-fenced'
+  | 'zk-recipe'
 
 /** How a worker opens a contender. Keys are always prefixed by `namespace`. */
 export type ContenderSpec =

@@ -1,6 +1,7 @@
 /**
- * Floors: what ZooKeeper and etcd themselves cost per lock+unlock, without any lock library (they cannot
- * wait, uncontended scenarios only: a taken key answers "gave up"), and four that wait: the research's wake-one
+ * Floors: what ZooKeeper and etcd themselves cost per lock+unlock, without any lock library, and the least a fenced,
+ * owner-checked Redis lock sends (they cannot wait, uncontended scenarios only: a taken key answers "gave up"), and
+ * four that wait: the research's wake-one
  * Redis prototype (proto-blpop.ts), Curator's ZooKeeper recipe on the bare wire protocol (zk-recipe-floor.ts), and
  * the two etcd recipes on latchkey's transport with no library: latchkey's line (etcd-line-floor.ts) and Go's
  * `concurrency.Mutex` (etcd-go-mutex-floor.ts).
@@ -12,6 +13,7 @@ import { etcdGoMutexFloor } from './etcd-go-mutex-floor.js'
 import { etcdLineFloor } from './etcd-line-floor.js'
 import { openWireSession } from './etcd-wire-session.js'
 import { protoBlpop } from './proto-blpop.js'
+import { fencedFloor } from './redis-layer-contenders.js'
 import { zkRecipeFloor } from './zk-recipe-floor.js'
 
 const p = <T>(start: (cb: (error: unknown, value: T) => void) => void): Promise<T> =>
@@ -86,6 +88,7 @@ async function etcdTxnWire(url: string, ns: string): Promise<Contender> {
 /** Opens a floor. */
 export async function openFloor(floor: FloorName, url: string, ns: string, ttlMs: number): Promise<Contender> {
   if (floor === 'proto-blpop') return protoBlpop(url, ns, ttlMs)
+  if (floor === 'redis-fenced') return fencedFloor(url, ns)
   if (floor === 'etcd-txn-wire') return etcdTxnWire(url, ns)
   if (floor === 'etcd-line') return etcdLineFloor(url, ns)
   if (floor === 'etcd-go') return etcdGoMutexFloor(url, ns)

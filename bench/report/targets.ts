@@ -7,7 +7,7 @@ import type { CellFigures } from '../lib/cells.js'
 import type { Results } from '../lib/results.js'
 import { fmtAuto, fmtSpread } from '../lib/stats.js'
 import { med, type Summaries } from './aggregate.js'
-import { etcdFloorLines, zkFloorLines } from './floor-lines.js'
+import { etcdFloorLines, redisFloorLines, zkFloorLines } from './floor-lines.js'
 import { bestPeer, ofCeiling } from './sections.js'
 import { ratioText, sameRunRatio, table } from './tables.js'
 
@@ -118,7 +118,7 @@ export function targetsSection(r: Results, s: Summaries, labels: ReadonlyMap<str
     table(['cell', 'figure', 'latchkey', 'same run', 'ratio', 'target', 'verdict'], rows),
     '',
   ]
-  out.push(...zkFloorLines(r, s), ...etcdFloorLines(r, s))
+  out.push(...redisFloorLines(r, s), ...zkFloorLines(r, s), ...etcdFloorLines(r, s))
   const sale = r.flashSale
   if (sale !== undefined) {
     for (const b of sale.backends) {
