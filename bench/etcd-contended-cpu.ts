@@ -3,9 +3,11 @@
  * processes (as the bench's contended cells: hold 1 ms, think 5 ms), each process reporting its acquisitions,
  * its CPU over the window and the gRPC calls it sent (per path) and watch responses it decoded, socket writes and
  * reads, timers and immediates set (the harness's two sleeps per acquisition included) and PINGs received, and the
- * handoff gap (a release() call to the next acquire() returning, in any process), split into its two client sides (the releaser's release() call to its next socket write, the next holder's last socket read to its acquire() returning). BYSTANDERS=n adds n processes
- * that only follow the name's deletes (lib/etcd-bystander.ts; BARE_BYSTANDERS=1 on a bare watch of the transport)
- * and prints their CPU per watch response; they follow latchkey's keys, so they see nothing beside a FLOOR.
+ * handoff gap (a release() call to the next acquire() returning, in any process) with its two client sides: the
+ * releaser's release() call to its next socket write, and the next holder's last socket read to its acquire()
+ * returning. BYSTANDERS=n adds n processes that only follow the name's deletes (lib/etcd-bystander.ts;
+ * BARE_BYSTANDERS=1 on a bare watch of the transport) and prints their CPU per watch response; they follow
+ * latchkey's keys, so they see nothing beside a FLOOR.
  * HEAP_DIR=<dir> writes a sampling allocation profile of each child's window there (collected objects included).
  * With PROF_DIR=<dir> each child runs under --cpu-prof and writes its profile there. FLOOR=etcd-line (or etcd-go)
  * runs that floor (lib/etcd-line-floor.ts, lib/etcd-go-mutex-floor.ts) in place of latchkey, counted the same way.
