@@ -206,6 +206,38 @@ describe('zookeeper: requests per lock', () => {
     await b.close()
   })
 
+  it("in one process, the next waiter's grant comes before the listing of the waiter two behind that the same deletion readies", async () => {
+    const waiters = await recordedClient()
+    clients.push(waiters.client)
+    const a = createLocks({ backend: zookeeperBackend({ connectString: zkUrl() }), namespace })
+    const waiterBackend = zookeeperBackend({ client: asZkClient(waiters.client) })
+    const tryAcquire = waiterBackend.tryAcquire.bind(waiterBackend)
+    waiterBackend.tryAcquire = (request) => {
+      waiters.sent.push('tryAcquire')
+      return tryAcquire(request)
+    }
+    const b = createLocks({ backend: waiterBackend, namespace, ttlMs: 30_000 })
+    const first = await a.mutex('grant-first').acquire()
+    const second = b.mutex('grant-first').acquire({ waitMs: 10_000 })
+    await eventually('the second contender waits', async () => (await a.inspect('grant-first')).waiters.length === 1)
+    const third = b.mutex('grant-first').acquire({ waitMs: 10_000 })
+    await eventually('the third contender waits', async () => (await a.inspect('grant-first')).waiters.length === 2)
+    // The third watches the holder's node (two ahead) as well as the second's, on the same session as the second.
+    await eventually('the third watches both nodes ahead and its own', () => waiters.sent.length >= 12)
+    waiters.sent.length = 0
+    void second.then(() => waiters.sent.push('second granted'))
+    await first.release()
+    const held = await second
+    await eventually('the third reads the new holder', () => waiters.sent.includes('getData'))
+    // The holder's deletion woke both; the second is granted on the event with no request, and only then does the
+    // third list the line and read the new holder's lease (that listing readies the next handoff, a hold later).
+    expect(waiters.sent).toEqual(['tryAcquire', 'second granted', 'getChildren', 'getData'])
+    await held.release()
+    await (await third).release()
+    await a.close()
+    await b.close()
+  })
+
   it('a waiter is not granted when the node ahead of it gives up: it lists, and waits for the holder', async () => {
     const a = createLocks({ backend: zookeeperBackend({ connectString: zkUrl() }), namespace })
     const b = createLocks({ backend: zookeeperBackend({ connectString: zkUrl() }), namespace })

@@ -154,8 +154,19 @@ export class ZkWaiters {
     node.listing = listing
   }
 
-  /** The node two ahead of a waiter's went: it moves up in line without a try of the core (zk-first-in-line.ts). */
+  /**
+   * The node two ahead of a waiter's went: it moves up in line without a try of the core (zk-first-in-line.ts). Not
+   * at once: that deletion also woke the waiter next in line, which may be in this process, and its grant (the
+   * wake-up's microtasks) goes first; this listing only readies the next handoff, a hold later. The listing is still
+   * sent after the event, which is what moveUp needs.
+   */
   private moveUpWithoutTry(entry: OwnerEntry, node: WaitingNode): void {
+    setImmediate(() => {
+      if (entry.node === node && !node.woken && this.isCurrent(entry)) this.moveUpNow(entry, node)
+    })
+  }
+
+  private moveUpNow(entry: OwnerEntry, node: WaitingNode): void {
     moveUp(entry, node).then(
       (moved) => {
         if (moved === 'wake') this.wake(entry)
