@@ -91,6 +91,8 @@ export interface OwnerEntry {
   readonly conn: ZkConnection
   node: NodeState
   sub: ZkSubscription | undefined
+  /** Set when the core gave the wait up (its subscription closed, or leaveQueue): the entry was dropped then. */
+  givenUp: boolean
   /** Child names this entry has a live watch on (kept across states: a watch outlives the try that set it). */
   readonly watching: Set<string>
 }

@@ -52,6 +52,7 @@ export class ZkOwners {
       conn,
       node: NO_NODE,
       sub,
+      givenUp: false,
       watching: new Set(),
     }
     this.entries.set(request.owner, entry)
@@ -98,7 +99,13 @@ export class ZkOwners {
     entry.sub = undefined
     // The core closes the subscription when it stops waiting: give up the place in line now (the delete
     // is queued on the session before anything the caller does next).
-    if (entry.node.is !== 'held') void this.drop(entry)
+    if (entry.node.is !== 'held') void this.giveUp(entry)
+  }
+
+  /** The core gave the wait of `entry` up: it is dropped, and a try still out then keeps nothing (tryAcquire). */
+  giveUp(entry: OwnerEntry): Promise<void> {
+    entry.givenUp = true
+    return this.drop(entry)
   }
 
   /** `conn` is lost: its nodes go to the next session to delete; its holders and waiters are told. */

@@ -111,8 +111,18 @@ export class ZookeeperBackend extends BackendBase {
     if (entry !== undefined && !entry.conn.alive) entry = undefined
     if (entry === undefined) entry = this.owners.add(request, key, conn, sub, this.settings.root, this.settings.layout)
     try {
-      if (entry.gate !== undefined) return await attemptCuratorSemaphore(entry, request, this.deps)
-      return await attempt(entry, request, this.deps)
+      const result =
+        entry.gate !== undefined
+          ? await attemptCuratorSemaphore(entry, request, this.deps)
+          : await attempt(entry, request, this.deps)
+      if (!entry.givenUp) return result
+      // The core gave the wait up while this try was out (its deadline came with the try still out, or the caller
+      // aborted): the entry was dropped, which deleted the node it had then. The try may since have taken a new
+      // place (its listing found that node gone) or been granted on it: nobody would delete that node, which would
+      // stay in line, or hold the lock, until the session ends. It goes now, and the try grants nothing (the core
+      // gives an abandoned grant back through `release`, which no longer finds this owner).
+      if (entry.node.is !== 'none') await removeOwnNode(entry)
+      return { acquired: false }
     } catch (error) {
       if (entry.node.is !== 'held' && !keeps(entry, request)) void this.owners.drop(entry)
       throw error
@@ -154,7 +164,7 @@ export class ZookeeperBackend extends BackendBase {
 
   override async leaveQueue(request: HolderRef): Promise<void> {
     const entry = this.owners.get(request.owner)
-    if (entry !== undefined && entry.node.is !== 'held') await this.owners.drop(entry)
+    if (entry !== undefined && entry.node.is !== 'held') await this.owners.giveUp(entry)
   }
 
   async isLocked(ref: LockRef & { readonly permits: number }): Promise<boolean> {
