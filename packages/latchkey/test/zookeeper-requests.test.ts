@@ -44,6 +44,24 @@ async function recordedClient(): Promise<{ client: zookeeper.Client; sent: strin
 }
 
 const clients: zookeeper.Client[] = []
+
+/**
+ * Locks `a` on a plain backend, and locks `b` on a recorded client whose backend's tries (the core's `tryAcquire`
+ * calls) are recorded in `sent` too, in the same order as its requests.
+ */
+async function withRecordedTries() {
+  const recorded = await recordedClient()
+  clients.push(recorded.client)
+  const a = createLocks({ backend: zookeeperBackend({ connectString: zkUrl() }), namespace })
+  const backend = zookeeperBackend({ client: asZkClient(recorded.client) })
+  const tryAcquire = backend.tryAcquire.bind(backend)
+  backend.tryAcquire = (request) => {
+    recorded.sent.push('tryAcquire')
+    return tryAcquire(request)
+  }
+  const b = createLocks({ backend, namespace, ttlMs: 30_000 })
+  return { sent: recorded.sent, a, b }
+}
 afterAll(async () => {
   for (const c of clients) c.close()
   await cleanupNamespace(zkUrl(), namespace)
@@ -170,68 +188,49 @@ describe('zookeeper: requests per lock', () => {
   })
 
   it('a waiter two behind lists the line when the holder goes, with no try of the core, then is granted on the next deletion with no request', async () => {
-    const waiter = await recordedClient()
-    clients.push(waiter.client)
-    const a = createLocks({ backend: zookeeperBackend({ connectString: zkUrl() }), namespace })
-    const waiterBackend = zookeeperBackend({ client: asZkClient(waiter.client) })
-    // The core's tries, recorded in the same order as the requests.
-    const tryAcquire = waiterBackend.tryAcquire.bind(waiterBackend)
-    waiterBackend.tryAcquire = (request) => {
-      waiter.sent.push('tryAcquire')
-      return tryAcquire(request)
-    }
-    const b = createLocks({ backend: waiterBackend, namespace, ttlMs: 30_000 })
+    const { sent, a, b } = await withRecordedTries()
     const first = await a.mutex('listed-ahead').acquire()
     const middle = a.mutex('listed-ahead').acquire({ waitMs: 10_000 })
     await eventually('the second contender waits', async () => (await a.inspect('listed-ahead')).waiters.length === 1)
     const waiting = b.mutex('listed-ahead').acquire({ waitMs: 10_000 })
     // Third in line: created, listed, watches the node ahead, the holder (two ahead) and its own node.
-    await eventually('the waiter watches both nodes ahead and its own', () => waiter.sent.length >= 6)
-    expect(waiter.sent).toEqual(['tryAcquire', 'create2', 'getChildren', 'getChildren', 'getChildren', 'getChildren'])
-    waiter.sent.length = 0
+    await eventually('the waiter watches both nodes ahead and its own', () => sent.length >= 6)
+    expect(sent).toEqual(['tryAcquire', 'create2', 'getChildren', 'getChildren', 'getChildren', 'getChildren'])
+    sent.length = 0
     await first.release()
     const second = await middle
     // The holder's deletion moved it up without a try of the core: it listed the line from the event, found one node
     // ahead and read the new holder's lease (the first waiter judges it).
-    await eventually('the waiter reads the new holder', () => waiter.sent.length >= 2)
-    expect(waiter.sent).toEqual(['getChildren', 'getData'])
-    waiter.sent.length = 0
+    await eventually('the waiter reads the new holder', () => sent.length >= 2)
+    expect(sent).toEqual(['getChildren', 'getData'])
+    sent.length = 0
     await second.release()
     const third = await waiting
     expect(third.token).toBeGreaterThan(second.token)
     // Granted on the deletion of that node, with no request.
-    expect(waiter.sent).toEqual(['tryAcquire'])
+    expect(sent).toEqual(['tryAcquire'])
     await third.release()
     await a.close()
     await b.close()
   })
 
   it("in one process, the next waiter's grant comes before the listing of the waiter two behind that the same deletion readies", async () => {
-    const waiters = await recordedClient()
-    clients.push(waiters.client)
-    const a = createLocks({ backend: zookeeperBackend({ connectString: zkUrl() }), namespace })
-    const waiterBackend = zookeeperBackend({ client: asZkClient(waiters.client) })
-    const tryAcquire = waiterBackend.tryAcquire.bind(waiterBackend)
-    waiterBackend.tryAcquire = (request) => {
-      waiters.sent.push('tryAcquire')
-      return tryAcquire(request)
-    }
-    const b = createLocks({ backend: waiterBackend, namespace, ttlMs: 30_000 })
+    const { sent, a, b } = await withRecordedTries()
     const first = await a.mutex('grant-first').acquire()
     const second = b.mutex('grant-first').acquire({ waitMs: 10_000 })
     await eventually('the second contender waits', async () => (await a.inspect('grant-first')).waiters.length === 1)
     const third = b.mutex('grant-first').acquire({ waitMs: 10_000 })
     await eventually('the third contender waits', async () => (await a.inspect('grant-first')).waiters.length === 2)
     // The third watches the holder's node (two ahead) as well as the second's, on the same session as the second.
-    await eventually('the third watches both nodes ahead and its own', () => waiters.sent.length >= 12)
-    waiters.sent.length = 0
-    void second.then(() => waiters.sent.push('second granted'))
+    await eventually('the third watches both nodes ahead and its own', () => sent.length >= 12)
+    sent.length = 0
+    void second.then(() => sent.push('second granted'))
     await first.release()
     const held = await second
-    await eventually('the third reads the new holder', () => waiters.sent.includes('getData'))
+    await eventually('the third reads the new holder', () => sent.includes('getData'))
     // The holder's deletion woke both; the second is granted on the event with no request, and only then does the
     // third list the line and read the new holder's lease (that listing readies the next handoff, a hold later).
-    expect(waiters.sent).toEqual(['tryAcquire', 'second granted', 'getChildren', 'getData'])
+    expect(sent).toEqual(['tryAcquire', 'second granted', 'getChildren', 'getData'])
     await held.release()
     await (await third).release()
     await a.close()
