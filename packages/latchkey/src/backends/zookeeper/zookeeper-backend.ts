@@ -119,9 +119,10 @@ export class ZookeeperBackend extends BackendBase {
       // The core gave the wait up while this try was out (its deadline came with the try still out, or the caller
       // aborted): the entry was dropped, which deleted the node it had then. The try may since have taken a new
       // place (its listing found that node gone) or been granted on it: nobody would delete that node, which would
-      // stay in line, or hold the lock, until the session ends. It goes now, and the try grants nothing (the core
-      // gives an abandoned grant back through `release`, which no longer finds this owner).
-      if (entry.node.is !== 'none') await removeOwnNode(entry)
+      // stay in line, or hold the lock, until the session ends. It goes now, as any drop does (the timers the try
+      // set stop, a Curator semaphore's gate node goes too, the lock node may be emptied), and the try grants
+      // nothing (the core gives an abandoned grant back through `release`, which no longer finds this owner).
+      await this.owners.drop(entry)
       return { acquired: false }
     } catch (error) {
       if (entry.node.is !== 'held' && !keeps(entry, request)) void this.owners.drop(entry)
