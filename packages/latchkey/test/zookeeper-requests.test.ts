@@ -62,6 +62,16 @@ async function withRecordedTries() {
   const b = createLocks({ backend, namespace, ttlMs: 30_000 })
   return { sent: recorded.sent, a, b }
 }
+/**
+ * Resolves once the requests `locks` queued before it are answered and their replies handled: counting requests
+ * queued is not enough before a release on another session, which the server can apply before it reads a watch
+ * still in our socket's buffer (that watch then finds the node gone, and its waiter takes another path). ZooKeeper
+ * answers one session's requests in order, so one more read on the same session comes back after them.
+ */
+async function answered(locks: ReturnType<typeof createLocks>, name: string): Promise<void> {
+  await locks.inspect(name)
+}
+
 afterAll(async () => {
   for (const c of clients) c.close()
   await cleanupNamespace(zkUrl(), namespace)
@@ -196,6 +206,7 @@ describe('zookeeper: requests per lock', () => {
     // Third in line: created, listed, watches the node ahead, the holder (two ahead) and its own node.
     await eventually('the waiter watches both nodes ahead and its own', () => sent.length >= 6)
     expect(sent).toEqual(['tryAcquire', 'create2', 'getChildren', 'getChildren', 'getChildren', 'getChildren'])
+    await answered(b, 'listed-ahead')
     sent.length = 0
     await first.release()
     const second = await middle
@@ -223,6 +234,7 @@ describe('zookeeper: requests per lock', () => {
     await eventually('the third contender waits', async () => (await a.inspect('grant-first')).waiters.length === 2)
     // The third watches the holder's node (two ahead) as well as the second's, on the same session as the second.
     await eventually('the third watches both nodes ahead and its own', () => sent.length >= 12)
+    await answered(b, 'grant-first')
     sent.length = 0
     void second.then(() => sent.push('second granted'))
     await first.release()
