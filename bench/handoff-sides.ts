@@ -16,6 +16,7 @@
  *   e.g. zookeeper://127.0.0.1:2181, etcd://127.0.0.1:2379, redis://127.0.0.1:6379
  *
  * LIB=<absolute path of another build's dist> runs that build instead (a change against the code before it).
+ * PROF_DIR=<dir>: each child runs under --cpu-prof and writes its profile there (bench/lib/cpu-profile-summary.mjs).
  */
 import { fork } from 'node:child_process'
 import net from 'node:net'
@@ -112,13 +113,16 @@ async function child(url: string, waiters: number, key: string, seconds: number)
   process.exit(0)
 }
 
+/** With PROF_DIR=<dir> each child runs under --cpu-prof and writes its profile there. */
+const profiled = process.env.PROF_DIR === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', process.env.PROF_DIR]
+
 async function parent(url: string, waiters: number, procs: number, seconds: string): Promise<void> {
   const key = `k${Date.now()}`
   const reports = await Promise.all(
     Array.from({ length: procs }, (_, i) => {
       const n = Math.floor(waiters / procs) + (i < waiters % procs ? 1 : 0)
       const c = fork(fileURLToPath(import.meta.url), ['child', url, String(n), key, seconds], {
-        execArgv: ['--import', 'tsx'],
+        execArgv: ['--import', 'tsx', ...profiled],
       })
       return new Promise<Report>((ok) => c.once('message', (m) => ok(m as Report)))
     }),
