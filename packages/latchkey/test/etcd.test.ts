@@ -10,6 +10,7 @@ import { createLocks } from '../src/core/locks.js'
 import { BackendUnavailableError } from '../src/errors.js'
 import { describeBackendConformance } from '../src/testing/index.js'
 import { ETCD_URL } from './support/etcd-backend-module.js'
+import { eventually } from './support/eventually.js'
 
 const admin = new Etcd3({ hosts: ETCD_URL })
 afterAll(() => admin.close())
@@ -156,6 +157,59 @@ describe('etcd backend specifics', () => {
         // release, which also puts the next waiter's key in line. A join and a release per waiter were 11; every
         // waiter trying on every release was 16 or more.
         expect(txns - before).toBeLessThanOrEqual(2 + 5)
+      },
+    )
+  })
+
+  it('a release that the next waiter of its process joins the line with sends the txn built and encoded during the hold', async () => {
+    let built = 0
+    let sentPrepared = 0
+    let builtAtRelease = 0
+    await withCountingClient(
+      `lk-mprep-${process.pid}`,
+      (inner) => ({
+        ...inner,
+        kv: {
+          txn: (request) => {
+            const joins = request.success?.some((op) => op.request_txn !== undefined) === true
+            if (joins && request.success?.[0]?.request_delete_range !== undefined) builtAtRelease++
+            return inner.kv.txn(request)
+          },
+          prepareTxn: (request) => {
+            built++
+            const send = (inner.kv.prepareTxn as NonNullable<EtcdClient['kv']['prepareTxn']>)(request)
+            return () => {
+              sentPrepared++
+              return send()
+            }
+          },
+          range: (request) => inner.kv.range(request),
+        },
+        watch: () => inner.watch(),
+        close: () => inner.close(),
+      }),
+      async (locks) => {
+        const holder = await locks.mutex('m').acquire()
+        const order: number[] = []
+        const waiters = Array.from({ length: 3 }, (_, i) =>
+          locks
+            .mutex('m')
+            .acquire({ waitMs: 10_000 })
+            .then(async (lease) => {
+              order.push(i)
+              // Held until the txn of its release, with which the next waiter joins the line, is built (no waiter
+              // is behind the last one: it releases with a plain delete).
+              if (i < 2) await eventually(`release txn ${i + 2} built`, () => built === i + 2)
+              await lease.release()
+            }),
+        )
+        // The first waiter found the holder of its process and waits for its release to join the line.
+        await eventually("the holder's release txn built", () => built === 1)
+        await holder.release()
+        await Promise.all(waiters)
+        expect(order).toEqual([0, 1, 2])
+        expect(sentPrepared).toBe(3)
+        expect(builtAtRelease).toBe(0)
       },
     )
   })

@@ -17,7 +17,7 @@ import { GoMutexLayout } from './go-mutex-layout.js'
 import { type EtcdHolderGuard, holderGuard } from './holder-guard.js'
 import { type EtcdKeyLayout, KeyLayout } from './keys.js'
 import { Leases } from './leases.js'
-import { acquireLined, refreshNext, releaseAndJoin } from './mutex-line.js'
+import { acquireLined, prepareRelease, refreshNext, releaseAndJoin } from './mutex-line.js'
 import { createdAt, Owners } from './owners.js'
 import { acquireQueued } from './queued-acquire.js'
 import { renewHolder } from './renew.js'
@@ -108,16 +108,34 @@ export class EtcdBackend extends BackendBase {
       const placed = this.owners.get(request.owner, request.key, request.kind)?.role === 'waiter'
       if (turn === 'none' && !placed) return this.held(request, await acquireNow(this.deps, request, until))
       // The head behind a holder of this process joins etcd's line with that holder's release (release-joins.ts).
-      if (turn === 'head' && !placed && this.hub.joinOnRelease(request, until, (l) => this.leases.remainingMs(l) > 0))
+      if (turn === 'head' && !placed && this.hub.joinOnRelease(request, until, (l) => this.leases.remainingMs(l) > 0)) {
+        this.prepareRelease(request)
         return { acquired: false, retryAfterMs: request.ttlMs / 3 }
+      }
       const result = this.held(request, await acquireLined(this.deps, request, until))
-      if (result.acquired) this.hub.granted(request, request.owner)
+      if (result.acquired) {
+        this.hub.granted(request, request.owner)
+        this.prepareRelease(request)
+      }
       return result
     } catch (error) {
       throw unavailable(error, `acquiring "${request.key}" (${request.kind})`, this.server)
     } finally {
       done()
     }
+  }
+
+  /**
+   * Builds the release txn of this process's holder of `ref`, with which the head behind it joins etcd's line
+   * (`prepareRelease`), once this turn is over: the try that set the join (or the grant before it) answers first.
+   */
+  private prepareRelease(ref: LockRef): void {
+    setImmediate(() => {
+      const pending = this.hub.pendingJoin(ref)
+      if (pending === undefined) return
+      const holder = this.owners.get(pending.holder, ref.key, 'mutex')
+      if (holder?.role === 'holder') prepareRelease(this.deps, holder, pending.join)
+    })
   }
 
   /** Tells the watch hub of a mutex now held in this process (the head behind it joins with its release). */

@@ -83,6 +83,12 @@ export interface EtcdWatcher {
 export interface EtcdClient {
   readonly kv: {
     txn(request: EtcdTxnRequest): Promise<EtcdTxnResponse>
+    /**
+     * Encodes `request` now and returns what sends it (once), so that a txn known before it is due leaves at once
+     * when it is (the release of a mutex that a local waiter joins the line with: mutex-line.ts). Only latchkey's
+     * own transport has it; without it the txn is sent by `txn` when due.
+     */
+    prepareTxn?(request: EtcdTxnRequest): () => Promise<EtcdTxnResponse>
     range(request: { key: Buffer; range_end?: Buffer; keys_only?: boolean }): Promise<EtcdRangeResponse>
   }
   readonly leaseClient: {

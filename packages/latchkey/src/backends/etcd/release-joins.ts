@@ -6,7 +6,9 @@
  */
 import type { AcquireRequest } from '../../backend/types.js'
 import { monotonicNow } from '../../core/clock.js'
+import type { EtcdTxnResponse } from './etcd-client.js'
 import type { OwnerLease } from './leases.js'
+import type { KeyedOwner } from './owners.js'
 import type { SharedWatch } from './shared-watch.js'
 
 /** A mutex held in this process: its owner, key and lease. */
@@ -16,10 +18,24 @@ export interface LocalHolder {
   readonly lease: OwnerLease
 }
 
-/** A head's try that waits for the local holder's release to put its key in line (its request and deadline). */
+/**
+ * A head's try that waits for the local holder's release to put its key in line (its request and deadline), and
+ * that release's txn once it is built ahead of the release (`mutex-line.ts`, `prepareRelease`).
+ */
 export interface PendingJoin {
   readonly req: AcquireRequest
   readonly until: number
+  prepared?: PreparedRelease
+}
+
+/**
+ * The release txn of `holder` that puts the head's `key` in line on the holder's own lease, encoded during the hold:
+ * the release then only sends it. Built for that holder state only (a holder's state is set once, at its grant).
+ */
+export interface PreparedRelease {
+  readonly holder: KeyedOwner
+  readonly key: string
+  readonly send: () => Promise<EtcdTxnResponse>
 }
 
 /**
@@ -55,6 +71,13 @@ export function joinNextOnRelease(watch: SharedWatch, owner: string, next: strin
   // Its place's lease must outlive its next try; that try comes within a third of its TTL (etcd-backend.ts).
   watch.joinOnRelease = { req, until: monotonicNow() + req.ttlMs }
   return true
+}
+
+/** The join waiting for the local holder's release, if any, and that holder's owner (not handed over yet). */
+export function pendingJoin(watch: SharedWatch | undefined): { holder: string; join: PendingJoin } | undefined {
+  const holder = watch?.localHolder
+  const join = watch?.joinOnRelease
+  return holder === undefined || join === undefined ? undefined : { holder: holder.owner, join }
 }
 
 /** `owner` releases the mutex: the head waiting to join with its release, if any, is handed over (once). */

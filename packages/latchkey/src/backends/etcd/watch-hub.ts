@@ -14,7 +14,14 @@ import type { PlaceState } from './followed-places.js'
 import type { EtcdKeyLayout } from './keys.js'
 import type { OwnerLease } from './leases.js'
 import { leaveTurns, turnIn } from './local-mutex-turns.js'
-import { joinNextOnRelease, joinOnRelease, type LocalHolder, type PendingJoin, takeJoin } from './release-joins.js'
+import {
+  joinNextOnRelease,
+  joinOnRelease,
+  type LocalHolder,
+  type PendingJoin,
+  pendingJoin,
+  takeJoin,
+} from './release-joins.js'
 import { cancelSharedWatch, LINGER_MS, openSharedWatch, ownerKey, type SharedWatch } from './shared-watch.js'
 
 /** How long after a local try found the name taken it counts as contended. */
@@ -128,6 +135,11 @@ export class WatchHub {
     const watch = this.watches.get(prefix)
     if (watch !== undefined)
       leaveTurns(this.notifier, prefix, watch, owner, (next) => joinNextOnRelease(watch, owner, next))
+  }
+
+  /** The join waiting for the release of this process's holder of the mutex `ref`, and that holder's owner. */
+  pendingJoin(ref: LockRef): { holder: string; join: PendingJoin } | undefined {
+    return ref.kind === 'mutex' ? pendingJoin(this.watches.get(this.layout.lockPrefix(ref.key))) : undefined
   }
 
   /** `holder` (owner, key, lease) now holds the mutex `ref` in this process. */

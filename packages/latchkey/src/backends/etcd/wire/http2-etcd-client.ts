@@ -56,6 +56,10 @@ export function openHttp2EtcdClient(options: { hosts: readonly string[]; callTim
   return {
     kv: {
       txn: (request: EtcdTxnRequest) => call('/etcdserverpb.KV/Txn', encodeTxn(request), decodeTxnResponse),
+      prepareTxn: (request: EtcdTxnRequest) => {
+        const frame = encodeTxn(request)
+        return () => call('/etcdserverpb.KV/Txn', frame, decodeTxnResponse)
+      },
       range: (request: RangeRequest) => call('/etcdserverpb.KV/Range', encodeRange(request), decodeRangeResponse),
     },
     leaseClient: {
