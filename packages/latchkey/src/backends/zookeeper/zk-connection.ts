@@ -5,6 +5,7 @@
  * request was *sent*: the server heard from us no earlier than that, so it cannot expire the session (and hand
  * our lock to someone else) before we have declared it lost.
  */
+import { InFlightCalls } from '../../backend/in-flight-calls.js'
 import { BackendUnavailableError } from '../../errors.js'
 import { closeClient, mapError, readLong, ZK, type ZkClient, type ZkStat, zkCode, zkServers } from './zk-client.js'
 
@@ -22,7 +23,7 @@ export class ZkConnection {
   private clockOffsetMs = 0
   private lastAckSentAt: number
   private probing = false
-  private readonly pending = new Set<(error: unknown) => void>()
+  private readonly pending = new InFlightCalls()
   private readonly timer: NodeJS.Timeout
   private readonly onExpired = (): void => this.lose('the ZooKeeper session expired')
   /**
@@ -62,13 +63,9 @@ export class ZkConnection {
     if (!this.alive) return Promise.reject(this.lostError())
     const sentAt = performance.now()
     return new Promise<T>((resolve, reject) => {
-      const fail = (error: unknown): void => {
-        this.pending.delete(fail)
-        reject(mapError(error, what, this.server))
-      }
-      this.pending.add(fail)
+      const call = this.pending.add((error) => reject(mapError(error, what, this.server)))
       start((error, result) => {
-        if (!this.pending.delete(fail)) return
+        if (!this.pending.remove(call)) return
         const code = zkCode(error)
         // Any answer from the server, even "no node", proves the session alive when the request was sent.
         if (error === null || error === undefined || (code !== undefined && code < -100)) this.acked(sentAt)
@@ -98,7 +95,7 @@ export class ZkConnection {
     this.client.removeListener('expired', this.onExpired)
     this.client.removeListener('connected', this.onConnected)
     const error = this.lostError()
-    for (const fail of [...this.pending]) fail(error)
+    this.pending.failAll(error)
     // An owned client is closed at once: nothing more is sent, so the server expires the session (and our
     // ephemeral nodes) at most one timeout after the last packet it got. Abandon, never resurrect.
     if (this.owned) void closeClient(this.client, 0)
@@ -113,7 +110,7 @@ export class ZkConnection {
       clearInterval(this.timer)
       this.client.removeListener('expired', this.onExpired)
       this.client.removeListener('connected', this.onConnected)
-      for (const fail of [...this.pending]) fail(this.lostError())
+      this.pending.failAll(this.lostError())
     }
     if (this.owned) await closeClient(this.client, 1_000)
   }
