@@ -15,6 +15,7 @@ import * as F from './h2-frames.js'
 import { type HeaderBlock, HeaderBlocks } from './h2-header-blocks.js'
 import { connectH2Socket } from './h2-socket.js'
 import { type H2Handler, H2Stream } from './h2-stream.js'
+import { H2StreamTable } from './h2-stream-table.js'
 import { HpackDecoder } from './hpack.js'
 import { PingAcks } from './ping-acks.js'
 
@@ -27,7 +28,7 @@ const LAST_STREAM_ID = 2 ** 31 - 1
 /** One HTTP/2 connection. `gone` runs once the session takes no new streams (GOAWAY, failure, close). */
 export class H2Session {
   private readonly socket: net.Socket
-  private readonly streams = new Map<number, H2Stream>()
+  private readonly streams = new H2StreamTable()
   private readonly decoder = new HpackDecoder()
   private nextId = 1
   private readonly reader = new F.FrameReader()
@@ -66,7 +67,7 @@ export class H2Session {
     this.nextId += 2
     if (this.nextId > LAST_STREAM_ID) this.drain()
     if (this.streams.size === 0) this.socket.ref()
-    this.streams.set(stream.id, stream)
+    this.streams.set(stream)
     const headersOnly = data === undefined && end
     const head = F.frame(F.HEADERS, F.END_HEADERS | (headersOnly ? F.END_STREAM : 0), stream.id, headers)
     if (headersOnly) stream.localEnded = true
@@ -247,7 +248,7 @@ export class H2Session {
   private onGoaway(lastId: number): void {
     // Draining first: a refused unary call is sent again at once, and must go to a new session, not this one.
     this.drain()
-    for (const stream of [...this.streams.values()]) {
+    for (const stream of this.streams.values()) {
       if (stream.id > lastId) this.close(stream, F.REFUSED_STREAM, undefined)
     }
   }
@@ -272,6 +273,6 @@ export class H2Session {
     this.acks.stop()
     this.socket.destroy()
     this.gone(this)
-    for (const stream of [...this.streams.values()]) this.close(stream, undefined, error)
+    for (const stream of this.streams.values()) this.close(stream, undefined, error)
   }
 }
