@@ -2,12 +2,10 @@
  * A backend's calls in flight, each with the function that fails it when its connection is declared lost, kept in a
  * doubly linked list rather than a Set.
  *
- * Why not a Set: a Set that gains an entry per call and loses it at the answer rehashes its table each time its size
- * crosses a bound, and V8 links every table it replaces to its successor (so that an iterator on the old table can
- * move on). A replaced table that lives through one young-generation collection is promoted, and keeps the tables
- * after it, and the calls and promises they held, alive until the next full collection. With 50 ZooKeeper locks taken
- * and released in a loop, that promoted about 2 MB per young collection (0.6 MB with this list), and the collector
- * took a sixth of the client's CPU; a list whose removed links are cleared gives the collector nothing to keep.
+ * Why not a Set: a Set that gains and loses an entry per call keeps the collector from freeing the calls until a full
+ * collection (churn-map.ts says how). With 50 ZooKeeper locks taken and released in a loop, the Set of the requests
+ * in flight promoted about 2 MB per young collection, and this list 0.6 MB; a removed link is cleared, so the list
+ * gives the collector nothing to keep.
  */
 
 /** One call in the list; `remove` it when the call is answered. */

@@ -11,11 +11,11 @@
  * The session holds the event loop open only while a stream is open, as node:http2 with `unref` did.
  */
 import type net from 'node:net'
+import { ChurnMap } from '../../../backend/churn-map.js'
 import * as F from './h2-frames.js'
 import { type HeaderBlock, HeaderBlocks } from './h2-header-blocks.js'
 import { connectH2Socket } from './h2-socket.js'
 import { type H2Handler, H2Stream } from './h2-stream.js'
-import { H2StreamTable } from './h2-stream-table.js'
 import { HpackDecoder } from './hpack.js'
 import { PingAcks } from './ping-acks.js'
 
@@ -28,7 +28,8 @@ const LAST_STREAM_ID = 2 ** 31 - 1
 /** One HTTP/2 connection. `gone` runs once the session takes no new streams (GOAWAY, failure, close). */
 export class H2Session {
   private readonly socket: net.Socket
-  private readonly streams = new H2StreamTable()
+  /** By id: a stream per unary call comes and goes (churn-map.ts says why not a Map). */
+  private readonly streams = new ChurnMap<number, H2Stream>()
   private readonly decoder = new HpackDecoder()
   private nextId = 1
   private readonly reader = new F.FrameReader()
@@ -67,7 +68,7 @@ export class H2Session {
     this.nextId += 2
     if (this.nextId > LAST_STREAM_ID) this.drain()
     if (this.streams.size === 0) this.socket.ref()
-    this.streams.set(stream)
+    this.streams.set(stream.id, stream)
     const headersOnly = data === undefined && end
     const head = F.frame(F.HEADERS, F.END_HEADERS | (headersOnly ? F.END_STREAM : 0), stream.id, headers)
     if (headersOnly) stream.localEnded = true
