@@ -122,18 +122,13 @@ describe('etcd backend specifics', () => {
     let txns = 0
     await withCountingClient(
       `lk-mline-${process.pid}`,
-      (inner) => ({
-        ...inner,
-        kv: {
+      (inner) =>
+        withKv(inner, {
           txn: (request) => {
             txns++
             return inner.kv.txn(request)
           },
-          range: (request) => inner.kv.range(request),
-        },
-        watch: () => inner.watch(),
-        close: () => inner.close(),
-      }),
+        }),
       async (locks) => {
         const holder = await locks.mutex('m').acquire()
         const before = txns
@@ -167,9 +162,8 @@ describe('etcd backend specifics', () => {
     let builtAtRelease = 0
     await withCountingClient(
       `lk-mprep-${process.pid}`,
-      (inner) => ({
-        ...inner,
-        kv: {
+      (inner) =>
+        withKv(inner, {
           txn: (request) => {
             const joins = request.success?.some((op) => op.request_txn !== undefined) === true
             if (joins && request.success?.[0]?.request_delete_range !== undefined) builtAtRelease++
@@ -183,11 +177,7 @@ describe('etcd backend specifics', () => {
               return send()
             }
           },
-          range: (request) => inner.kv.range(request),
-        },
-        watch: () => inner.watch(),
-        close: () => inner.close(),
-      }),
+        }),
       async (locks) => {
         const holder = await locks.mutex('m').acquire()
         const order: number[] = []
@@ -379,6 +369,19 @@ describe('etcd backend specifics', () => {
  * Runs `run` on locks over a backend whose client (of its own) is `wrap` of a plain one, e.g. to count its calls;
  * closes everything and removes the namespace's keys after.
  */
+/**
+ * `inner` with the kv calls of `kv` in place of its own; the others pass through, except `prepareTxn`, which is there
+ * only when `kv` has it (without it the backend builds a release txn at the release, as with an etcd3 client).
+ */
+function withKv(inner: EtcdClient, kv: Partial<EtcdClient['kv']>): EtcdClient {
+  return {
+    ...inner,
+    kv: { txn: (request) => inner.kv.txn(request), range: (request) => inner.kv.range(request), ...kv },
+    watch: () => inner.watch(),
+    close: () => inner.close(),
+  }
+}
+
 async function withCountingClient(
   namespace: string,
   wrap: (inner: EtcdClient) => EtcdClient,
