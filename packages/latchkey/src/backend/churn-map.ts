@@ -15,7 +15,7 @@
  * (ZooKeeper's entries by owner id, tried: 3.8 µs per pair in the map against 3 µs less in the collector).
  */
 export class ChurnMap<K extends number, V> {
-  private byKey: Record<K, V | undefined> = Object.create(null)
+  private readonly byKey: Record<K, V | undefined> = Object.create(null)
   private count = 0
 
   get size(): number {
@@ -24,10 +24,6 @@ export class ChurnMap<K extends number, V> {
 
   get(key: K): V | undefined {
     return this.byKey[key]
-  }
-
-  has(key: K): boolean {
-    return this.byKey[key] !== undefined
   }
 
   /** Sets `key` to `value` (never undefined: an undefined value reads as no entry). */
@@ -46,10 +42,5 @@ export class ChurnMap<K extends number, V> {
   /** The values, in a new array (deleting while walking it is safe). */
   values(): V[] {
     return Object.values(this.byKey) as V[]
-  }
-
-  clear(): void {
-    this.byKey = Object.create(null)
-    this.count = 0
   }
 }

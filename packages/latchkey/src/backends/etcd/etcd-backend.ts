@@ -128,8 +128,10 @@ export class EtcdBackend extends BackendBase {
   /**
    * Builds the release txn of this process's holder of `ref`, with which the head behind it joins etcd's line
    * (`prepareRelease`), once this turn is over: the try that set the join (or the grant before it) answers first.
+   * Nothing is scheduled where no head waits to join (a grant with no local waiter behind it).
    */
   private prepareRelease(ref: LockRef): void {
+    if (this.hub.pendingJoin(ref) === undefined) return
     setImmediate(() => {
       const pending = this.hub.pendingJoin(ref)
       if (pending === undefined) return
