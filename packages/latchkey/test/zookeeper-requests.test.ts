@@ -27,20 +27,30 @@ const NAMES: Record<number, string> = {
   15: 'create2',
 }
 
-/** A raw client whose requests are recorded by name, in the order they are queued. */
-async function recordedClient(): Promise<{ client: zookeeper.Client; sent: string[] }> {
+/**
+ * A raw client whose requests are recorded by name, in the order they are queued; while `answers.recorded` is set,
+ * their answers too (`<name> answered`, as each reply is handed to the client).
+ */
+async function recordedClient(): Promise<{ client: zookeeper.Client; sent: string[]; answers: { recorded: boolean } }> {
   const client = await rawClient(zkUrl())
   const sent: string[] = []
+  const answers = { recorded: false }
   const manager = (client as unknown as { connectionManager: { queue(r: unknown, cb: unknown): unknown } })
     .connectionManager
   const queue = manager.queue.bind(manager)
   manager.queue = (request: unknown, cb: unknown) => {
     const header = (request as { header?: { type?: number; wireType?: number } | null }).header
     const type = header?.wireType ?? header?.type
-    if (type !== undefined && type !== PING) sent.push(NAMES[type] ?? `op${type}`)
-    return queue(request, cb)
+    if (type === undefined || type === PING) return queue(request, cb)
+    const name = NAMES[type] ?? `op${type}`
+    sent.push(name)
+    if (!answers.recorded || typeof cb !== 'function') return queue(request, cb)
+    return queue(request, (...reply: unknown[]) => {
+      sent.push(`${name} answered`)
+      return cb(...reply)
+    })
   }
-  return { client, sent }
+  return { client, sent, answers }
 }
 
 const clients: zookeeper.Client[] = []
@@ -60,7 +70,7 @@ async function withRecordedTries() {
     return tryAcquire(request)
   }
   const b = createLocks({ backend, namespace, ttlMs: 30_000 })
-  return { sent: recorded.sent, a, b }
+  return { sent: recorded.sent, answers: recorded.answers, a, b }
 }
 /**
  * Resolves once the requests `locks` queued before it are answered and their replies handled: counting requests
@@ -198,7 +208,7 @@ describe('zookeeper: requests per lock', () => {
   })
 
   it('a waiter two behind lists the line when the holder goes, with no try of the core, then is granted on the next deletion with no request', async () => {
-    const { sent, a, b } = await withRecordedTries()
+    const { sent, answers, a, b } = await withRecordedTries()
     const first = await a.mutex('listed-ahead').acquire()
     const middle = a.mutex('listed-ahead').acquire({ waitMs: 10_000 })
     await eventually('the second contender waits', async () => (await a.inspect('listed-ahead')).waiters.length === 1)
@@ -208,12 +218,14 @@ describe('zookeeper: requests per lock', () => {
     expect(sent).toEqual(['tryAcquire', 'create2', 'getChildren', 'getChildren', 'getChildren', 'getChildren'])
     await answered(b, 'listed-ahead')
     sent.length = 0
+    answers.recorded = true
     await first.release()
     const second = await middle
     // The holder's deletion moved it up without a try of the core: it listed the line from the event, found one node
-    // ahead and read the new holder's lease (the first waiter judges it).
-    await eventually('the waiter reads the new holder', () => sent.length >= 2)
-    expect(sent).toEqual(['getChildren', 'getData'])
+    // ahead and read the new holder's lease (the first waiter judges it), sent with the listing, not after its answer.
+    await eventually('the waiter reads the new holder', () => sent.length >= 4)
+    expect(sent).toEqual(['getChildren', 'getData', 'getChildren answered', 'getData answered'])
+    answers.recorded = false
     sent.length = 0
     await second.release()
     const third = await waiting

@@ -56,6 +56,7 @@ export async function attempt(entry: OwnerEntry, request: AcquireRequest, deps: 
         node.first = false
         node.firstAfter = undefined
         node.twoAhead = undefined
+        node.ahead = undefined
         // This try judges the holders itself and tells the core when to try again.
         clearTimeout(node.judgeTimer)
         node.judgeTimer = undefined
@@ -165,6 +166,7 @@ export async function attempt(entry: OwnerEntry, request: AcquireRequest, deps: 
     if (ours.is === 'waiting') {
       nextInLine(entry, ours, firstAfter)
       ours.twoAhead = also.length === 2 ? also[0]?.name : undefined
+      ours.ahead = also.length === 2 ? standing.watch[0]?.name : undefined
     }
     return { acquired: false, retryAfterMs }
   }

@@ -49,6 +49,8 @@ export type NodeState =
       ownWatched?: boolean
       /** The node two ahead of ours, watched: its deletion moves us up without waking the core (zk-first-in-line.ts). */
       twoAhead?: string | undefined
+      /** The node just ahead of ours when `twoAhead` was set: the holder once that one goes (`ZkWaiters.moveUp`). */
+      ahead?: string | undefined
       /** Wakes the core when the holder's lease could run out, set by a move up without a try (`ZkWaiters.moveUp`). */
       judgeTimer?: NodeJS.Timeout | undefined
     }

@@ -35,7 +35,7 @@
  */
 import type { LockKind } from '../../backend/types.js'
 import { leaseLost, type OwnerEntry, type WaitingNode } from './zk-entry.js'
-import { checkHolders } from './zk-holders.js'
+import { checkHolders, judgeHolders, readHolders } from './zk-holders.js'
 import { listChildren } from './zk-node-ops.js'
 import { EXCLUSIVE, type LockNode, lineOf, type Standing } from './zk-nodes.js'
 
@@ -89,12 +89,20 @@ export type MoveUp = 'wake' | 'none' | { readonly retryAfterMs: number | undefin
 
 /**
  * The node two ahead of `node` was deleted: lists the line and, when one node is left ahead of ours and it is the one
- * we watch, makes us next in line (`firstAfter`) and reads that holder's lease, as the core's next try would, without
- * waking it. A holder granted ahead of its lease write may show no lease yet: then no time is set, and the waiter
- * judges that holder at its core's next poll, as a waiter that the line moved up always did before.
+ * we watch, makes us next in line (`firstAfter`) and judges that holder's lease (read with the listing), as the core's
+ * next try would, without waking it. A holder granted ahead of its lease write may show no lease yet: then no time is
+ * set, and the waiter judges that holder at its core's next poll, as a waiter that the line moved up always did
+ * before.
  */
 export async function moveUp(entry: OwnerEntry, node: WaitingNode): Promise<MoveUp> {
-  const children = await listChildren(entry.conn, entry.parent)
+  const listing = listChildren(entry.conn, entry.parent)
+  // The node just ahead is most likely the holder now: its lease is read in the same round trip as the listing, not
+  // one after it (a session's requests are answered in order, so the read sees the node no earlier than the listing
+  // saw the line). The process then wakes once for both answers, during the hold, rather than twice.
+  const expected = node.ahead
+  const read = expected === undefined ? undefined : readHolders(entry, [{ name: expected }])
+  read?.catch(() => undefined)
+  const children = await listing
   if (entry.node !== node || node.woken) return 'none'
   const line = lineOf(children, entry.layout.parse)
   const ahead = line[0]
@@ -103,7 +111,11 @@ export async function moveUp(entry: OwnerEntry, node: WaitingNode): Promise<Move
   }
   nextInLine(entry, node, ahead.name)
   node.twoAhead = undefined
-  const holders = await checkHolders(entry, [ahead])
+  node.ahead = undefined
+  const holders =
+    read !== undefined && ahead.name === expected
+      ? await judgeHolders(entry, await read)
+      : await checkHolders(entry, [ahead])
   if (entry.node !== node || node.woken) return 'none'
   return holders === 'changed' ? 'wake' : holders
 }

@@ -9,7 +9,7 @@ import { removeQuietly } from './zk-node-ops.js'
 import { decodeLease, type LockNode } from './zk-nodes.js'
 
 /** A holder's node as read for the expiry check. */
-interface HolderInfo {
+export interface HolderInfo {
   readonly path: string
   readonly version: number
   /** Server time after which the lease has run out; undefined for a node that holds no lease yet. */
@@ -25,9 +25,25 @@ export async function checkHolders(
   entry: OwnerEntry,
   blockers: readonly LockNode[],
 ): Promise<'changed' | { retryAfterMs: number | undefined }> {
-  const { conn } = entry
   if (blockers.length === 0) return { retryAfterMs: undefined }
-  const infos = await Promise.all(blockers.map((b) => readHolder(conn, `${entry.parent}/${b.name}`)))
+  return judgeHolders(entry, await readHolders(entry, blockers))
+}
+
+/** The blocking holders' nodes as read for the expiry check: undefined for one gone. */
+export function readHolders(
+  entry: OwnerEntry,
+  blockers: readonly Pick<LockNode, 'name'>[],
+): Promise<(HolderInfo | undefined)[]> {
+  return Promise.all(blockers.map((b) => readHolder(entry.conn, `${entry.parent}/${b.name}`)))
+}
+
+/** The expiry check of `checkHolders` on holders already read (`readHolders`). */
+export async function judgeHolders(
+  entry: OwnerEntry,
+  infos: readonly (HolderInfo | undefined)[],
+): Promise<'changed' | { retryAfterMs: number | undefined }> {
+  const { conn } = entry
+  if (infos.length === 0) return { retryAfterMs: undefined }
   if (infos.some((i) => i === undefined)) return 'changed'
   const leased = (infos as HolderInfo[]).filter((i) => i.expiresAt !== undefined)
   if (leased.length === 0) return { retryAfterMs: undefined }
