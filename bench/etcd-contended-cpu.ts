@@ -19,6 +19,7 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { Session } from 'node:inspector/promises'
 import { resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
+import { HandoffSplit } from './lib/handoff-split.js'
 
 const ETCD = process.env.LATCHKEY_ETCD_URL ?? 'http://127.0.0.1:2379'
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
@@ -59,11 +60,7 @@ async function child(): Promise<void> {
   const calls: Record<string, number> = {}
   // The two client-side parts of a handoff gap: the releaser's release() call to its txn's socket write, and the
   // next holder's socket read (the delete event) to its acquire() returning.
-  let releasedAt: number | undefined
-  let lastReadAt = 0
-  let counting = false
-  const releaseToWrite: number[] = []
-  const readToGrant: number[] = []
+  const split = new HandoffSplit(() => performance.now())
   const count = (k: string) => {
     calls[k] = (calls[k] ?? 0) + 1
   }
@@ -90,10 +87,7 @@ async function child(): Promise<void> {
   const socketWrite = net.Socket.prototype.write
   net.Socket.prototype.write = function (this: import('node:net').Socket, ...args: unknown[]) {
     count('socket write')
-    if (releasedAt !== undefined) {
-      if (counting) releaseToWrite.push(performance.now() - releasedAt)
-      releasedAt = undefined
-    }
+    split.wrote()
     const out = args[0]
     // A write of PING ACKs alone (9-byte header + 8-byte payload each, type 6, flag ACK).
     if (Buffer.isBuffer(out) && out.length % 17 === 0 && out[3] === 6 && out[4] === 1)
@@ -126,7 +120,7 @@ async function child(): Promise<void> {
   const framePush = frames.FrameReader.prototype.push
   frames.FrameReader.prototype.push = function (this: unknown, ...args: unknown[]) {
     count('socket read')
-    lastReadAt = performance.now()
+    split.read()
     return framePush.apply(this, args)
   }
   // FLOOR=etcd-line or etcd-go: that floor (lib/etcd-line-floor.ts, lib/etcd-go-mutex-floor.ts) instead of latchkey.
@@ -208,12 +202,11 @@ async function child(): Promise<void> {
         if (held === undefined) continue
         const at = performance.now()
         const counted = at >= warmEnd && at < end
-        counting = counted
+        split.granted(at, counted)
         if (counted) acq++
-        if (counted) readToGrant.push(at - lastReadAt)
         await sleep(1)
-        if (counted) holds.push([performance.timeOrigin + at, performance.timeOrigin + performance.now()])
-        releasedAt = performance.now()
+        const releasedAt = split.releasing()
+        if (counted) holds.push([performance.timeOrigin + at, performance.timeOrigin + releasedAt])
         await held.release()
         await sleep(5)
       }
@@ -231,8 +224,8 @@ async function child(): Promise<void> {
     systemMs: used.system / 1_000,
     calls: delta,
     holds,
-    releaseToWrite,
-    readToGrant,
+    releaseToWrite: split.releaseToWrite,
+    readToGrant: split.readToGrant,
   } satisfies Report)
   await close()
   process.exit(0)

@@ -21,6 +21,7 @@
 import { fork } from 'node:child_process'
 import net from 'node:net'
 import { fileURLToPath } from 'node:url'
+import { HandoffSplit } from './lib/handoff-split.js'
 import { hostNow } from './lib/stats.js'
 
 const LIB = process.env.LIB ?? fileURLToPath(new URL('../packages/latchkey/dist', import.meta.url))
@@ -45,19 +46,9 @@ function hook(proto: Record<string, unknown>, method: string, before: () => void
 }
 
 async function child(url: string, waiters: number, key: string, seconds: number): Promise<void> {
-  let releasedAt: number | undefined
-  let lastReadAt = 0
-  let counting = false
-  const releaseToWrite: number[] = []
-  const readToGrant: number[] = []
-  hook(net.Socket.prototype as never, 'write', () => {
-    if (releasedAt === undefined) return
-    if (counting) releaseToWrite.push(hostNow() - releasedAt)
-    releasedAt = undefined
-  })
-  const read = () => {
-    lastReadAt = hostNow()
-  }
+  const split = new HandoffSplit(hostNow)
+  hook(net.Socket.prototype as never, 'write', () => split.wrote())
+  const read = () => split.read()
   hook(net.Socket.prototype as never, 'push', read)
   const zk = await import(`${LIB}/backends/zookeeper/zk-frames.js`)
   hook(zk.ZkFrames.prototype, 'push', read)
@@ -87,14 +78,12 @@ async function child(url: string, waiters: number, key: string, seconds: number)
         }
         const at = hostNow()
         const now = performance.now()
-        counting = now >= warmEnd && now < end
-        if (counting) {
-          acquisitions++
-          readToGrant.push(at - lastReadAt)
-        }
+        const counted = now >= warmEnd && now < end
+        split.granted(at, counted)
+        if (counted) acquisitions++
         await sleep(1)
-        releasedAt = hostNow()
-        if (counting) holds.push([at, releasedAt])
+        const releasedAt = split.releasing()
+        if (counted) holds.push([at, releasedAt])
         await held.release()
         await sleep(5)
       }
@@ -105,8 +94,8 @@ async function child(url: string, waiters: number, key: string, seconds: number)
     acquisitions,
     cpuMs: (cpu.user + cpu.system) / 1_000,
     holds,
-    releaseToWrite,
-    readToGrant,
+    releaseToWrite: split.releaseToWrite,
+    readToGrant: split.readToGrant,
   } satisfies Report)
   await locks.close()
   await backend.close()
