@@ -16,11 +16,14 @@
  *   e.g. zookeeper://127.0.0.1:2181, etcd://127.0.0.1:2379, redis://127.0.0.1:6379
  *
  * LIB=<absolute path of another build's dist> runs that build instead (a change against the code before it).
+ * FLOOR=<name> runs that floor of bench/lib/floors.ts on `url` instead of latchkey (e.g. FLOOR=proto-blpop with a
+ * redis:// URL, FLOOR=zk-recipe with a ZooKeeper connect string): the same split for the request pattern alone.
  * PROF_DIR=<dir>: each child runs under --cpu-prof and writes its profile there (bench/lib/cpu-profile-summary.mjs).
  */
 import { fork } from 'node:child_process'
 import net from 'node:net'
 import { fileURLToPath } from 'node:url'
+import type { FloorName } from './lib/contender.js'
 import { HandoffSplit } from './lib/handoff-split.js'
 import { hostNow } from './lib/stats.js'
 
@@ -45,6 +48,33 @@ function hook(proto: Record<string, unknown>, method: string, before: () => void
   }
 }
 
+/** The lock the waiters of a child take: latchkey's backend for `url`, or with FLOOR=<name> that floor on `url`. */
+async function openSide(
+  url: string,
+  key: string,
+): Promise<{
+  acquire(waitMs: number): Promise<{ release(): Promise<unknown> } | undefined>
+  close(): Promise<void>
+}> {
+  const floorName = process.env.FLOOR
+  if (floorName !== undefined) {
+    const { openFloor } = await import('./lib/floors.js')
+    const floor = await openFloor(floorName as FloorName, url, `handoff-sides-${key}`, 10_000)
+    return { acquire: (waitMs) => floor.acquire(key, waitMs), close: () => floor.close() }
+  }
+  const lib = await import(`${LIB}/index.js`)
+  const backend = await lib.backendFromUrl(url)
+  const locks = lib.createLocks({ backend, namespace: 'handoff-sides', ttlMs: 10_000 })
+  const mutex = locks.mutex(key)
+  return {
+    acquire: (waitMs) => mutex.acquire({ waitMs }),
+    close: async () => {
+      await locks.close()
+      await backend.close()
+    },
+  }
+}
+
 async function child(url: string, waiters: number, key: string, seconds: number): Promise<void> {
   const split = new HandoffSplit(hostNow)
   hook(net.Socket.prototype as never, 'write', () => split.wrote())
@@ -54,10 +84,7 @@ async function child(url: string, waiters: number, key: string, seconds: number)
   hook(zk.ZkFrames.prototype, 'push', read)
   const etcd = await import(`${LIB}/backends/etcd/wire/h2-frames.js`)
   hook(etcd.FrameReader.prototype, 'push', read)
-  const lib = await import(`${LIB}/index.js`)
-  const backend = await lib.backendFromUrl(url)
-  const locks = lib.createLocks({ backend, namespace: 'handoff-sides', ttlMs: 10_000 })
-  const mutex = locks.mutex(key)
+  const { acquire, close } = await openSide(url, key)
   const warmEnd = performance.now() + 1_500
   const end = warmEnd + seconds * 1_000
   let cpu0 = process.cpuUsage()
@@ -70,12 +97,13 @@ async function child(url: string, waiters: number, key: string, seconds: number)
     Array.from({ length: waiters }, async (_, i) => {
       await sleep(i % 2)
       while (performance.now() < end) {
-        let held: { release(): Promise<unknown> }
+        let held: { release(): Promise<unknown> } | undefined
         try {
-          held = await mutex.acquire({ waitMs: Math.max(1, Math.ceil(end - performance.now())) })
+          held = await acquire(Math.max(1, Math.ceil(end - performance.now())))
         } catch {
           continue
         }
+        if (held === undefined) continue
         const at = hostNow()
         const now = performance.now()
         const counted = now >= warmEnd && now < end
@@ -97,8 +125,7 @@ async function child(url: string, waiters: number, key: string, seconds: number)
     releaseToWrite: split.releaseToWrite,
     readToGrant: split.readToGrant,
   } satisfies Report)
-  await locks.close()
-  await backend.close()
+  await close()
   process.exit(0)
 }
 
