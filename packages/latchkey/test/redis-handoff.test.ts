@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import type { AcquireRequest, LockKind } from '../src/backend/types.js'
-import type { RedisBackend } from '../src/backends/redis/index.js'
+import { type RedisBackend, redisBackend } from '../src/backends/redis/index.js'
 import type { RedisReleaseSubscription } from '../src/backends/redis/release-subscription.js'
 import { backendRequest as request, tokenOf } from './support/backend-request.js'
 import { eventually } from './support/eventually.js'
@@ -39,7 +39,7 @@ async function heldByFirst(kind: LockKind = 'mutex', permits = 1) {
 
 /** A waiting try: subscribed first, as the core does before the first try of a waiting acquire. */
 async function waitingTry(b: RedisBackend, req: AcquireRequest) {
-  const sub = b.subscribe(req)
+  const sub = b.subscribe(req) as RedisReleaseSubscription
   const result = await b.tryAcquire(req)
   return { sub, result }
 }
@@ -92,6 +92,53 @@ describe('redis release handoff', () => {
     waitB.sub.close()
     expect(await b3.release(b)).toBe(true)
     expect(await b1.isLocked({ key: name, kind: 'mutex', permits: 1 })).toBe(false)
+  })
+
+  it("a woken watcher's subscription gives the core its grant once, with no request", async () => {
+    const name = lockName()
+    const counted = countedBackend()
+    const [b1, b2] = [backend(), counted.b]
+    const holder = request(name)
+    const first = tokenOf(await b1.tryAcquire(holder))
+    const a = request(name)
+    const waitA = await waitingTry(b2, a)
+    expect(waitA.result.acquired).toBe(false)
+    await subscribed(waitA)
+    await waitA.sub.wait(1)
+    // Nothing was granted yet: the core tries as usual.
+    expect(waitA.sub.takeGrant()).toBeUndefined()
+    expect(await b1.release(holder)).toBe(true)
+    await waitA.sub.wait(2_000)
+    const sent = counted.commands()
+    const took = waitA.sub.takeGrant()
+    expect(took?.acquired).toBe(true)
+    expect(tokenOf(took as Awaited<ReturnType<RedisBackend['tryAcquire']>>)).toBeGreaterThan(first)
+    expect(took?.acquired && took.grantedAt).toBeGreaterThan(0)
+    expect(waitA.sub.takeGrant()).toBeUndefined()
+    expect(counted.commands()).toBe(sent)
+    waitA.sub.close()
+    expect(await b2.release(a)).toBe(true)
+    expect(await b1.isLocked({ key: name, kind: 'mutex', permits: 1 })).toBe(false)
+  })
+
+  it('with replicas to wait for, a woken watcher gives the core no grant: its try takes it and waits for them', async () => {
+    const { name, b1, b2, holder } = await heldByFirst()
+    const replicated = redisBackend({ client: scope.ownClient(), waitReplicas: { replicas: 1, timeoutMs: 100 } })
+    try {
+      const a = request(name)
+      const waitA = await waitingTry(replicated as RedisBackend, a)
+      expect(waitA.result.acquired).toBe(false)
+      await subscribed(waitA)
+      await waitA.sub.wait(1)
+      expect(await b1.release(holder)).toBe(true)
+      await waitA.sub.wait(2_000)
+      expect(waitA.sub.takeGrant()).toBeUndefined()
+      waitA.sub.close()
+      // The grant is A's on the server all the same: released by its owner's id from another process.
+      expect(await b2.release(a)).toBe(true)
+    } finally {
+      await replicated.close()
+    }
   })
 
   it('a release whose oldest watcher waits in its own process hands the grant over in its reply, publishing nothing', async () => {

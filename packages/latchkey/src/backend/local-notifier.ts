@@ -34,6 +34,7 @@ export class WakeSubscription extends WakeableSubscription implements ReleaseSub
   close(): void {
     if (this.closed) return
     this.closed = true
+    this.stopListening()
     const detach = this.detach
     this.detach = () => undefined
     detach(this)

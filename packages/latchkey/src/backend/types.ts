@@ -107,6 +107,12 @@ export interface ReleaseSubscription {
   /** Resolves on a release notification or after `timeoutMs`; rejects with `signal.reason` on abort. */
   wait(timeoutMs: number, signal?: AbortSignal): Promise<void>
   close(): void
+  /**
+   * Optional. A grant the release itself made to this waiter and told it with the notification, taken synchronously
+   * right after a wake-up: the core uses it as its next try's answer and sends no try. Undefined when there is none
+   * (the core then tries as usual). What it returns must be exactly what `tryAcquire` would have answered.
+   */
+  takeGrant?(): AcquireResult | undefined
 }
 
 /**

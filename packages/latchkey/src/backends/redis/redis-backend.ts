@@ -93,6 +93,7 @@ export class RedisBackend extends BackendBase {
       this.commander,
       options.subscriberLingerMs ?? 10_000,
       !this.layout.alwaysPublish,
+      this.replicas === undefined,
     )
     const { notifier, scripts, publishAlways } = this
     this.grantReturns = { calls, scripts, keys, layout, notifier, publishAlways }

@@ -38,6 +38,8 @@ export class ReleaseNotifier {
     private readonly commander: RedisCommander,
     private readonly lingerMs: number,
     handsOver: boolean,
+    /** Whether a grant handed over is complete as told (no replicas to wait for): see `takeGrant`. */
+    private readonly grantsComplete: boolean,
   ) {
     // Under the `latchkey:` prefix of the lock channels, so an ACL that allows those allows this one.
     // `:s:` tells a release that this process reads a mutex kept as a string key (scripts/handoff-mutex.lua): a
@@ -51,7 +53,7 @@ export class ReleaseNotifier {
    * failed try (see {@link waiting}): an uncontended acquire then costs no bookkeeping at all.
    */
   subscribe(channel: string, kind: LockKind): ReleaseSubscription {
-    const sub = new RedisReleaseSubscription(channel, kind, (s) => this.detach(s))
+    const sub = new RedisReleaseSubscription(channel, kind, (s) => this.detach(s), this.grantsComplete)
     const group = this.groups.get(channel)
     if (group !== undefined) this.join(sub, group)
     // The core tries right after subscribing, in the same synchronous run; a subscription closed before

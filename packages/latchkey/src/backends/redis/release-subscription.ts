@@ -1,4 +1,4 @@
-import type { LockKind, ReleaseSubscription } from '../../backend/types.js'
+import type { AcquireResult, LockKind, ReleaseSubscription } from '../../backend/types.js'
 import { WakeableSubscription } from '../../backend/wakeable-subscription.js'
 
 /** The local waiters of one channel (one lock family) and the state of its Redis subscription. */
@@ -39,8 +39,22 @@ export class RedisReleaseSubscription extends WakeableSubscription implements Re
     readonly channel: string,
     readonly kind: LockKind,
     private readonly detach: (sub: RedisReleaseSubscription) => void,
+    /** A grant is the lease as it stands (no replicas to wait for): the core may take it without a try. */
+    private readonly grantsComplete: boolean,
   ) {
     super()
+  }
+
+  /**
+   * The grant a release made to this waiter (`g <field> <token>`), taken as the core's next try would take it
+   * (`RedisBackend.takeHandoff`): timed from this waiter's last try, which was sent before the release ran.
+   */
+  takeGrant(): AcquireResult | undefined {
+    const token = this.granted
+    if (token === undefined || !this.grantsComplete) return undefined
+    this.granted = undefined
+    this.owesTry = false
+    return { acquired: true, token: BigInt(token), grantedAt: this.triedAt }
   }
 
   get isWaiting(): boolean {
@@ -67,6 +81,7 @@ export class RedisReleaseSubscription extends WakeableSubscription implements Re
   close(): void {
     if (this.closed) return
     this.closed = true
+    this.stopListening()
     this.wake?.()
     this.detach(this)
   }

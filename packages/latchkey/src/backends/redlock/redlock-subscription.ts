@@ -152,6 +152,7 @@ export class RedlockSubscription extends WakeableSubscription implements Release
   close(): void {
     if (this.closed) return
     this.closed = true
+    this.stopListening()
     clearTimeout(this.grantGrace)
     this.wake?.()
     this.detach(this)
