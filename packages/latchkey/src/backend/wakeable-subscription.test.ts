@@ -2,22 +2,28 @@ import { getEventListeners } from 'node:events'
 import { describe, expect, it } from 'vitest'
 import { WakeSubscription } from './local-notifier.js'
 
+/** The abort listeners on `signal`. */
+const listeners = (signal: AbortSignal): number => getEventListeners(signal, 'abort').length
+
+/** One wait on `signal` ended by a wake-up; the listeners on `signal` while it was pending. */
+async function wokenWait(sub: WakeSubscription, signal: AbortSignal): Promise<number> {
+  const wait = sub.wait(10_000, signal)
+  const during = listeners(signal)
+  sub.fire()
+  await wait
+  return during
+}
+
 describe('WakeableSubscription (through WakeSubscription)', () => {
   it("keeps one abort listener on a wait's signal across waits, and removes it on close", async () => {
-    const controller = new AbortController()
+    const { signal } = new AbortController()
     const sub = new WakeSubscription()
-    const first = sub.wait(10_000, controller.signal)
-    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(1)
-    sub.fire()
-    await first
+    expect(await wokenWait(sub, signal)).toBe(1)
     // The listener stays between waits (its removal and re-adding cost every wake-up) and is not added twice.
-    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(1)
-    const second = sub.wait(10_000, controller.signal)
-    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(1)
-    sub.fire()
-    await second
+    expect(listeners(signal)).toBe(1)
+    expect(await wokenWait(sub, signal)).toBe(1)
     sub.close()
-    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0)
+    expect(listeners(signal)).toBe(0)
   })
 
   it('rejects a pending wait with the reason of its signal, and only that wait', async () => {
@@ -28,14 +34,13 @@ describe('WakeableSubscription (through WakeSubscription)', () => {
     const reason = new Error('caller gave up')
     controller.abort(reason)
     await expect(pending).rejects.toBe(reason)
-    // A later wait on the aborted signal rejects at once; a wait on another signal is not touched by it.
+    // A later wait on the aborted signal rejects at once; a wait on another signal is not touched by it, and takes
+    // the listener off the aborted one.
     await expect(sub.wait(10_000, controller.signal)).rejects.toBe(reason)
-    const other = new AbortController()
-    const unaffected = sub.wait(10_000, other.signal)
-    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0)
-    sub.fire()
-    await unaffected
+    const other = new AbortController().signal
+    expect(await wokenWait(sub, other)).toBe(1)
+    expect(listeners(controller.signal)).toBe(0)
     sub.close()
-    expect(getEventListeners(other.signal, 'abort')).toHaveLength(0)
+    expect(listeners(other)).toBe(0)
   })
 })
