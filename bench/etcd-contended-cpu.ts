@@ -20,6 +20,7 @@ import { Session } from 'node:inspector/promises'
 import { resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { HandoffSplit } from './lib/handoff-split.js'
+import { openLockSide } from './lib/lock-side.js'
 
 const ETCD = process.env.LATCHKEY_ETCD_URL ?? 'http://127.0.0.1:2379'
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
@@ -125,28 +126,14 @@ async function child(): Promise<void> {
   }
   // FLOOR=etcd-line or etcd-go: that floor (lib/etcd-line-floor.ts, lib/etcd-go-mutex-floor.ts) instead of latchkey.
   const floorName = process.env.FLOOR
-  let acquire: (waitMs: number) => Promise<{ release(): Promise<unknown> } | undefined>
-  let close: () => Promise<void>
-  if (floorName === 'etcd-line' || floorName === 'etcd-go') {
-    const { openFloor } = await import('./lib/floors.js')
-    const floor = await openFloor(floorName, ETCD, 'cpuprof', 10_000) // the key is new in each run
-    acquire = (waitMs) => floor.acquire(key as string, waitMs)
-    close = () => floor.close()
-  } else {
-    const lib = await import(pathToFileURL(resolve(dist as string, 'index.js')).href)
-    const backend = await lib.backendFromUrl(`etcd://${new URL(ETCD).host}`)
-    const locks = lib.createLocks({
-      backend,
-      namespace: 'cpuprof', // the key is new in each run
-      ttlMs: 10_000,
-    })
-    const mutex = locks.mutex(key)
-    acquire = (waitMs) => mutex.acquire({ waitMs })
-    close = async () => {
-      await locks.close()
-      await backend.close()
-    }
-  }
+  const { acquire, close } = await openLockSide({
+    dist: dist as string,
+    url: `etcd://${new URL(ETCD).host}`,
+    floor: floorName === 'etcd-line' || floorName === 'etcd-go' ? floorName : undefined,
+    floorUrl: ETCD,
+    namespace: 'cpuprof', // the key is new in each run
+    key: key as string,
+  })
   const warmEnd = performance.now() + 1_500
   const end = warmEnd + Number(secondsArg) * 1_000
   let acq = 0

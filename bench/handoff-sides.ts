@@ -25,6 +25,7 @@ import net from 'node:net'
 import { fileURLToPath } from 'node:url'
 import type { FloorName } from './lib/contender.js'
 import { HandoffSplit } from './lib/handoff-split.js'
+import { openLockSide } from './lib/lock-side.js'
 import { hostNow } from './lib/stats.js'
 
 const LIB = process.env.LIB ?? fileURLToPath(new URL('../packages/latchkey/dist', import.meta.url))
@@ -48,33 +49,6 @@ function hook(proto: Record<string, unknown>, method: string, before: () => void
   }
 }
 
-/** The lock the waiters of a child take: latchkey's backend for `url`, or with FLOOR=<name> that floor on `url`. */
-async function openSide(
-  url: string,
-  key: string,
-): Promise<{
-  acquire(waitMs: number): Promise<{ release(): Promise<unknown> } | undefined>
-  close(): Promise<void>
-}> {
-  const floorName = process.env.FLOOR
-  if (floorName !== undefined) {
-    const { openFloor } = await import('./lib/floors.js')
-    const floor = await openFloor(floorName as FloorName, url, `handoff-sides-${key}`, 10_000)
-    return { acquire: (waitMs) => floor.acquire(key, waitMs), close: () => floor.close() }
-  }
-  const lib = await import(`${LIB}/index.js`)
-  const backend = await lib.backendFromUrl(url)
-  const locks = lib.createLocks({ backend, namespace: 'handoff-sides', ttlMs: 10_000 })
-  const mutex = locks.mutex(key)
-  return {
-    acquire: (waitMs) => mutex.acquire({ waitMs }),
-    close: async () => {
-      await locks.close()
-      await backend.close()
-    },
-  }
-}
-
 async function child(url: string, waiters: number, key: string, seconds: number): Promise<void> {
   const split = new HandoffSplit(hostNow)
   hook(net.Socket.prototype as never, 'write', () => split.wrote())
@@ -84,7 +58,13 @@ async function child(url: string, waiters: number, key: string, seconds: number)
   hook(zk.ZkFrames.prototype, 'push', read)
   const etcd = await import(`${LIB}/backends/etcd/wire/h2-frames.js`)
   hook(etcd.FrameReader.prototype, 'push', read)
-  const { acquire, close } = await openSide(url, key)
+  const { acquire, close } = await openLockSide({
+    dist: LIB,
+    url,
+    floor: process.env.FLOOR as FloorName | undefined,
+    namespace: 'handoff-sides', // the key is new in each run
+    key,
+  })
   const warmEnd = performance.now() + 1_500
   const end = warmEnd + seconds * 1_000
   let cpu0 = process.cpuUsage()
