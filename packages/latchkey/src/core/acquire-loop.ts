@@ -76,16 +76,17 @@ export class AcquireLoop {
         // A try may not outlast the wait (when waiting) nor the patience for a silent backend.
         const silenceAt = this.answeredAt + settings.unavailableMs
         const boundIsWait = this.waiting && this.waitEnds.at <= silenceAt
-        // A grant the release made to us and told us with its notification is the try's answer: no try is sent.
-        const handed = attempt === 0 ? undefined : this.subscription?.takeGrant?.()
-        const outcome =
-          attempt === 0
-            ? first
-            : handed !== undefined
-              ? ({ state: 'answered', value: handed } as const)
+        let outcome = first
+        if (attempt > 0) {
+          // A grant the release made to us and told us with its notification is the try's answer: no try is sent.
+          const handed = this.subscription?.takeGrant?.()
+          outcome =
+            handed !== undefined
+              ? { state: 'answered', value: handed }
               : await settleWithin(target.ctx.tries, boundIsWait ? this.waitEnds.at : silenceAt, (options) =>
                   backend.tryAcquire(request, options),
                 )
+        }
         if (outcome.state === 'failed') this.failed(outcome.error)
         else if (outcome.state !== 'answered') throw this.unanswered(outcome, sentAt, boundIsWait)
         let result = outcome.state === 'answered' ? this.answered(outcome.value, sentAt) : undefined

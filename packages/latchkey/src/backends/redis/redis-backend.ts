@@ -18,7 +18,7 @@ import { RecentContention } from './recent-contention.js'
 import type { RedisBackendOptions } from './redis-backend-options.js'
 import { ReleaseNotifier } from './release-notifier.js'
 import { answer, passed, released } from './release-replies.js'
-import type { RedisReleaseSubscription } from './release-subscription.js'
+import type { RedisReleaseSubscription, TakenGrant } from './release-subscription.js'
 import { type ReplicaWait, waitForReplicas } from './replica-wait.js'
 import { ScriptCalls } from './script-calls.js'
 import { type AcquireReply, DEFAULT_FENCE_IDLE_MS, type RedisScripts, scriptsFor } from './scripts/index.js'
@@ -106,7 +106,8 @@ export class RedisBackend extends BackendBase {
       const lockKeys = this.keys.keysOf(request)
       const field = this.layout.fieldOf(request.owner)
       const sub = this.notifier.claim(field, lockKeys.channel)
-      if (sub?.granted !== undefined) return Promise.resolve(this.takeHandoff(request, sub))
+      const handed = sub?.takeGranted()
+      if (handed !== undefined) return Promise.resolve(this.takeHandoff(request, handed))
       const mode = request.queue ? 'q' : sub === undefined ? '-' : sub.triedAt === 0 ? 'f' : 'w'
       // Latchkey layout: a mutex's first try takes the short script unless the lock was lately seen contended here.
       if (
@@ -198,15 +199,12 @@ export class RedisBackend extends BackendBase {
   }
 
   /**
-   * Takes the lease a release granted to this waiter (named in its message): no round trip. The grant ran
-   * after this waiter's last failed try was sent, so the lease is timed from then. Not async without replicas to
-   * wait for: `tryAcquire` returning a promise costs the handed-over waiter two more microtask turns, behind whatever
-   * else the same socket read queued (bench/redis-handoff-trace.ts).
+   * The lease a release granted to this waiter (named in its message), taken from its subscription: no round trip.
+   * The grant ran after this waiter's last failed try was sent, so the lease is timed from then. Not async without
+   * replicas to wait for: `tryAcquire` returning a promise costs the handed-over waiter two more microtask turns,
+   * behind whatever else the same socket read queued (bench/redis-handoff-trace.ts).
    */
-  private takeHandoff(request: AcquireRequest, sub: RedisReleaseSubscription): AcquireResult | Promise<AcquireResult> {
-    const token = sub.granted as string
-    sub.granted = undefined
-    const result = { acquired: true, token: BigInt(token), grantedAt: sub.triedAt } as const
+  private takeHandoff(request: AcquireRequest, { token, result }: TakenGrant): AcquireResult | Promise<AcquireResult> {
     if (this.replicas === undefined) return result
     return this.replicated(request, () => releaseGrant(this.grantReturns, request, token)).then(() => result)
   }

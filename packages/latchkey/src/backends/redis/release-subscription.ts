@@ -1,6 +1,12 @@
 import type { AcquireResult, LockKind, ReleaseSubscription } from '../../backend/types.js'
 import { WakeableSubscription } from '../../backend/wakeable-subscription.js'
 
+/** A grant a release made to a waiter, taken from its subscription: the token as told, and the try's answer. */
+export interface TakenGrant {
+  readonly token: string
+  readonly result: AcquireResult & { acquired: true }
+}
+
 /** The local waiters of one channel (one lock family) and the state of its Redis subscription. */
 export class ChannelGroup {
   /** Open subscriptions, oldest first. */
@@ -46,15 +52,23 @@ export class RedisReleaseSubscription extends WakeableSubscription implements Re
   }
 
   /**
-   * The grant a release made to this waiter (`g <field> <token>`), taken as the core's next try would take it
-   * (`RedisBackend.takeHandoff`): timed from this waiter's last try, which was sent before the release ran.
+   * The grant a release made to this waiter (`g <field> <token>`), for the core to take without a try; undefined
+   * when there is none, or when the grant must wait for replicas (the try then takes it: `RedisBackend.takeHandoff`).
    */
   takeGrant(): AcquireResult | undefined {
+    return this.grantsComplete ? this.takeGranted()?.result : undefined
+  }
+
+  /**
+   * Takes the grant a release made to this waiter, with its token as told: the lease is timed from this waiter's last
+   * try, which was sent before the release ran.
+   */
+  takeGranted(): TakenGrant | undefined {
     const token = this.granted
-    if (token === undefined || !this.grantsComplete) return undefined
+    if (token === undefined) return undefined
     this.granted = undefined
     this.owesTry = false
-    return { acquired: true, token: BigInt(token), grantedAt: this.triedAt }
+    return { token, result: { acquired: true, token: BigInt(token), grantedAt: this.triedAt } }
   }
 
   get isWaiting(): boolean {
