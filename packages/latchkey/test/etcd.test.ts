@@ -366,10 +366,6 @@ describe('etcd backend specifics', () => {
 })
 
 /**
- * Runs `run` on locks over a backend whose client (of its own) is `wrap` of a plain one, e.g. to count its calls;
- * closes everything and removes the namespace's keys after.
- */
-/**
  * `inner` with the kv calls of `kv` in place of its own; the others pass through, except `prepareTxn`, which is there
  * only when `kv` has it (without it the backend builds a release txn at the release, as with an etcd3 client).
  */
@@ -382,6 +378,10 @@ function withKv(inner: EtcdClient, kv: Partial<EtcdClient['kv']>): EtcdClient {
   }
 }
 
+/**
+ * Runs `run` on locks over a backend whose client (of its own) is `wrap` of a plain one, e.g. to count its calls;
+ * closes everything and removes the namespace's keys after.
+ */
 async function withCountingClient(
   namespace: string,
   wrap: (inner: EtcdClient) => EtcdClient,
