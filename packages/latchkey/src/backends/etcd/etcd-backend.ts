@@ -17,7 +17,7 @@ import { GoMutexLayout } from './go-mutex-layout.js'
 import { type EtcdHolderGuard, holderGuard } from './holder-guard.js'
 import { type EtcdKeyLayout, KeyLayout } from './keys.js'
 import { Leases } from './leases.js'
-import { acquireLined, prepareRelease, refreshNext, releaseAndJoin } from './mutex-line.js'
+import { acquireLined, grantOnWake, prepareRelease, refreshNext, releaseAndJoin } from './mutex-line.js'
 import { createdAt, Owners } from './owners.js'
 import { acquireQueued } from './queued-acquire.js'
 import { renewHolder } from './renew.js'
@@ -85,7 +85,12 @@ export class EtcdBackend extends BackendBase {
     this.layout =
       options.layout === 'etcd' ? new GoMutexLayout(options.prefix) : new KeyLayout(options.prefix ?? 'latchkey')
     this.leases = new Leases(this.client, callTimeoutMs)
-    this.hub = new WatchHub(this.client, this.layout, (lockKey, owner) => refreshNext(this.deps, lockKey, owner))
+    this.hub = new WatchHub(
+      this.client,
+      this.layout,
+      (lockKey, owner) => refreshNext(this.deps, lockKey, owner),
+      (request) => this.takeGrant(request),
+    )
     this.capabilities = this.layout.name === 'etcd' ? GO_LAYOUT_CAPABILITIES : CAPABILITIES
     this.deps = { client: this.client, layout: this.layout, leases: this.leases, owners: this.owners, hub: this.hub }
   }
@@ -112,17 +117,36 @@ export class EtcdBackend extends BackendBase {
         this.prepareRelease(request)
         return { acquired: false, retryAfterMs: request.ttlMs / 3 }
       }
-      const result = this.held(request, await acquireLined(this.deps, request, until))
-      if (result.acquired) {
-        this.hub.granted(request, request.owner)
-        this.prepareRelease(request)
-      }
-      return result
+      return this.lined(request, await acquireLined(this.deps, request, until))
     } catch (error) {
       throw unavailable(error, `acquiring "${request.key}" (${request.kind})`, this.server)
     } finally {
       done()
     }
+  }
+
+  /**
+   * What {@link tryAcquire} would answer a woken mutex waiter without a request, or undefined when its answer needs
+   * one: the head of this process's waiters whose followed place is first and whose lease is fresh (`grantOnWake`).
+   * The subscription's `takeGrant`, so the core sends no try for it.
+   */
+  private takeGrant(request: AcquireRequest): AcquireResult | undefined {
+    if (request.kind !== 'mutex' || request.queue) return undefined
+    const started = monotonicNow()
+    this.owners.prune(started, (lease) => this.leases.remainingMs(lease))
+    if (this.hub.turnOf(request, request.owner) !== 'head') return undefined
+    const granted = grantOnWake(this.deps, request, started + request.ttlMs)
+    return granted === undefined ? undefined : this.lined(request, granted)
+  }
+
+  /** A lined try's answer: a grant starts its holder's local turn and prepares the release its head joins with. */
+  private lined(request: AcquireRequest, answer: AcquireResult): AcquireResult {
+    const result = this.held(request, answer)
+    if (result.acquired) {
+      this.hub.granted(request, request.owner)
+      this.prepareRelease(request)
+    }
+    return result
   }
 
   /**

@@ -35,6 +35,17 @@ export async function acquireLined(d: AcquireDeps, req: AcquireRequest, until: n
 }
 
 /**
+ * The grant a woken head takes with no request (its subscription's `takeGrant`): the watch saw every key older
+ * than its place go, and the place's lease is fresh enough for the caller's deadline, so no keepalive is due.
+ * Exactly what {@link checkPlace} answers first in that case; undefined in every other (a try then checks the place).
+ */
+export function grantOnWake(d: AcquireDeps, req: AcquireRequest, until: number): AcquireResult | undefined {
+  const state = d.owners.get(req.owner, req.key, req.kind)
+  if (state?.role !== 'waiter' || d.hub.placeOf(req, req.owner) !== 'first') return undefined
+  return grantFresh(d, req, state, until)
+}
+
+/**
  * Granted when no older key is left, a miss when one is, undefined when the place is gone (its lease ran out, or
  * a force release deleted it). The watch tells where the place stands when it followed it since it was taken;
  * otherwise a read of the line does. Either way a keepalive of the place's lease goes out first: the grant needs

@@ -6,7 +6,7 @@
  * holder's release (`release-joins.ts`).
  */
 import { LocalNotifier } from '../../backend/local-notifier.js'
-import type { AcquireRequest, LockRef, ReleaseSubscription } from '../../backend/types.js'
+import type { AcquireRequest, AcquireResult, LockRef, ReleaseSubscription } from '../../backend/types.js'
 import { monotonicNow } from '../../core/clock.js'
 import { dispatchDelete, wakeAll } from './delete-dispatch.js'
 import type { EtcdClient } from './etcd-client.js'
@@ -36,12 +36,14 @@ export class WatchHub {
 
   /**
    * `nextInLine(lockKey, owner)` runs when a followed place has one key left before it (see mutex-line.ts: its
-   * lease is refreshed then, so that its grant needs no keepalive).
+   * lease is refreshed then, so that its grant needs no keepalive). `takeGrant(request)` is the grant a woken
+   * mutex waiter can take without a request (the subscription's `takeGrant`; none by default).
    */
   constructor(
     private readonly client: EtcdClient,
     private readonly layout: EtcdKeyLayout,
     private readonly nextInLine: (lockKey: string, owner: string) => void = () => undefined,
+    private readonly takeGrant: (request: AcquireRequest) => AcquireResult | undefined = () => undefined,
   ) {}
 
   /**
@@ -70,8 +72,10 @@ export class WatchHub {
       ringKey ?? (owner === undefined ? `${prefix}\u0000${ref.kind}` : ownerKey(prefix, owner)),
     )
     let closed = false
+    const request = owner !== undefined && ref.kind === 'mutex' && isAcquireRequest(ref) ? ref : undefined
     return {
       wait: (timeoutMs, signal) => inner.wait(timeoutMs, signal),
+      takeGrant: () => (closed || request === undefined ? undefined : this.takeGrant(request)),
       close: () => {
         if (closed) return
         closed = true
