@@ -19,6 +19,7 @@ import { join } from 'node:path'
 import { startRedisServer } from '../packages/latchkey/test/support/redis-server-process.js'
 import { catalog, serversFromEnv } from './lib/catalog.js'
 import { type CellFigures, contendedCell } from './lib/cells.js'
+import { CONTENDED_RAMP_MS } from './lib/config.js'
 import { runNamespace } from './lib/contender.js'
 import type { ContenderDef } from './lib/contender-defs.js'
 import { WorkerPool } from './lib/pool.js'
@@ -68,7 +69,7 @@ try {
       for (const waiters of waiterCounts) {
         const cell = `${waiters}x${processes}`
         const byId = new Map<string, CellFigures>()
-        const timing = { holdMs: 1, thinkMs: 5, rampMs: Math.max(800, 2 * waiters) }
+        const timing = { holdMs: 1, thinkMs: 5, rampMs: Math.max(CONTENDED_RAMP_MS, 2 * waiters) }
         const record = (def: ContenderDef, f: CellFigures) => {
           byId.set(def.id, f)
           const list = figures.get(`${cell} ${def.id}`) ?? []

@@ -21,6 +21,9 @@ export interface RunConfig {
   readonly redisBenchmark: { requests: number; runs: number }
 }
 
+/** The least time contended waiters run before the measured window (BENCH_QUICK aside). */
+export const CONTENDED_RAMP_MS = 2_500
+
 const list = (v: string | undefined) =>
   v === undefined || v === '' ? undefined : new Set(v.split(',').map((x) => x.trim()))
 
@@ -39,8 +42,12 @@ export function runConfig(env: NodeJS.ProcessEnv = process.env): RunConfig {
       runs: quick ? 1 : 3,
       uncontendedMs: quick ? 300 : 1_200,
       contendedMs: quick ? 600 : 2_500,
-      rampMs: quick ? 300 : 800,
+      // A cell's first seconds run slower for a library than for a floor of a few lines (its wake-up path still being
+      // compiled and warmed): with 800 ms, latchkey's Redis gap at 10 waiters over 4 processes was 1.03-1.04x
+      // proto-blpop's (redis-handoff.ts, 5 rounds each, alternating), with 3,000 ms 0.88-0.92x. See CONTENDED_RAMP_MS.
+      rampMs: quick ? 300 : CONTENDED_RAMP_MS,
       rampPerWaiterMs: quick ? 1 : 2,
+      warmUpMs: quick ? 0 : 500,
       concurrency: concurrency === undefined ? [1, 50] : [...concurrency].filter((x) => x !== '-').map(Number),
       waiters: waiters === undefined ? [10, 100, 1_000] : [...waiters].filter((x) => x !== '-').map(Number),
       holdMs: 1,

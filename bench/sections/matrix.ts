@@ -15,9 +15,18 @@ export interface MatrixConfig {
   readonly runs: number
   readonly uncontendedMs: number
   readonly contendedMs: number
-  /** Contended cells: waiters start max(rampMs, rampPerWaiterMs × W) before the measured window (they queue up first). */
+  /**
+   * Contended cells: waiters start max(rampMs, rampPerWaiterMs × W) before the measured window (they queue up first,
+   * and each process's code on the wake-up path is compiled by then).
+   */
   readonly rampMs: number
   readonly rampPerWaiterMs: number
+  /**
+   * Before the first run, each contender that waits runs one unrecorded contended cell this long (0: none), so
+   * that run 0 does not measure every worker's first use of its code (workers other than worker 0 start the
+   * matrix fresh), as runs 1 and 2 do not.
+   */
+  readonly warmUpMs: number
   readonly concurrency: readonly number[]
   readonly waiters: readonly number[]
   readonly holdMs: number
@@ -47,9 +56,14 @@ export function scenarios(cfg: MatrixConfig): ScenarioId[] {
   return [...cfg.concurrency.map((c) => `c${c}` as ScenarioId), ...cfg.waiters.map((w) => `w${w}` as ScenarioId)]
 }
 
-/** The order of run `run`: rotated by the run, reversed every other run. */
+/**
+ * The order of run `run`: run 2k is the list rotated by k, run 2k+1 the same order reversed. Each pair of
+ * contenders swaps places from an even run to the next, and the contender that opens a block (after a block of
+ * another scenario, on workers that sat idle through it) changes from run to run. Rotating by the run and then
+ * reversing, as before, opened runs 0 and 1 with the same contender, and never swapped a pair of two.
+ */
 export function runOrder<T>(items: readonly T[], run: number): T[] {
-  const k = items.length === 0 ? 0 : run % items.length
+  const k = items.length === 0 ? 0 : Math.floor(run / 2) % items.length
   const rotated = [...items.slice(k), ...items.slice(0, k)]
   return run % 2 === 1 ? rotated.reverse() : rotated
 }
@@ -99,6 +113,7 @@ export async function runMatrix(
   log: (line: string) => void,
 ): Promise<CellRecord[]> {
   const records: CellRecord[] = []
+  if (cfg.warmUpMs > 0) await warmUp(pools, defs, cfg, namespace, log)
   for (let run = 0; run < cfg.runs; run++) {
     for (const scenario of scenarios(cfg)) {
       const applicable = defs.filter(
@@ -116,6 +131,31 @@ export async function runMatrix(
     }
   }
   return records
+}
+
+/** One unrecorded contended cell of each waiting contender, on every worker it uses (see `warmUpMs`). */
+async function warmUp(
+  pools: ContenderPools,
+  defs: readonly ContenderDef[],
+  cfg: MatrixConfig,
+  namespace: string,
+  log: (line: string) => void,
+): Promise<void> {
+  const t0 = performance.now()
+  const waiting = defs.filter((d) => d.waits && d.maxWaiters > 0)
+  for (const def of waiting) {
+    const waiters = Math.min(10, def.maxWaiters)
+    const place = { pool: pools.for(def), namespace, key: `${def.id}:warm-up` }
+    const timing = { holdMs: cfg.holdMs, thinkMs: cfg.thinkMs, rampMs: cfg.rampMs }
+    try {
+      await pools.workers.heal()
+      await withTimeout(contendedCell(place, def, waiters, cfg.warmUpMs, timing), CELL_TIMEOUT_MS)
+    } catch (error) {
+      // Its cells will fail the same way and say so; the warm-up only loses its effect.
+      if (error instanceof Error && error.message.startsWith('no answer within')) await pools.workers.restart()
+    }
+  }
+  log(`warm-up: ${waiting.length} contenders (${((performance.now() - t0) / 1000).toFixed(1)} s)`)
 }
 
 /** Opens each contender once in worker 0; returns the ones that answered, and why the others were left out. */
