@@ -4,7 +4,7 @@
  * every backend), redis-benchmark, the scale tests and the flash-sale load; removes what it left on the
  * servers; writes bench/results.jsonl, bench/RESULTS.md and bench/charts/*.svg.
  *
- *   npm run bench                       full run (~21 min on 2 cores; 20.8 min measured with Curator and the one-process rows)
+ *   npm run bench                       full run (~28 min on 2 cores: 28.3 min measured with the 2.5 s ramp and the warm-up)
  *   BENCH_QUICK=1 npx tsx bench/run.ts  quick check (~3 min), written to $TMPDIR/latchkey-bench-quick/
  *   npx tsx bench/run.ts --report-only  RESULTS.md and charts again from results.jsonl
  * BENCH_SECTIONS=matrix,scale,sale and BENCH_ONLY=<contender ids> narrow a run (lib/config.ts); the flash-sale
