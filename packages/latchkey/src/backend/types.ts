@@ -108,9 +108,11 @@ export interface ReleaseSubscription {
   wait(timeoutMs: number, signal?: AbortSignal): Promise<void>
   close(): void
   /**
-   * Optional. A grant the release itself made to this waiter and told it with the notification, taken synchronously
-   * right after a wake-up: the core uses it as its next try's answer and sends no try. Undefined when there is none
-   * (the core then tries as usual). What it returns must be exactly what `tryAcquire` would have answered.
+   * Optional. A grant this waiter can take without a request, taken synchronously right after every wake-up (a
+   * notification's or a timeout's): the core uses it as its next try's answer and sends no try. Either the release
+   * made the grant and told it with the notification (Redis), or the subscription's own state shows it (etcd: the
+   * watch saw every key ahead go). Undefined when there is none (the core then tries as usual). What it returns must
+   * be exactly what `tryAcquire` would have answered then.
    */
   takeGrant?(): AcquireResult | undefined
 }
