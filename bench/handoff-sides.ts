@@ -18,7 +18,8 @@
  * LIB=<absolute path of another build's dist> runs that build instead (a change against the code before it).
  * FLOOR=<name> runs that floor of bench/lib/floors.ts on `url` instead of latchkey (e.g. FLOOR=proto-blpop with a
  * redis:// URL, FLOOR=zk-recipe with a ZooKeeper connect string): the same split for the request pattern alone.
- * PROF_DIR=<dir>: each child runs under --cpu-prof and writes its profile there (bench/lib/cpu-profile-summary.mjs).
+ * PROF_DIR=<dir>: each child runs under --cpu-prof and writes its profile there (bench/lib/cpu-profile-summary.mjs,
+ * whose window arguments leave out start-up); PROF_INTERVAL=<µs> samples more often than every 1,000 µs.
  */
 import { fork } from 'node:child_process'
 import net from 'node:net'
@@ -109,8 +110,11 @@ async function child(url: string, waiters: number, key: string, seconds: number)
   process.exit(0)
 }
 
-/** With PROF_DIR=<dir> each child runs under --cpu-prof and writes its profile there. */
-const profiled = process.env.PROF_DIR === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', process.env.PROF_DIR]
+/** With PROF_DIR=<dir> each child runs under --cpu-prof (every PROF_INTERVAL µs) and writes its profile there. */
+const profiled =
+  process.env.PROF_DIR === undefined
+    ? []
+    : ['--cpu-prof', '--cpu-prof-interval', process.env.PROF_INTERVAL ?? '1000', '--cpu-prof-dir', process.env.PROF_DIR]
 
 async function parent(url: string, waiters: number, procs: number, seconds: string): Promise<void> {
   const key = `k${Date.now()}`
