@@ -1,7 +1,7 @@
 /**
  * Line joins on release: the head of this process's waiting mutex acquires of a name, behind a holder of the same
  * process, waits for that holder's release instead of joining etcd's line by itself. The release txn puts its key
- * in line too (`mutex-line.ts`, `releaseAndJoin`): one raft write and one call where the head's join and the
+ * in line too (`mutex-release-join.ts`, `releaseAndJoin`): one raft write and one call where the head's join and the
  * release were two of each, and the head goes in line no later than it could hold the lock anyway.
  */
 import type { AcquireRequest } from '../../backend/types.js'
@@ -20,7 +20,7 @@ export interface LocalHolder {
 
 /**
  * A head's try that waits for the local holder's release to put its key in line (its request and deadline), and
- * that release's txn once it is built ahead of the release (`mutex-line.ts`, `prepareRelease`).
+ * that release's txn once it is built ahead of the release (`mutex-release-join.ts`, `prepareRelease`).
  */
 export interface PendingJoin {
   readonly req: AcquireRequest
