@@ -78,7 +78,8 @@ export class AcquireLoop {
         const boundIsWait = this.waiting && this.waitEnds.at <= silenceAt
         let outcome = first
         if (attempt > 0) {
-          // A grant the release made to us and told us with its notification is the try's answer: no try is sent.
+          // A grant the subscription can hand over (told by the release, or shown by its own state) is the try's
+          // answer: no try is sent.
           const handed = this.subscription?.takeGrant?.()
           outcome =
             handed !== undefined

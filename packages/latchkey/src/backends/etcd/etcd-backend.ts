@@ -98,7 +98,7 @@ export class EtcdBackend extends BackendBase {
 
   async tryAcquire(request: AcquireRequest): Promise<AcquireResult> {
     const started = monotonicNow()
-    this.owners.prune(started, (lease) => this.leases.remainingMs(lease))
+    this.pruneOwners(started)
     // The core's deadline is `sentAt + ttlMs` with sentAt before this call: a lease living until `until` covers it.
     const until = started + request.ttlMs
     const done = this.hub.tryStarted(request)
@@ -134,10 +134,15 @@ export class EtcdBackend extends BackendBase {
   private takeGrant(request: AcquireRequest): AcquireResult | undefined {
     if (request.kind !== 'mutex' || request.queue) return undefined
     const started = monotonicNow()
-    this.owners.prune(started, (lease) => this.leases.remainingMs(lease))
+    this.pruneOwners(started)
     if (this.hub.turnOf(request, request.owner) !== 'head') return undefined
     const granted = grantOnWake(this.deps, request, started + request.ttlMs)
     return granted === undefined ? undefined : this.lined(request, granted)
+  }
+
+  /** Drops the probes whose lease ran out by `now` (`Owners.prune`): first thing in each try and each wake-up grant. */
+  private pruneOwners(now: number): void {
+    this.owners.prune(now, (lease) => this.leases.remainingMs(lease))
   }
 
   /** A lined try's answer: a grant starts its holder's local turn and prepares the release its head joins with. */
