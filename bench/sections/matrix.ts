@@ -143,18 +143,9 @@ async function warmUp(
 ): Promise<void> {
   const t0 = performance.now()
   const waiting = defs.filter((d) => d.waits && d.maxWaiters > 0)
-  for (const def of waiting) {
-    const waiters = Math.min(10, def.maxWaiters)
-    const place = { pool: pools.for(def), namespace, key: `${def.id}:warm-up` }
-    const timing = { holdMs: cfg.holdMs, thinkMs: cfg.thinkMs, rampMs: cfg.rampMs }
-    try {
-      await pools.workers.heal()
-      await withTimeout(contendedCell(place, def, waiters, cfg.warmUpMs, timing), CELL_TIMEOUT_MS)
-    } catch (error) {
-      // Its cells will fail the same way and say so; the warm-up only loses its effect.
-      if (error instanceof Error && error.message.startsWith('no answer within')) await pools.workers.restart()
-    }
-  }
+  // A 10-waiter cell as run -1, its record dropped: one that fails fails its real cells the same way, which say so.
+  const short = { ...cfg, contendedMs: cfg.warmUpMs }
+  for (const def of waiting) await cell(pools, def, 'w10', -1, short, namespace)
   log(`warm-up: ${waiting.length} contenders (${((performance.now() - t0) / 1000).toFixed(1)} s)`)
 }
 
